@@ -1,0 +1,37 @@
+# agentx: `make demo` runs the main job on embedded defaults; `make test` runs every check.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.agentx-installed
+
+.PHONY: setup demo test unit lint typecheck bench vllm clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/find_python.sh
+	@PYBIN=$$(bash scripts/find_python.sh) || exit 1; \
+	  if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$PYBIN"; $$PYBIN -m venv $(VENV); fi
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/agentx demo
+
+lint: setup
+	$(VENV)/bin/ruff check agentx tests scripts
+	$(VENV)/bin/ruff format --check agentx tests scripts
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+unit: setup
+	$(VENV)/bin/pytest -q
+
+test: lint typecheck unit
+
+bench: setup
+	$(PY) scripts/bench.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+from agentx.cli import main
+
+main()

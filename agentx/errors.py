@@ -1,0 +1,47 @@
+"""The agentx error family.
+
+Library code raises these; the CLI turns each into one line on stderr and an exit code.
+Per-request failures during replay are *data* (a row's ``error``), never exceptions.
+"""
+
+from __future__ import annotations
+
+
+class AgentxError(Exception):
+    """Base of every error agentx raises on purpose. ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(AgentxError):
+    """The command line or options make no sense together (exit 2)."""
+
+    exit_code = 2
+
+
+class TraceError(AgentxError):
+    """A trace is missing, truncated, not Parquet, or of an unknown format version."""
+
+
+class FormatError(AgentxError):
+    """An imported file (Weka, Mooncake, JSONL) is malformed; names the file and the record."""
+
+    def __init__(self, path: str, message: str, record: int | None = None) -> None:
+        where = f"{path}" if record is None else f"{path}: record {record}"
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.record = record
+
+
+class EndpointError(AgentxError):
+    """The endpoint cannot be reached or does not speak the expected API at start-up."""
+
+
+class CaptureError(AgentxError):
+    """The capture proxy could not start or could not write its trace."""
+
+
+class SloFailed(AgentxError):
+    """The run completed but at least one ``--slo`` check failed (exit 3)."""
+
+    exit_code = 3

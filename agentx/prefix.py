@@ -1,0 +1,140 @@
+"""The block-hash prefix model, with vLLM's rules.
+
+A prompt of ``n`` tokens is cut into full blocks of ``block_size`` tokens; block ``i`` is named
+by a hash chained over *all* tokens up to its end (so equal hashes mean equal prefixes), and a
+request can hit at most its first ``floor((n - 1) / block_size)`` blocks: the last prompt token
+is always computed. The theoretical hit rate is what an unbounded cache would serve.
+
+Everything here is vectorised numpy on integer hashes: a 100K-token prompt costs one pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+DEFAULT_BLOCK_SIZE = 16
+HashArray = npt.NDArray[np.uint64]
+
+_MASK = (1 << 64) - 1
+_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, so invertible mod 2**64
+_powers: npt.NDArray[np.uint64] = np.ones(1, dtype=np.uint64)
+
+
+def _powers_upto(n: int) -> npt.NDArray[np.uint64]:
+    global _powers
+    if _powers.size < n:
+        size = max(n, 2 * _powers.size)
+        p = np.empty(size, dtype=np.uint64)
+        p[0] = 1
+        with np.errstate(over="ignore"):
+            # repeated doubling: p[k:2k] = p[0:k] * BASE**k (wrapping uint64 arithmetic)
+            k = 1
+            step = _BASE
+            while k < size:
+                m = min(k, size - k)
+                p[k : k + m] = p[:m] * step
+                step = np.uint64((int(step) * int(step)) & _MASK)
+                k += m
+        _powers = p
+    return _powers[:n]
+
+
+def _mix(x: npt.NDArray[np.uint64]) -> HashArray:
+    """splitmix64 finaliser: spreads the polynomial hash over all 64 bits."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return x
+
+
+def _chain(values: npt.NDArray[np.uint64], ends: npt.NDArray[np.int64]) -> HashArray:
+    """Prefix hash of ``values[:e]`` for each ``e`` in ``ends`` (polynomial, mod 2**64)."""
+    if ends.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        terms = (values + np.uint64(1)) * _powers_upto(values.size)
+        sums = np.cumsum(terms, dtype=np.uint64)
+        return _mix(sums[ends - 1] ^ ends.astype(np.uint64))
+
+
+def block_hashes(tokens: npt.ArrayLike, block_size: int = DEFAULT_BLOCK_SIZE) -> HashArray:
+    """One chained hash per *full* block of ``tokens``."""
+    toks = np.asarray(tokens, dtype=np.int64).astype(np.uint64)
+    n_blocks = toks.size // block_size
+    ends = (np.arange(1, n_blocks + 1, dtype=np.int64)) * block_size
+    return _chain(toks[: n_blocks * block_size], ends)
+
+
+def chain_ids(hash_ids: npt.ArrayLike) -> HashArray:
+    """Chain per-block ids of an imported trace (Weka, Mooncake) into prefix hashes."""
+    ids = np.asarray(hash_ids, dtype=np.int64).astype(np.uint64)
+    return _chain(ids, np.arange(1, ids.size + 1, dtype=np.int64))
+
+
+def hittable_blocks(n_tokens: int, block_size: int) -> int:
+    """vLLM never serves the last prompt token from cache: at most floor((n-1)/bs) blocks."""
+    return max(0, (n_tokens - 1) // block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixLookup:
+    """How much of one request an unbounded cache served."""
+
+    prompt_tokens: int
+    hit_tokens: int
+
+
+class UnboundedPrefixCache:
+    """An unbounded block cache. Since every inserted block brings its whole prefix, presence is
+    monotone along a request's chain, so the hit length is found by binary search."""
+
+    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        self.block_size = block_size
+        self._seen: set[int] = set()
+        self.prompt_tokens = 0
+        self.hit_tokens = 0
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def _hit_blocks(self, hashes: HashArray, limit: int) -> int:
+        lo, hi = 0, min(limit, int(hashes.size))
+        seen = self._seen
+        while lo < hi:  # largest k with hashes[k-1] in seen
+            mid = (lo + hi + 1) // 2
+            if int(hashes[mid - 1]) in seen:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def observe(self, hashes: HashArray, prompt_tokens: int) -> PrefixLookup:
+        """Look the request up, then insert all its full blocks."""
+        hit = self._hit_blocks(hashes, hittable_blocks(prompt_tokens, self.block_size))
+        if hit < hashes.size:
+            self._seen.update(hashes[hit:].tolist())
+        hit_tokens = hit * self.block_size
+        self.prompt_tokens += prompt_tokens
+        self.hit_tokens += hit_tokens
+        return PrefixLookup(prompt_tokens, hit_tokens)
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def theoretical_hit_rate(
+    requests: Iterable[tuple[HashArray, int]], block_size: int = DEFAULT_BLOCK_SIZE
+) -> float:
+    """Hit rate of an unbounded cache over ``(block hashes, prompt tokens)`` in arrival order."""
+    cache = UnboundedPrefixCache(block_size)
+    for hashes, n in requests:
+        cache.observe(hashes, n)
+    return cache.hit_rate
