@@ -10,11 +10,18 @@ Everything here is vectorised numpy on integer hashes: a 100K-token prompt costs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import itertools
+import operator
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import orjson
+
+from agentx import tokens
+from agentx.models import JSON
 
 DEFAULT_BLOCK_SIZE = 16
 HashArray = npt.NDArray[np.uint64]
@@ -72,10 +79,15 @@ def block_hashes(tokens: npt.ArrayLike, block_size: int = DEFAULT_BLOCK_SIZE) ->
     return _chain(toks[: n_blocks * block_size], ends)
 
 
-def chain_ids(hash_ids: npt.ArrayLike) -> HashArray:
-    """Chain per-block ids of an imported trace (Weka, Mooncake) into prefix hashes."""
+def chain_ids(hash_ids: npt.ArrayLike, group: int = 1) -> HashArray:
+    """Chain per-block ids of an imported trace (Weka, Mooncake) into prefix hashes.
+
+    ``group`` > 1 coarsens the blocks: the result names every ``group``-th prefix, i.e. blocks
+    ``group`` times as large. Exact, because a chained hash names its whole prefix.
+    """
     ids = np.asarray(hash_ids, dtype=np.int64).astype(np.uint64)
-    return _chain(ids, np.arange(1, ids.size + 1, dtype=np.int64))
+    chained = _chain(ids, np.arange(1, ids.size + 1, dtype=np.int64))
+    return chained if group == 1 else chained[group - 1 :: group]
 
 
 def hittable_blocks(n_tokens: int, block_size: int) -> int:
@@ -138,3 +150,125 @@ def theoretical_hit_rate(
     for hashes, n in requests:
         cache.observe(hashes, n)
     return cache.hit_rate
+
+
+@dataclass(slots=True)
+class _ThreadState:
+    head: list[tokens.Source] = field(default_factory=list)  # tools, system
+    conv: list[JSON] = field(default_factory=list)  # the conversation's items
+    ends: list[int] = field(default_factory=list)  # token offset where each segment ends
+    sums: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    hashes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    n_hashed: int = 0  # blocks of ``hashes`` that are valid
+
+
+def _same_value(a: JSON, b: JSON) -> bool:
+    if a is b:
+        return True
+    # == alone would call 1, 1.0 and True equal, which render differently
+    return bool(a == b) and _canonical(a) == _canonical(b)
+
+
+def _canonical(value: JSON) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return tokens._dump(value).encode()
+
+
+def _common_head(new: list[tokens.Source], old: list[tokens.Source]) -> int:
+    n = 0
+    for (kind, value), (old_kind, old_value) in zip(new, old, strict=False):
+        if kind != old_kind or not _same_value(value, old_value):
+            break
+        n += 1
+    return n
+
+
+def _common_items(new: list[JSON], old: list[JSON]) -> int:
+    """Length of the common prefix of two conversations; identical objects are skipped in C."""
+    limit = min(len(new), len(old))
+    same = map(operator.is_, new[:limit], old[:limit])
+    for i in itertools.compress(range(limit), map(operator.not_, same)):
+        if not _same_value(new[i], old[i]):
+            return i
+    return limit
+
+
+def _grow(buf: npt.NDArray[np.uint64], n: int, keep: int) -> npt.NDArray[np.uint64]:
+    if n <= buf.size:
+        return buf
+    grown = np.empty(max(n, 2 * buf.size), dtype=np.uint64)
+    grown[:keep] = buf[:keep]
+    return grown
+
+
+class RequestHasher:
+    """Block hashes of a stream of requests, incrementally.
+
+    ``hash_request(api, body, thread)`` returns exactly
+    ``block_hashes(tokens.request_tokens(api, body), block_size)`` and the token count, but only
+    renders, tokenizes and hashes what the request changed relative to the previous request of
+    the same ``thread``: a session of n turns costs O(its unique content), not O(n^2).
+    Bodies are assumed not to be mutated after they were passed in (unchanged items are
+    recognised by identity first). At most ``max_threads`` threads are remembered (LRU).
+    """
+
+    def __init__(
+        self,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        encoding: str = tokens.DEFAULT_ENCODING,
+        max_threads: int = 64,
+    ) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be >= 1")
+        self.block_size = block_size
+        self.encoding = encoding
+        self._max_threads = max_threads
+        self._threads: OrderedDict[Hashable, _ThreadState] = OrderedDict()
+
+    def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
+        """(chained hashes of the full blocks, number of prompt tokens) of one request."""
+        state = self._threads.pop(thread, None) or _ThreadState()
+        self._threads[thread] = state
+        while len(self._threads) > self._max_threads:
+            self._threads.popitem(last=False)
+
+        head = tokens.head_sources(api, body)
+        conv = tokens.conversation(api, body) if isinstance(body, dict) else []
+        keep = _common_head(head, state.head)
+        if keep == len(head) == len(state.head):
+            keep += _common_items(conv, state.conv)
+        start = state.ends[keep - 1] if keep else 0
+        ends = state.ends[:keep]
+        arrays = []
+        offset = start
+        for i in range(keep, len(head) + len(conv)):
+            src = head[i] if i < len(head) else ("message", conv[i - len(head)])
+            arr = tokens.encode(tokens.render_source(src), self.encoding)
+            arrays.append(arr)
+            offset += int(arr.size)
+            ends.append(offset)
+        n = offset
+        state.sums = _grow(state.sums, n, start)
+        if n > start:
+            new = tokens.concat(arrays).astype(np.uint64)
+            sums = np.cumsum((new + np.uint64(1)) * _powers_upto(n)[start:n], dtype=np.uint64)
+            if start:
+                sums += state.sums[start - 1]
+            state.sums[start:n] = sums
+        state.head = head
+        state.conv = conv
+        state.ends = ends
+        # blocks that end inside the unchanged prefix keep their hashes
+        bs = self.block_size
+        first = min(state.n_hashed, start // bs)
+        n_blocks = n // bs
+        state.hashes = _grow(state.hashes, n_blocks, first)
+        if n_blocks > first:
+            block_ends = np.arange(first + 1, n_blocks + 1, dtype=np.uint64) * np.uint64(bs)
+            state.hashes[first:n_blocks] = _mix(
+                state.sums[(block_ends - np.uint64(1)).astype(np.intp)] ^ block_ends
+            )
+        state.n_hashed = n_blocks
+        return state.hashes[:n_blocks].copy(), n

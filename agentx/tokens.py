@@ -9,6 +9,7 @@ encoded once, not once per turn.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -18,7 +19,7 @@ import numpy.typing as npt
 import orjson
 
 from agentx.errors import AgentxError
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, JSON
+from agentx.models import API_OPENAI_RESPONSES, JSON
 
 DEFAULT_ENCODING = "cl100k_base"
 TokenArray = npt.NDArray[np.int64]
@@ -46,7 +47,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
 
 @lru_cache(maxsize=131072)
 def _encode_cached(text: str, encoding: str) -> TokenArray:
-    ids = get_encoding(encoding).encode(text, disallowed_special=())
+    ids = get_encoding(encoding).encode_ordinary(text)  # special-token text counts as text
     arr = np.asarray(ids, dtype=np.int64)
     arr.setflags(write=False)
     return arr
@@ -70,7 +71,11 @@ def _strip(value: JSON) -> JSON:
 
 
 def _dump(value: JSON) -> str:
-    return orjson.dumps(_strip(value), option=orjson.OPT_SORT_KEYS).decode()
+    stripped = _strip(value)
+    try:
+        return orjson.dumps(stripped, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # lone surrogates, integers beyond 64 bits: the standard library copes
+        return json.dumps(stripped, sort_keys=True, separators=(",", ":"))
 
 
 def render_content(content: JSON) -> str:
@@ -82,7 +87,11 @@ def render_content(content: JSON) -> str:
     if isinstance(content, list):
         parts: list[str] = []
         for block in content:
-            if isinstance(block, dict) and block.get("type") in ("text", "input_text", "output_text"):
+            if isinstance(block, dict) and block.get("type") in (
+                "text",
+                "input_text",
+                "output_text",
+            ):
                 parts.append(str(block.get("text", "")))
             elif isinstance(block, dict) and block.get("type") == "tool_result":
                 parts.append(render_content(block.get("content")))
@@ -119,21 +128,50 @@ def conversation(api: str, body: JSON) -> list[JSON]:
     return list(items) if isinstance(items, list) else []
 
 
-def render_segments(api: str, body: JSON) -> list[str]:
-    """The request as ordered text segments: tools, system/instructions, then each message."""
+# What a segment is made from: ("tools", tools), ("system", system), ("message", item), or
+# ("body", body) for a body that is not a JSON object.
+Source = tuple[str, JSON]
+
+
+def head_sources(api: str, body: JSON) -> list[Source]:
+    """The sources before the conversation: tools and system/instructions (or the whole body
+    when it is not a JSON object)."""
     if not isinstance(body, dict):
-        return [_dump(body)] if body is not None else []
-    segments: list[str] = []
+        return [("body", body)] if body is not None else []
+    sources: list[Source] = []
     tools = body.get("tools")
     if tools:
-        segments.append(f"<|tools|>\n{_dump(tools)}\n")
+        sources.append(("tools", tools))
     system = body.get("instructions") if api == API_OPENAI_RESPONSES else body.get("system")
-    if api == API_ANTHROPIC_MESSAGES and system is None:
-        system = None
     if system:
-        segments.append(f"<|system|>\n{render_content(system)}\n")
-    segments.extend(render_message(m) for m in conversation(api, body))
-    return segments
+        sources.append(("system", system))
+    return sources
+
+
+def segment_sources(api: str, body: JSON) -> list[Source]:
+    """The values the segments of a request are rendered from, in order (cheap: no rendering).
+
+    Two requests whose sources agree on a prefix render to token ids that agree on that prefix,
+    which is what lets :class:`agentx.prefix.RequestHasher` work incrementally.
+    """
+    return head_sources(api, body) + [("message", m) for m in conversation(api, body)]
+
+
+def render_source(source: Source) -> str:
+    """One segment's text."""
+    kind, value = source
+    if kind == "tools":
+        return f"<|tools|>\n{_dump(value)}\n"
+    if kind == "system":
+        return f"<|system|>\n{render_content(value)}\n"
+    if kind == "message":
+        return render_message(value)
+    return _dump(value)
+
+
+def render_segments(api: str, body: JSON) -> list[str]:
+    """The request as ordered text segments: tools, system/instructions, then each message."""
+    return [render_source(s) for s in segment_sources(api, body)]
 
 
 def concat(arrays: Sequence[TokenArray]) -> TokenArray:

@@ -5,11 +5,16 @@ and everything else. The conversation is stored as ``(base_id, base_len, delta)`
 ``base_len`` items of the conversation of row ``base_id``, then ``delta``. Storage therefore grows
 with what a session *appends*, not with the square of its length, and the reader rebuilds the
 exact body (same keys, same order, JSON-equal values).
+
+Items are compared by their serialised JSON, never with Python ``==`` (which calls ``1``,
+``1.0`` and ``True`` equal and ignores key order), so a reused prefix is byte-identical.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -25,14 +30,42 @@ from agentx.models import (
 )
 
 Row = dict[str, Any]
+Parse = Callable[[str | None, str], JSON]  # (column text, column name) -> value
+
+# the text columns of a row that hold JSON documents (everything else is a plain value)
+JSON_COLUMNS = (
+    "request_key_order",
+    "request_params",
+    "request_tools",
+    "request_system",
+    "request_json",
+    "conversation_delta",
+    "response_tool_calls",
+    "response_message",
+    "credentials",
+)
+
+
+def dumps_bytes(value: JSON) -> bytes:
+    """Compact JSON. orjson, or the standard library for what orjson refuses (lone surrogates,
+    integers beyond 64 bits); the fallback escapes to ASCII so the text is always valid UTF-8."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def dumps(value: JSON) -> str:
-    return orjson.dumps(value).decode()
+    return dumps_bytes(value).decode()
 
 
-def loads(text: str | None) -> JSON:
-    return None if text is None else orjson.loads(text)
+def loads(text: str | bytes | None) -> JSON:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)  # lone-surrogate escapes written by the fallback encoder
 
 
 def conversation_key(api: str, body: JSON) -> str | None:
@@ -42,42 +75,58 @@ def conversation_key(api: str, body: JSON) -> str | None:
     return key if isinstance(body.get(key), list) else None
 
 
-def common_prefix_len(a: list[JSON], b: list[JSON]) -> int:
+def system_key(api: str) -> str:
+    return "instructions" if api == API_OPENAI_RESPONSES else "system"
+
+
+def common_prefix_len(a: list[bytes], b: list[bytes]) -> int:
     n = min(len(a), len(b))
     i = 0
-    while i < n and a[i] == b[i]:
+    while i < n and (a[i] is b[i] or a[i] == b[i]):
         i += 1
     return i
 
 
+def join_items(items: list[bytes]) -> bytes:
+    return b"[" + b",".join(items) + b"]"
+
+
 class DeltaEncoder:
-    """Chooses each row's delta base among recently written rows (bounded memory)."""
+    """Chooses each row's delta base among recently written rows (bounded memory).
+
+    Candidates are the row's ``parent_request_id`` and the previous row of its thread; the one
+    sharing the longest prefix wins. A base's serialised items are shared with the rows that
+    extend it, so memory holds each distinct item once.
+    """
 
     def __init__(self, keep: int = 512) -> None:
-        self._recent: OrderedDict[str, list[JSON]] = OrderedDict()
-        self._last_in_thread: dict[str, str] = {}
+        self._recent: OrderedDict[str, list[bytes]] = OrderedDict()
+        self._last_in_thread: dict[tuple[str, str], str] = {}
         self._keep = keep
 
     def encode(self, ex: Exchange) -> Row:
         row = to_row(ex)
-        key = conversation_key(ex.api, ex.request)
-        conv: list[JSON] = list(ex.request[key]) if key else []
+        key = row["conversation_key"]
+        items: list[bytes] = [dumps_bytes(m) for m in ex.request[key]] if key else []
         base_id: str | None = None
         base_len = 0
-        for candidate in (ex.parent_request_id, self._last_in_thread.get(ex.thread_id)):
+        thread = (ex.session_id, ex.thread_id)
+        for candidate in (ex.parent_request_id, self._last_in_thread.get(thread)):
             if candidate and candidate in self._recent:
-                n = common_prefix_len(self._recent[candidate], conv)
+                n = common_prefix_len(self._recent[candidate], items)
                 if n > base_len:
                     base_id, base_len = candidate, n
+        if base_id is not None:
+            items[:base_len] = self._recent[base_id][:base_len]
         row["conversation_base_id"] = base_id
-        row["conversation_base_len"] = base_len if base_id else None
-        row["conversation_delta"] = dumps(conv[base_len:]) if key else None
+        row["conversation_base_len"] = base_len if base_id is not None else None
+        row["conversation_delta"] = join_items(items[base_len:]).decode() if key else None
         if key:
-            self._recent[ex.request_id] = conv
+            self._recent[ex.request_id] = items
             self._recent.move_to_end(ex.request_id)
             while len(self._recent) > self._keep:
                 self._recent.popitem(last=False)
-        self._last_in_thread[ex.thread_id] = ex.request_id
+        self._last_in_thread[thread] = ex.request_id
         return row
 
 
@@ -85,16 +134,18 @@ def to_row(ex: Exchange) -> Row:
     """Every column but the conversation columns (filled by :class:`DeltaEncoder`)."""
     body = ex.request
     key = conversation_key(ex.api, body)
+    request_params: str | None
+    request_tools: str | None
+    request_system: str | None
+    key_order: str | None
+    request_json: str | None
     if isinstance(body, dict):
-        order = list(body.keys())
-        tools = body.get("tools")
-        system_key = "instructions" if ex.api == API_OPENAI_RESPONSES else "system"
-        system = body.get(system_key)
-        rest = {k: v for k, v in body.items() if k not in (key, "tools", system_key)}
+        skey = system_key(ex.api)
+        rest = {k: v for k, v in body.items() if k not in (key, "tools", skey)}
         request_params = dumps(rest)
-        request_tools = dumps(tools) if "tools" in body else None
-        request_system = dumps(system) if system_key in body else None
-        key_order = dumps(order)
+        request_tools = dumps(body["tools"]) if "tools" in body else None
+        request_system = dumps(body[skey]) if skey in body else None
+        key_order = dumps(list(body.keys()))
         request_json = None
     else:
         request_params = request_tools = request_system = key_order = None
@@ -148,50 +199,91 @@ def _cred(c: Credential) -> dict[str, Any]:
 
 
 class DeltaDecoder:
-    """Rebuilds full bodies in file order, keeping only conversations that later rows extend."""
+    """Rebuilds full bodies in file order, keeping only conversations that later rows extend.
 
-    def __init__(self, base_refcounts: dict[str, int]) -> None:
+    By default every body is a fresh object tree (safe to mutate). With ``shared=True`` a row's
+    conversation reuses the *same* item objects as the earlier rows it extends, so decoding costs
+    what the row appended rather than the whole conversation; such bodies must be treated as
+    read-only. Tools and system values repeated verbatim are shared too.
+    """
+
+    def __init__(self, base_refcounts: dict[str, int], *, shared: bool = False) -> None:
         self._refs = dict(base_refcounts)
-        self._convs: dict[str, list[JSON]] = {}
+        self._shared = shared
+        self._items: dict[str, list[Any]] = {}  # bytes per item (copy mode) or objects (shared)
+        self._memo: dict[str, dict[str, JSON]] = {}
 
     def decode(self, row: Row) -> Exchange:
         key = row["conversation_key"]
         conv: list[JSON] | None = None
         if key is not None:
-            delta = loads(row["conversation_delta"]) or []
-            base_id = row["conversation_base_id"]
-            if base_id is not None:
-                base = self._convs.get(base_id)
-                if base is None:
-                    raise KeyError(f"row {row['request_id']} extends {base_id}, which is not before it")
-                conv = base[: row["conversation_base_len"]] + delta
-                self._refs[base_id] -= 1
-                if self._refs[base_id] <= 0:
-                    del self._convs[base_id]
-            else:
-                conv = delta
-            if self._refs.get(row["request_id"], 0) > 0:
-                self._convs[row["request_id"]] = conv
-        return from_row(row, conv)
+            conv = self._conversation(row)
+        return from_row(row, conv, self._parse_repeated if self._shared else _plain_parse)
+
+    def _conversation(self, row: Row) -> list[JSON]:
+        delta_text: str = row["conversation_delta"] or "[]"
+        delta = loads(delta_text)
+        if not isinstance(delta, list):
+            raise ValueError(f"row {row['request_id']}: conversation_delta is not a JSON array")
+        items: list[Any] = delta if self._shared else [dumps_bytes(d) for d in delta]
+        base_id = row["conversation_base_id"]
+        if base_id is not None:
+            base = self._items.get(base_id)
+            base_len = row["conversation_base_len"] or 0
+            if base is None or base_len > len(base):
+                raise ValueError(
+                    f"row {row['request_id']} extends {base_id}, which is not before it"
+                )
+            items = base[:base_len] + items
+            self._refs[base_id] -= 1
+            if self._refs[base_id] <= 0:
+                del self._items[base_id]
+        if self._refs.get(row["request_id"], 0) > 0:
+            self._items[row["request_id"]] = items
+        if self._shared:
+            return list(items)
+        if base_id is None:
+            return list(delta)  # freshly parsed: nobody else holds these objects
+        return list(loads(join_items(items))) if items else []
+
+    def _parse_repeated(self, text: str | None, column: str = "") -> JSON:
+        """Parse a JSON column, returning the same object for text seen recently in it (the
+        tools and system prompt of the sessions in flight)."""
+        if text is None:
+            return None
+        memo = self._memo.setdefault(column, {})
+        value = memo.get(text, _MISSING)
+        if value is _MISSING:
+            value = loads(text)
+            if len(memo) >= REPEATED_MEMO:
+                del memo[next(iter(memo))]  # oldest first
+            memo[text] = value
+        return value
 
 
-def _body(row: Row, conv: list[JSON] | None) -> JSON:
+_MISSING = object()
+REPEATED_MEMO = 256  # distinct tools/system values remembered per column (shared decoding)
+
+
+def _body(row: Row, conv: list[JSON] | None, parse: Parse) -> JSON:
     if row["request_key_order"] is None:
         return loads(row["request_json"])
     parts: dict[str, JSON] = dict(loads(row["request_params"]))
-    api = row["api"]
-    system_key = "instructions" if api == API_OPENAI_RESPONSES else "system"
+    skey = system_key(row["api"])
     if row["request_tools"] is not None:
-        parts["tools"] = loads(row["request_tools"])
+        parts["tools"] = parse(row["request_tools"], "request_tools")
     if row["request_system"] is not None:
-        parts[system_key] = loads(row["request_system"])
+        parts[skey] = parse(row["request_system"], "request_system")
     if row["conversation_key"] is not None:
-        # copy the items' list, never the items' identity with another row's body
-        parts[row["conversation_key"]] = loads(dumps(conv))
+        parts[row["conversation_key"]] = conv
     return {k: parts[k] for k in loads(row["request_key_order"]) if k in parts}
 
 
-def from_row(row: Row, conv: list[JSON] | None) -> Exchange:
+def _plain_parse(text: str | None, column: str = "") -> JSON:
+    return loads(text)
+
+
+def from_row(row: Row, conv: list[JSON] | None, parse: Parse = _plain_parse) -> Exchange:
     creds = loads(row["credentials"]) or []
     hash_ids = row["hash_ids"]
     return Exchange(
@@ -205,7 +297,7 @@ def from_row(row: Row, conv: list[JSON] | None) -> Exchange:
         path=row["path"],
         status=row["status"],
         model=row["model"],
-        request=_body(row, conv),
+        request=_body(row, conv, parse),
         response=Response(
             text=row["response_text"],
             reasoning=row["response_reasoning"],

@@ -8,6 +8,7 @@ FORMAT = "agentx.trace/1"
 META_FORMAT = b"agentx.format"
 META_TRACE_ID = b"agentx.trace_id"
 META_CREATED_AT = b"agentx.created_at"
+META_WRITER = b"agentx.writer"
 META_USER = b"agentx.metadata"
 
 _str = pa.string()

@@ -3,38 +3,75 @@
 Each ``append`` writes one JSON line to ``<trace>.spool`` and flushes it to the OS before it
 returns, so a writer killed with SIGKILL loses at most the exchange in flight; the next
 ``open``/``read`` of the trace (or ``agentx recover``) rebuilds the Parquet file from the spool.
+The writer holds an exclusive ``flock`` on its spool for its whole life: the kernel drops it when
+the process dies, however it dies, which is how a reader tells a live writer from a dead one.
 Compaction streams the spool in row groups, so memory stays bounded for any trace size.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import IO, Any, Self
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agentx import __version__
 from agentx.errors import TraceError
 from agentx.models import Exchange
 from agentx.store.codec import DeltaEncoder, Row
-from agentx.store.schema import FORMAT, META_CREATED_AT, META_FORMAT, META_TRACE_ID, META_USER, SCHEMA
+from agentx.store.schema import (
+    FORMAT,
+    META_CREATED_AT,
+    META_FORMAT,
+    META_TRACE_ID,
+    META_USER,
+    META_WRITER,
+    SCHEMA,
+)
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: fall back to the writer's pid
+    fcntl = None  # type: ignore[assignment]
 
 ROW_GROUP_ROWS = 4096
+SPOOL_MAGIC = "agentx.spool/1"
 
 
 def spool_path(path: Path) -> Path:
     return path.with_name(path.name + ".spool")
 
 
+def try_lock(fh: IO[bytes]) -> bool:
+    """Take the spool's exclusive lock without waiting; False when another writer holds it."""
+    if fcntl is None:  # pragma: no cover
+        return True
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # no lock support here (some network filesystems): assume no other writer
+        return True
+    return True
+
+
 class TraceWriter:
-    """Writes one trace file. Use as a context manager, or call :meth:`close`."""
+    """Writes one trace file. Use as a context manager, or call :meth:`close`.
+
+    ``append`` returns once the exchange is in the spool (flushed to the OS, so it survives the
+    process being killed; ``fsync=True`` also survives a power cut, at a cost per exchange).
+    ``created_at`` (ISO-8601) defaults to now; pass it to make a file byte-reproducible.
+    """
 
     def __init__(
         self,
@@ -43,6 +80,7 @@ class TraceWriter:
         trace_id: str | None = None,
         metadata: dict[str, str] | None = None,
         fsync: bool = False,
+        created_at: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.trace_id = trace_id or uuid.uuid4().hex
@@ -51,88 +89,152 @@ class TraceWriter:
         self._spool_path = spool_path(self.path)
         self.count = 0
         header = {
-            "spool": FORMAT,
+            "spool": SPOOL_MAGIC,
+            "format": FORMAT,
             "trace_id": self.trace_id,
-            "created_at": datetime.now(UTC).isoformat(),
+            "created_at": created_at or datetime.now(UTC).isoformat(),
             "metadata": metadata or {},
+            "writer": f"agentx {__version__}",
             "pid": os.getpid(),
         }
+        if self._spool_path.exists():
+            _refuse_existing_spool(self.path, self._spool_path)
+        # Create under a private name, lock, then rename into place: nobody ever sees an
+        # unlocked spool of a live writer.
+        tmp = self._spool_path.with_name(
+            f".{self._spool_path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._spool = open(self._spool_path, "wb")  # noqa: SIM115 - lives as long as the writer
+            self._spool: IO[bytes] = open(tmp, "xb")  # noqa: SIM115 - lives as long as the writer
+            try_lock(self._spool)
             self._spool.write(orjson.dumps(header) + b"\n")
             self._spool.flush()
+            os.replace(tmp, self._spool_path)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
             raise TraceError(f"cannot write trace {self.path}: {exc.strerror or exc}") from None
 
     def append(self, ex: Exchange) -> None:
         """Spool one exchange durably (flushed to the OS; fsynced too when asked)."""
+        if self._spool.closed:
+            raise TraceError(f"{self.path}: append after close")
         if not ex.trace_id:
-            ex = _with_trace_id(ex, self.trace_id)
-        line = orjson.dumps(self._encoder.encode(ex)) + b"\n"
+            ex = replace(ex, trace_id=self.trace_id)
         try:
-            self._spool.write(line)
+            row = self._encoder.encode(ex)
+        except TypeError as exc:
+            raise TraceError(f"exchange {ex.request_id}: not JSON-serialisable ({exc})") from None
+        line = _row_line(row)
+        try:
+            self._spool.write(line)  # one write of one whole line: a kill tears at most this line
             self._spool.flush()
             if self._fsync:
                 os.fsync(self._spool.fileno())
         except OSError as exc:
-            raise TraceError(f"cannot write trace spool {self._spool_path}: {exc.strerror or exc}") from None
+            raise TraceError(
+                f"cannot write trace spool {self._spool_path}: {exc.strerror or exc}"
+            ) from None
         self.count += 1
 
     def close(self) -> None:
+        """Compact the spool into the Parquet trace and remove the spool (idempotent)."""
         if self._spool.closed:
             return
-        self._spool.close()
-        compact(self._spool_path, self.path)
+        try:
+            self._spool.flush()
+            compact(self._spool_path, self.path)
+        finally:
+            self._spool.close()  # releases the lock only after the spool is gone
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
 
-def _with_trace_id(ex: Exchange, trace_id: str) -> Exchange:
-    from dataclasses import replace
-
-    return replace(ex, trace_id=trace_id)
-
-
-def read_spool(spool: Path) -> tuple[dict[str, Any], Iterator[Row]]:
-    """The spool's header and its complete rows; a torn last line (killed writer) is skipped."""
-    fh = open(spool, "rb")  # noqa: SIM115 - closed by the generator
-    first = fh.readline()
+def _refuse_existing_spool(path: Path, spool: Path) -> None:
+    header = spool_header(spool)
     try:
-        header = orjson.loads(first)
+        fh = open(spool, "rb")  # noqa: SIM115
+    except OSError:
+        return  # vanished meanwhile: fine
+    with fh:
+        if not try_lock(fh):
+            raise TraceError(
+                f"{path} is being written by another writer (pid {header.get('pid', '?')})"
+            )
+    raise TraceError(
+        f"{path}: a writer died leaving {spool.name}; run `agentx recover {path}` first "
+        "(or delete the spool to discard it)"
+    )
+
+
+def _row_line(row: Row) -> bytes:
+    try:
+        return orjson.dumps(row) + b"\n"
+    except TypeError:  # a free-text field with a lone surrogate: not valid UTF-8 for Parquet
+        clean = {k: _valid_utf8(v) if isinstance(v, str) else v for k, v in row.items()}
+        return orjson.dumps(clean) + b"\n"
+
+
+def _valid_utf8(text: str) -> str:
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def spool_header(spool: Path) -> dict[str, Any]:
+    """The spool's first line, or ``{}`` when it cannot be read."""
+    try:
+        with open(spool, "rb") as fh:
+            header = orjson.loads(fh.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], Iterator[Row]]:
+    """The spool's header and its complete rows; a torn last line (killed writer) is skipped."""
+    fh.seek(0)
+    try:
+        header = orjson.loads(fh.readline())
     except orjson.JSONDecodeError:
-        fh.close()
-        raise TraceError(f"{spool}: not an agentx spool (bad header)") from None
+        header = None
+    if not isinstance(header, dict) or header.get("spool") != SPOOL_MAGIC:
+        raise TraceError(f"{spool}: not an agentx spool (bad header)")
 
     def rows() -> Iterator[Row]:
-        with fh:
-            for line in fh:
-                if not line.endswith(b"\n"):
-                    return  # torn write of the exchange in flight
-                try:
-                    yield orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    return
+        for line in fh:
+            if not line.endswith(b"\n"):
+                return  # torn write of the exchange in flight
+            try:
+                yield orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return
 
     return header, rows()
 
 
 def compact(spool: Path, path: Path) -> int:
-    """Turn a spool into the Parquet trace (atomically), then remove the spool."""
-    header, rows = read_spool(spool)
-    meta = {
-        META_FORMAT: FORMAT.encode(),
-        META_TRACE_ID: str(header.get("trace_id", "")).encode(),
-        META_CREATED_AT: str(header.get("created_at", "")).encode(),
-        META_USER: orjson.dumps(header.get("metadata") or {}),
-    }
-    n = _write_rows(path, rows, meta)
+    """Turn a spool into the Parquet trace (atomically replacing ``path``), then remove it.
+
+    The caller holds the spool's lock (a live writer, or :func:`recover`)."""
+    with open(spool, "rb") as fh:
+        header, rows = read_spool(fh, spool)
+        meta = {
+            META_FORMAT: FORMAT.encode(),
+            META_TRACE_ID: str(header.get("trace_id", "")).encode(),
+            META_CREATED_AT: str(header.get("created_at", "")).encode(),
+            META_WRITER: str(header.get("writer", "")).encode(),
+            META_USER: orjson.dumps(header.get("metadata") or {}),
+        }
+        n = _write_rows(path, rows, meta)
     spool.unlink()
     return n
 
@@ -154,9 +256,10 @@ def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes]) -> in
                 pw.write_table(pa.Table.from_pylist(batch, schema=schema))
                 n += len(batch)
         os.replace(tmp, path)
-    except OSError as exc:
+    except (OSError, pa.ArrowException) as exc:
         tmp.unlink(missing_ok=True)
-        raise TraceError(f"cannot write trace {path}: {exc.strerror or exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TraceError(f"cannot write trace {path}: {reason}") from None
     return n
 
 
@@ -166,9 +269,10 @@ def write_trace(
     *,
     trace_id: str | None = None,
     metadata: dict[str, str] | None = None,
+    created_at: str | None = None,
 ) -> int:
     """Write a whole trace; returns the number of exchanges written."""
-    with TraceWriter(path, trace_id=trace_id, metadata=metadata) as w:
+    with TraceWriter(path, trace_id=trace_id, metadata=metadata, created_at=created_at) as w:
         for ex in exchanges:
             w.append(ex)
     return w.count

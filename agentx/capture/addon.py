@@ -1,0 +1,201 @@
+"""The mitmproxy addon: timestamps and forwards, never parses on the proxy's event loop.
+
+Every response is streamed through a :class:`ChunkTap` installed in ``responseheaders``: it
+stamps each chunk with ``time.monotonic_ns()``, hands it to the recorder's queue, and returns it
+unchanged, so the agent sees exactly the bytes, and the gaps, that the upstream sent. Each hook
+swallows its own exceptions: a bug in agentx must never break the agent's request.
+
+Standalone: ``mitmdump -s $(agentx capture --print-addon-path) --set agentx_out=trace.parquet``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mitmproxy import ctx, http
+
+from agentx.capture.recorder import CaptureStats, Recorder
+from agentx.store import TraceWriter
+
+log = logging.getLogger("agentx.capture")
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _safe[F: Callable[..., None]](fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except Exception:
+            log.exception("agentx addon: %s failed (the request goes on untouched)", fn.__name__)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class ChunkTap:
+    """``flow.response.stream``: called by mitmproxy with each body chunk, then with ``b""``."""
+
+    __slots__ = ("end_ns", "key", "submit")
+
+    def __init__(self, submit: Callable[[tuple[Any, ...]], None], key: str) -> None:
+        self.submit = submit
+        self.key = key
+        self.end_ns: int | None = None
+
+    def __call__(self, data: bytes) -> bytes:
+        try:
+            t = time.monotonic_ns()
+            if data:
+                self.submit(("data", self.key, t, data))
+            else:
+                self.end_ns = t
+        except Exception:  # never let a recording problem touch the stream
+            pass
+        return data
+
+
+class CaptureAddon:
+    """Records model calls into an agentx trace.
+
+    Embedded by ``agentx capture`` with a :class:`Recorder` it owns; loaded by ``mitmdump -s``
+    without one, it registers the ``agentx_*`` options and opens the trace itself.
+    """
+
+    def __init__(self, recorder: Recorder | None = None, *, identity: bool = True) -> None:
+        self.recorder = recorder
+        self._standalone = recorder is None
+        self.identity = identity
+        self._submit: Callable[[tuple[Any, ...]], None] | None = (
+            recorder.submit if recorder is not None else None
+        )
+
+    # ------------------------------------------------------------------ standalone set-up
+
+    def load(self, loader: Any) -> None:
+        if not self._standalone:
+            return
+        loader.add_option("agentx_out", str, "agentx-trace.parquet", "agentx: trace file to write")
+        loader.add_option(
+            "agentx_keep_non_model",
+            bool,
+            True,
+            "agentx: keep non-model calls (count_tokens, model lists, telemetry) as flagged rows",
+        )
+        loader.add_option(
+            "agentx_identity",
+            bool,
+            True,
+            "agentx: ask upstreams for uncompressed responses (Accept-Encoding: identity)",
+        )
+
+    def running(self) -> None:
+        if not self._standalone or self.recorder is not None:
+            return
+        self.identity = bool(ctx.options.agentx_identity)
+        try:
+            writer: TraceWriter | None = TraceWriter(
+                ctx.options.agentx_out, metadata={"capture": "mitmdump"}
+            )
+        except Exception as exc:  # unwritable path: say so loudly, keep proxying
+            log.error("agentx: NOT RECORDING: %s", exc)
+            writer = None
+        self.recorder = Recorder(writer, keep_non_model=bool(ctx.options.agentx_keep_non_model))
+        self.recorder.start()
+        self._submit = self.recorder.submit
+        if writer is not None:
+            log.info("agentx: recording model calls to %s", writer.path)
+
+    def done(self) -> None:
+        if self._standalone and self.recorder is not None:
+            stats = self.recorder.close()
+            self.recorder = None
+            self._submit = None
+            log.info("agentx: %s", summary_line(stats))
+
+    # ------------------------------------------------------------------ flow hooks
+
+    @_safe
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        flow.metadata["agentx_t0"] = (time.monotonic_ns(), time.time_ns())
+        if self.identity and self._submit is not None and "accept-encoding" in flow.request.headers:
+            flow.request.headers["accept-encoding"] = "identity"
+
+    @_safe
+    def request(self, flow: http.HTTPFlow) -> None:
+        submit = self._submit
+        if submit is None:
+            return
+        t0, wall = flow.metadata.get("agentx_t0") or (time.monotonic_ns(), time.time_ns())
+        req = flow.request
+        peer = flow.client_conn.peername
+        submit(
+            (
+                "req",
+                flow.id,
+                t0,
+                wall,
+                req.method,
+                req.path,
+                req.headers.fields,
+                req.raw_content or b"",
+                (str(peer[0]), int(peer[1])) if peer else None,
+                flow.client_conn.id,
+            )
+        )
+
+    @_safe
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        submit = self._submit
+        resp = flow.response
+        if submit is None or resp is None:
+            return
+        t = time.monotonic_ns()
+        tap = ChunkTap(submit, flow.id)
+        if not resp.stream:
+            resp.stream = tap
+        flow.metadata["agentx_tap"] = tap
+        submit(
+            (
+                "hdr",
+                flow.id,
+                t,
+                resp.status_code,
+                resp.headers.get("content-type"),
+                resp.headers.get("content-encoding"),
+            )
+        )
+
+    @_safe
+    def response(self, flow: http.HTTPFlow) -> None:
+        submit = self._submit
+        if submit is None:
+            return
+        tap = flow.metadata.get("agentx_tap")
+        t = tap.end_ns if isinstance(tap, ChunkTap) and tap.end_ns else time.monotonic_ns()
+        submit(("end", flow.id, t))
+
+    @_safe
+    def error(self, flow: http.HTTPFlow) -> None:
+        submit = self._submit
+        if submit is None:
+            return
+        msg = flow.error.msg if flow.error else "connection error"
+        submit(("err", flow.id, time.monotonic_ns(), msg))
+
+
+def summary_line(stats: CaptureStats) -> str:
+    parts = [f"{stats.requests} model calls"]
+    if stats.other:
+        parts.append(f"{stats.other} other")
+    if stats.partial:
+        parts.append(f"{stats.partial} partial")
+    parts.append(f"{stats.sessions} sessions, {stats.threads} threads")
+    parts.append(f"{stats.prompt_tokens:,} in / {stats.completion_tokens:,} out tokens")
+    if stats.lost:
+        parts.append(f"{stats.lost} NOT RECORDED")
+    return " · ".join(parts)

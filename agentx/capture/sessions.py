@@ -1,0 +1,385 @@
+"""Sessions and threads: which agent session a request belongs to, and which conversation.
+
+*Session*: the id the agent sends (``X-Claude-Code-Session-Id``, the ``session_<uuid>`` part of
+Anthropic ``metadata.user_id``, Codex's ``session_id`` header or ``prompt_cache_key``,
+``x-opencode-session``); without one, the session of the request it continues, else one per
+client process (or client address and User-Agent) that ends after 30 idle minutes.
+
+*Thread*: a request whose conversation (``messages``, or ``input`` for the Responses API,
+ignoring ``cache_control`` markers) starts with an earlier request's whole conversation is that
+request's child (``parent_request_id``) and continues its thread. Side calls (``max_tokens <= 1``
+probes, tool-less calls in a session whose agent uses tools: titles, summaries), subagents (a
+new conversation whose first prompt is an argument of another thread's tool call) and
+compactions (a new conversation that quotes an earlier response of the session) start new
+threads and are flagged. A second child of the same request is a ``fork``; a request equal to
+its parent is a ``retry``. Think time is the parent's response end to this request's start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agentx.capture.apis import max_output_tokens
+from agentx.models import API_OPENAI_RESPONSES, JSON, Response
+
+IDLE_GAP_NS = 30 * 60 * 1_000_000_000
+MAX_NODES = 16384
+_SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
+_COMPACTION_MARKERS = (
+    "continued from a previous conversation",
+    "summary of the conversation so far",
+    "conversation is summarized below",
+)
+
+FLAG_SIDE_CALL = "side_call"
+FLAG_SUBAGENT = "subagent"
+FLAG_COMPACTION = "compaction"
+FLAG_RETRY = "retry"
+FLAG_FORK = "fork"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+def session_hint(headers: dict[str, str], body: JSON) -> str | None:
+    """The session id the agent itself sent, if any (headers lower-cased)."""
+    for name in ("x-claude-code-session-id", "x-opencode-session", "session_id", "session-id"):
+        if v := headers.get(name, "").strip():
+            return v[:200]
+    if isinstance(body, dict):
+        meta = body.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("user_id"), str):
+            uid = meta["user_id"]
+            m = _SESSION_IN_USER_ID.search(uid)
+            if m:
+                return m.group(1)
+            try:
+                parsed = orjson.loads(uid)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict) and isinstance(parsed.get("session_id"), str):
+                return str(parsed["session_id"])[:200]
+        if isinstance(body.get("prompt_cache_key"), str) and body["prompt_cache_key"]:
+            return str(body["prompt_cache_key"])[:200]
+    return None
+
+
+def conversation_items(api: str, body: JSON) -> list[JSON]:
+    if not isinstance(body, dict):
+        return []
+    items = body.get("input" if api == API_OPENAI_RESPONSES else "messages")
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    return list(items) if isinstance(items, list) else []
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _digest(value: Any) -> bytes:
+    return hashlib.blake2b(
+        orjson.dumps(_strip(value), option=orjson.OPT_SORT_KEYS), digest_size=16
+    ).digest()
+
+
+def chain_hashes(items: list[JSON]) -> list[bytes]:
+    """``out[k]`` names the prefix ``items[:k + 1]``: equal hashes mean equal prefixes."""
+    out: list[bytes] = []
+    h = b""
+    for it in items:
+        h = hashlib.blake2b(h + _digest(it), digest_size=16).digest()
+        out.append(h)
+    return out
+
+
+def has_tools(body: JSON) -> bool:
+    """Whether the request offers the model tools (Codex sends them as an input item)."""
+    if not isinstance(body, dict):
+        return False
+    if body.get("tools") or body.get("functions"):
+        return True
+    items = body.get("input")
+    return isinstance(items, list) and any(
+        isinstance(it, dict) and it.get("type") == "additional_tools" and it.get("tools")
+        for it in items[:8]
+    )
+
+
+def _text_of(value: Any, out: list[str], limit: int = 200_000) -> None:
+    """Every string inside ``value`` (depth first), up to ``limit`` characters in all."""
+    if sum(len(s) for s in out) >= limit:
+        return
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _text_of(v, out, limit)
+    elif isinstance(value, list):
+        for v in value:
+            _text_of(v, out, limit)
+
+
+def first_user_text(items: list[JSON]) -> str:
+    for it in items:
+        if isinstance(it, dict) and it.get("role") == "user":
+            parts: list[str] = []
+            _text_of(it.get("content"), parts)
+            return "\n".join(p for p in parts if p)
+    return ""
+
+
+@dataclass(slots=True)
+class _Node:
+    request_id: str
+    session_id: str
+    thread_id: str
+    scope: tuple[str, str]
+    key: bytes | None  # hash of the whole conversation
+    sig: bytes  # system/instructions + tools
+    start_ns: int
+    parent: str | None
+    root: bool
+    tools: bool
+    flags: list[str] = field(default_factory=list)
+    end_ns: int | None = None
+    continued: bool = False
+
+
+@dataclass(slots=True)
+class _Session:
+    tools_seen: bool = False
+    last_ns: int = 0
+    # (thread_id, tool-call argument strings) and long response texts, most recent last
+    calls: deque[tuple[str, list[str]]] = field(default_factory=lambda: deque(maxlen=64))
+    texts: deque[str] = field(default_factory=lambda: deque(maxlen=16))
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    session_id: str
+    thread_id: str
+    parent_request_id: str | None
+    think_time_s: float | None
+    flags: tuple[str, ...]
+
+
+class Sessions:
+    """Places each request, in arrival order, into a session and a thread. Not thread-safe:
+    one recorder thread owns it."""
+
+    def __init__(self) -> None:
+        self._nodes: OrderedDict[str, _Node] = OrderedDict()
+        self._index: dict[tuple[tuple[str, str], bytes], list[_Node]] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._fallback: dict[str, tuple[str, int]] = {}
+        self.thread_count = 0
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    def place(
+        self,
+        request_id: str,
+        api: str,
+        body: JSON,
+        start_ns: int,
+        *,
+        hint: str | None,
+        client_key: str,
+        explicit_parent: str | None = None,
+        subagent: bool = False,
+    ) -> Placement:
+        items = conversation_items(api, body)
+        chain = chain_hashes(items)
+        sig = _digest(
+            [
+                body.get("instructions" if api == API_OPENAI_RESPONSES else "system"),
+                body.get("tools"),
+            ]
+            if isinstance(body, dict)
+            else None
+        )
+        scope = (api, hint or "")
+        parent, retry = self._find_parent(scope, chain, sig, explicit_parent)
+
+        if hint:
+            session_id = hint
+        elif parent is not None:
+            session_id = parent.session_id
+        else:
+            session_id = self._fallback_session(client_key, start_ns)
+        sess = self._sessions.setdefault(session_id, _Session())
+        if not hint:
+            self._fallback[client_key] = (session_id, start_ns)
+        sess.last_ns = start_ns
+        tools = has_tools(body)
+        sess.tools_seen = sess.tools_seen or tools
+
+        flags: list[str] = []
+        think: float | None = None
+        mot = max_output_tokens(body)
+        probe = mot is not None and mot <= 1
+        side_with_parent = parent is not None and (probe or (not tools and parent.tools))
+        if parent is not None and not side_with_parent:
+            if retry:
+                flags.append(FLAG_RETRY)
+                thread_id = parent.thread_id
+            elif parent.continued:
+                flags.append(FLAG_FORK)
+                thread_id = self._new_thread()
+            else:
+                thread_id = parent.thread_id
+                parent.continued = True
+            if thread_id == parent.thread_id and parent.end_ns is not None:
+                think = max(0.0, (start_ns - parent.end_ns) / 1e9)
+        else:
+            thread_id = self._new_thread()
+            if side_with_parent or probe:
+                flags.append(FLAG_SIDE_CALL)
+            else:
+                flags.extend(self._classify_root(sess, items))
+                if subagent and not flags:  # the agent said so (x-claude-code-agent-id)
+                    flags.append(FLAG_SUBAGENT)
+
+        node = _Node(
+            request_id=request_id,
+            session_id=session_id,
+            thread_id=thread_id,
+            scope=scope,
+            key=chain[-1] if chain else None,
+            sig=sig,
+            start_ns=start_ns,
+            parent=parent.request_id if parent else None,
+            root=parent is None,
+            tools=tools,
+            flags=flags,
+        )
+        self._add(node)
+        return self._placement(node, think)
+
+    def _new_thread(self) -> str:
+        self.thread_count += 1
+        return new_id("t-")
+
+    def _find_parent(
+        self, scope: tuple[str, str], chain: list[bytes], sig: bytes, explicit: str | None
+    ) -> tuple[_Node | None, bool]:
+        if explicit is not None and explicit in self._nodes:
+            return self._nodes[explicit], False
+        for k in range(len(chain), 0, -1):
+            cands = self._index.get((scope, chain[k - 1]))
+            if not cands:
+                continue
+            same = [c for c in cands if c.sig == sig]
+            if k == len(chain):
+                if same:  # the same conversation again: a retry (or a duplicate call)
+                    return same[-1], True
+                continue
+            return (same or cands)[-1], False
+        return None, False
+
+    def uses_tools(self, session_id: str) -> bool:
+        """Whether any request of the session so far offered the model tools."""
+        sess = self._sessions.get(session_id)
+        return sess is not None and sess.tools_seen
+
+    def current_session(self, client_key: str) -> str | None:
+        """The session a client without a session id is in now (for non-model rows)."""
+        prev = self._fallback.get(client_key)
+        return prev[0] if prev is not None else None
+
+    def _fallback_session(self, client_key: str, start_ns: int) -> str:
+        prev = self._fallback.get(client_key)
+        if prev is not None and start_ns - prev[1] <= IDLE_GAP_NS:
+            return prev[0]
+        return new_id("s-")
+
+    def _classify_root(self, sess: _Session, items: list[JSON]) -> list[str]:
+        if not items:
+            return []
+        first = first_user_text(items)
+        low = first.lower()
+        if any(m in low for m in _COMPACTION_MARKERS) or self._quotes_response(sess, items):
+            return [FLAG_COMPACTION]
+        if first.strip() and len(first.strip()) >= 16:
+            needle = first.strip()
+            for _thread, args in reversed(sess.calls):
+                if any(len(a) >= 16 and (a in needle or needle in a) for a in args):
+                    return [FLAG_SUBAGENT]
+        return []
+
+    @staticmethod
+    def _quotes_response(sess: _Session, items: list[JSON]) -> bool:
+        if not sess.texts:
+            return False
+        parts: list[str] = []
+        _text_of(items[:4], parts)
+        hay = "\n".join(parts)
+        for text in sess.texts:
+            n = len(text)
+            probes = [text[int(n * f) : int(n * f) + 120] for f in (0.2, 0.5, 0.8)]
+            if any(len(p) >= 60 and p in hay for p in probes):
+                return True
+        return False
+
+    def _add(self, node: _Node) -> None:
+        self._nodes[node.request_id] = node
+        if node.key is not None:
+            self._index.setdefault((node.scope, node.key), []).append(node)
+        while len(self._nodes) > MAX_NODES:
+            _, old = self._nodes.popitem(last=False)
+            if old.key is not None:
+                lst = self._index.get((old.scope, old.key))
+                if lst is not None:
+                    lst[:] = [n for n in lst if n is not old]
+                    if not lst:
+                        del self._index[(old.scope, old.key)]
+
+    def _placement(self, node: _Node, think: float | None) -> Placement:
+        return Placement(
+            session_id=node.session_id,
+            thread_id=node.thread_id,
+            parent_request_id=node.parent,
+            think_time_s=think,
+            flags=tuple(node.flags),
+        )
+
+    def finish(self, request_id: str, end_ns: int, response: Response) -> tuple[str, ...]:
+        """Record the response's end; returns the request's final flags (a tool-less root is
+        only known to be a side call once the session's tool-using thread has shown up)."""
+        node = self._nodes.get(request_id)
+        if node is None:
+            return ()
+        node.end_ns = end_ns
+        sess = self._sessions.get(node.session_id)
+        if sess is None:
+            return tuple(node.flags)
+        if node.root and not node.tools and sess.tools_seen and not node.flags:
+            node.flags.append(FLAG_SIDE_CALL)
+        args: list[str] = []
+        for call in response.tool_calls:
+            raw = call.get("arguments") if isinstance(call, dict) else None
+            if isinstance(raw, str):
+                try:
+                    _text_of(orjson.loads(raw), args)
+                except orjson.JSONDecodeError:
+                    args.append(raw)
+        if args:
+            sess.calls.append((node.thread_id, [a.strip() for a in args]))
+        if response.text and len(response.text) >= 200:
+            sess.texts.append(response.text)
+        return tuple(node.flags)

@@ -1,0 +1,1 @@
+"""`agentx demo`: capture a scripted agent session, scrub it, replay it against serve-sim."""

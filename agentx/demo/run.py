@@ -1,0 +1,107 @@
+"""The main job end to end on embedded defaults, with nothing outside this machine:
+
+1. start ``serve-sim`` as "the model provider";
+2. put ``agentx capture`` (reverse mode) in front of it and run scripted coding-agent sessions
+   through it (Anthropic Messages and OpenAI Chat, streaming, tool loops);
+3. ``scrub`` the capture;
+4. ``replay`` the scrubbed capture and the bundled example trace against a *fresh* serve-sim
+   (cold cache) and return the summaries, ready to render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentx.capture.runner import Capture, CaptureConfig
+from agentx.demo.agent import ScriptedAgent
+from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
+from agentx.replay.options import ReplayOptions
+from agentx.replay.run import run_replay
+from agentx.scrub.engine import ScrubOptions, scrub_trace
+from agentx.scrub.report import ScrubReport
+from agentx.sim.config import SimConfig
+from agentx.sim.server import SimServer
+
+BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "traces" / "example.parquet"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    capture_path: Path
+    clean_path: Path
+    captured_requests: int
+    scrub: ScrubReport
+    replays: dict[str, dict[str, Any]]  # name -> summary.json object
+    output_dir: Path
+
+
+def run_demo(
+    workdir: Path,
+    *,
+    agent_sessions: int = 2,
+    agent_turns: int = 6,
+    trace: Path | None = None,
+    concurrency: int = 4,
+    time_scale: float = 0.05,
+    say: Callable[[str], None] = print,
+) -> DemoResult:
+    workdir.mkdir(parents=True, exist_ok=True)
+    capture_path = workdir / "capture.parquet"
+    clean_path = workdir / "capture.clean.parquet"
+    for stale in (capture_path, clean_path):
+        stale.unlink(missing_ok=True)
+
+    say("1/4 serve-sim as the model provider, agentx capture in front of it")
+    provider = SimConfig(port=0, decode_tps=400.0)  # a quick "provider" for the scripted agent
+    with SimServer(provider) as upstream:
+        cap = Capture(
+            CaptureConfig(out=capture_path, upstream=upstream.url, port=0, status=False),
+            report=lambda msg: None,
+        ).start()
+        try:
+            say(f"2/4 {agent_sessions} scripted agent sessions through {cap.url}")
+            for i in range(agent_sessions):
+                api = API_ANTHROPIC_MESSAGES if i % 2 == 0 else API_OPENAI_CHAT
+                agent = ScriptedAgent(cap.url, api=api, turns=agent_turns, seed=i)
+                try:
+                    agent.run()
+                finally:
+                    agent.close()
+        finally:
+            stats = cap.close()
+    say(f"   captured {stats.requests} requests into {capture_path}")
+
+    say("3/4 scrub")
+    report = scrub_trace(capture_path, clean_path, ScrubOptions())
+
+    replays: dict[str, dict[str, Any]] = {}
+    targets = [("capture", clean_path)]
+    bundled = trace or BUNDLED_TRACE
+    if bundled.exists():
+        targets.append(("example", bundled))
+    for name, path in targets:
+        say(f"4/4 replay {path.name} against a fresh serve-sim (cold cache)")
+        with SimServer(SimConfig(port=0)) as server:
+            result = run_replay(
+                ReplayOptions(
+                    trace=path,
+                    endpoint=server.url,
+                    concurrency=concurrency,
+                    time_scale=time_scale,
+                    max_think_s=2.0,
+                    output_dir=workdir / f"replay-{name}",
+                    progress=False,
+                )
+            )
+        replays[name] = result.summary
+    return DemoResult(
+        capture_path=capture_path,
+        clean_path=clean_path,
+        captured_requests=stats.requests,
+        scrub=report,
+        replays=replays,
+        output_dir=workdir,
+    )

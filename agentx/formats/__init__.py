@@ -1,0 +1,100 @@
+"""Trace formats: detect what a path holds and load it as exchanges.
+
+- ``agentx``: a Parquet trace of format v1 (read through :mod:`agentx.store`, recovered from its
+  spool if its writer died),
+- ``weka``: a Weka JSON trace file, or a directory of them (:mod:`agentx.formats.weka`),
+- ``mooncake``: a Mooncake JSONL file (:mod:`agentx.formats.mooncake`).
+
+Weka and Mooncake rows are *hash-only*: ``request`` is ``{}`` (or the ``text_input``) and the
+prompt is described by ``hash_ids`` of ``hash_block_size``-token blocks and
+``usage.prompt_tokens``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import orjson
+
+from agentx.errors import FormatError, TraceError
+from agentx.models import Exchange
+
+Format = Literal["agentx", "weka", "mooncake"]
+FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake")
+PARQUET_MAGIC = b"PAR1"
+_MOONCAKE_KEYS = ("input_length", "output_length", "hash_ids", "timestamp", "text_input")
+
+
+def detect_format(path: str | os.PathLike[str]) -> Format:
+    """What ``path`` holds, from its content (the suffix only breaks ties).
+
+    Raises :class:`TraceError` for a missing or empty path and :class:`FormatError` for content
+    that is none of the formats.
+    """
+    p = Path(path)
+    if p.is_dir():
+        if any(f.suffix == ".json" for f in p.iterdir()):
+            return "weka"
+        raise FormatError(str(p), "a directory, but without Weka *.json files")
+    if not p.exists():
+        if p.with_name(p.name + ".spool").exists():
+            return "agentx"  # a writer died before compacting: opening recovers it
+        raise TraceError(f"{p}: no such file")
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4)
+            if head == PARQUET_MAGIC:
+                return "agentx"
+            fh.seek(0)
+            first = fh.readline()
+    except OSError as exc:
+        raise TraceError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    if not head:
+        raise TraceError(f"{p}: empty file")
+    text = first.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{"):
+        try:
+            obj = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            obj = None  # a pretty-printed document spans lines: a Weka file, or nothing
+        if isinstance(obj, dict):
+            if "requests" in obj:
+                return "weka"
+            if any(k in obj for k in _MOONCAKE_KEYS):
+                return "mooncake"
+        elif p.suffix != ".jsonl":
+            return "weka"
+    if p.suffix == ".parquet":
+        return "agentx"  # let the store say what is wrong with it
+    raise FormatError(
+        str(p),
+        "unrecognised format (expected an agentx Parquet trace, Weka JSON or Mooncake JSONL)",
+    )
+
+
+def load_exchanges(path: str | os.PathLike[str], *, shared: bool = False) -> Iterator[Exchange]:
+    """Every exchange of a trace in any supported format, in trace order.
+
+    The path is checked when this is called (errors are raised here, not on the first ``next``).
+    ``shared=True`` lets agentx traces skip copying conversation items shared between rows
+    (faster; treat the bodies as read-only); it changes nothing for the other formats.
+    """
+    fmt = detect_format(path)
+    if fmt == "agentx":
+        from agentx.store import iter_exchanges
+
+        return iter_exchanges(path, shared=shared)
+    if fmt == "weka":
+        from agentx.formats.weka import iter_weka, weka_files
+
+        weka_files(path)  # fail now on an empty directory
+        return iter_weka(path)
+    from agentx.formats.mooncake import iter_mooncake
+
+    return iter_mooncake(path)
+
+
+__all__ = ["FORMATS", "Format", "FormatError", "TraceError", "detect_format", "load_exchanges"]

@@ -1,0 +1,296 @@
+"""Weka JSON traces (SemiAnalysis AgentX / kv-cache-tester ``traces/``) as hash-only exchanges.
+
+One file is one session::
+
+    {"id", "models", "block_size", "hash_id_scope", "tool_tokens", "system_tokens", "totals",
+     "requests": [{"t", "type": "n"|"s", "model", "in", "out", "hash_ids", "input_types",
+                   "output_types", "stop", "api_time", "ttft", "think_time"},
+                  {"t", "type": "subagent", "agent_id", "subagent_type", "status",
+                   "requests": [...]}, ...]}
+
+Mapping (see docs/trace-format.md): the top-level requests form the thread ``<id>/main``; each
+``subagent`` entry is a child thread ``<id>/<agent_id>`` whose requests' ``t`` count from the
+entry's own ``t``. Every request becomes an :class:`Exchange` with ``api="openai.chat"``,
+``request={}``, ``hash_ids`` and ``hash_block_size`` from the file, ``usage.prompt_tokens=in``,
+``usage.completion_tokens=out``, ``timing.start_wall_ns`` = absolute ``t`` in ns since the trace
+start, ``timing.ttft_ns``/``e2e_ns`` from ``ttft``/``api_time``, ``think_time_s``,
+``api_time_s``, ``response.stop_reason=stop``, and flags ``weka.type=<type>``,
+``weka.in=<input type>``, ``weka.out=<output type>`` (plus ``subagent``,
+``weka.agent_id=...``, ``weka.subagent_type=...``, ``weka.status=...`` on child threads).
+Requests chain by ``parent_request_id`` within their thread; exchanges come out in time order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import orjson
+
+from agentx.errors import FormatError
+from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
+
+SUBAGENT = "subagent"
+LOCAL_SCOPE_STRIDE = 1 << 32  # per-file id offset when a directory mixes local-scope files
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_MAX_SECONDS = 4e9  # t + subagent start must still fit in int64 nanoseconds
+
+
+@dataclass(frozen=True, slots=True)
+class WekaTrace:
+    """One Weka file: its header fields and its requests as exchanges (in time order)."""
+
+    path: Path
+    id: str
+    block_size: int
+    hash_id_scope: str | None
+    models: tuple[str, ...]
+    tool_tokens: int | None
+    system_tokens: int | None
+    totals: JSON
+    exchanges: tuple[Exchange, ...]
+
+
+class _Bad(Exception):
+    """A validation failure at a JSON path inside the document."""
+
+
+def _is_int(v: object) -> TypeGuard[int]:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(obj: dict[str, Any], key: str, where: str, *, required: bool = True) -> int | None:
+    v = obj.get(key)
+    if v is None and not required:
+        return None
+    if not _is_int(v) or not 0 <= v <= _INT64[1]:
+        raise _Bad(f"{where}.{key}: expected a non-negative integer, got {_show(v)}")
+    return int(v)
+
+
+def _num(obj: dict[str, Any], key: str, where: str, *, required: bool = False) -> float | None:
+    v = obj.get(key)
+    if v is None and not required:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < _MAX_SECONDS:
+        raise _Bad(f"{where}.{key}: expected a non-negative number of seconds, got {_show(v)}")
+    return float(v)
+
+
+def _str(obj: dict[str, Any], key: str, where: str) -> str | None:
+    v = obj.get(key)
+    if v is not None and not isinstance(v, str):
+        raise _Bad(f"{where}.{key}: expected a string, got {_show(v)}")
+    return v
+
+
+def _strs(obj: dict[str, Any], key: str, where: str) -> list[str]:
+    v = obj.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _Bad(f"{where}.{key}: expected a list of strings, got {_show(v)}")
+    return v
+
+
+def _show(v: object) -> str:
+    try:
+        text = orjson.dumps(v, default=str).decode()
+    except TypeError:  # integers beyond 64 bits, lone surrogates
+        text = repr(v)
+    if v is None:
+        text = "nothing"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _hash_ids(req: dict[str, Any], where: str, offset: int) -> tuple[int, ...]:
+    ids = req.get("hash_ids")
+    if not isinstance(ids, list) or not all(_is_int(x) for x in ids):
+        raise _Bad(f"{where}.hash_ids: expected a list of integers, got {_show(ids)}")
+    if ids and (min(ids) < _INT64[0] or max(ids) + offset > _INT64[1]):
+        raise _Bad(f"{where}.hash_ids: ids must fit in 64 bits")
+    if offset:
+        if max(ids, default=0) >= LOCAL_SCOPE_STRIDE or min(ids, default=0) < 0:
+            raise _Bad(f"{where}.hash_ids: local-scope ids must be in [0, 2^32) to mix files")
+        return tuple(x + offset for x in ids)
+    return tuple(ids)
+
+
+class _Builder:
+    def __init__(self, session: str, block_size: int, id_offset: int) -> None:
+        self.session = session
+        self.block_size = block_size
+        self.id_offset = id_offset
+        self.out: list[tuple[int, int, Exchange]] = []  # (start ns, file order, exchange)
+        self.agents: set[str] = set()
+
+    def thread(
+        self, requests: object, where: str, thread: str, t0: float, flags: tuple[str, ...]
+    ) -> None:
+        if not isinstance(requests, list):
+            raise _Bad(f"{where}: expected a list of requests, got {_show(requests)}")
+        parent: str | None = None
+        n = 0
+        for i, req in enumerate(requests):
+            here = f"{where}[{i}]"
+            if not isinstance(req, dict):
+                raise _Bad(f"{here}: expected an object, got {_show(req)}")
+            kind = _str(req, "type", here)
+            if kind == SUBAGENT:
+                if flags:
+                    raise _Bad(f"{here}: subagents nested in a subagent are not supported")
+                self.subagent(req, here, t0)
+                continue
+            ex = self.request(req, here, thread, n, t0, parent, flags)
+            self.out.append((ex.timing.start_wall_ns, len(self.out), ex))
+            parent = ex.request_id
+            n += 1
+
+    def subagent(self, entry: dict[str, Any], where: str, t0: float) -> None:
+        start = t0 + (_num(entry, "t", where, required=True) or 0.0)
+        agent = _str(entry, "agent_id", where) or f"subagent{len(self.agents) + 1}"
+        while agent in self.agents or agent == "main":  # thread ids stay unique
+            agent += "'"
+        self.agents.add(agent)
+        flags = [SUBAGENT, f"weka.agent_id={agent}"]
+        for key in ("subagent_type", "status"):
+            value = _str(entry, key, where)
+            if value is not None:
+                flags.append(f"weka.{key}={value}")
+        self.thread(
+            entry.get("requests"),
+            f"{where}.requests",
+            f"{self.session}/{agent}",
+            start,
+            tuple(flags),
+        )
+
+    def request(
+        self,
+        req: dict[str, Any],
+        where: str,
+        thread: str,
+        n: int,
+        t0: float,
+        parent: str | None,
+        thread_flags: tuple[str, ...],
+    ) -> Exchange:
+        t = _num(req, "t", where, required=True) or 0.0
+        api_time = _num(req, "api_time", where)
+        ttft = _num(req, "ttft", where)
+        kind = _str(req, "type", where)
+        stop = _str(req, "stop", where)
+        flags = [*thread_flags]
+        if kind is not None:
+            flags.append(f"weka.type={kind}")
+        flags.extend(f"weka.in={x}" for x in _strs(req, "input_types", where))
+        flags.extend(f"weka.out={x}" for x in _strs(req, "output_types", where))
+        return Exchange(
+            request_id=f"{thread}/{n}",
+            session_id=self.session,
+            thread_id=thread,
+            api=API_OPENAI_CHAT,
+            request={},
+            timing=Timing(
+                start_wall_ns=round((t0 + t) * 1e9),
+                ttft_ns=round(ttft * 1e9) if ttft is not None else None,
+                e2e_ns=round(api_time * 1e9) if api_time is not None else None,
+            ),
+            parent_request_id=parent,
+            model=_str(req, "model", where),
+            response=Response(stop_reason=stop or None),
+            usage=Usage(
+                prompt_tokens=_int(req, "in", where), completion_tokens=_int(req, "out", where)
+            ),
+            think_time_s=_num(req, "think_time", where),
+            api_time_s=api_time,
+            flags=tuple(flags),
+            hash_ids=_hash_ids(req, where, self.id_offset),
+            hash_block_size=self.block_size,
+        )
+
+
+def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -> WekaTrace:
+    """Validate a parsed Weka document and turn it into exchanges.
+
+    ``id_offset`` is added to every hash id (used to keep local-scope files apart)."""
+    p = Path(path)
+    try:
+        if not isinstance(doc, dict):
+            raise _Bad(f"expected a JSON object with 'block_size' and 'requests', got {_show(doc)}")
+        if "requests" not in doc:
+            raise _Bad("no 'requests' list: not a Weka trace")
+        block_size = _int(doc, "block_size", "$")
+        if not block_size:
+            raise _Bad("$.block_size: must be a positive integer")
+        sid = doc.get("id")
+        session = (
+            str(sid)
+            if isinstance(sid, str | int) and not isinstance(sid, bool) and str(sid)
+            else p.stem
+        )
+        models = tuple(_strs(doc, "models", "$"))
+        scope = _str(doc, "hash_id_scope", "$")
+        builder = _Builder(session, block_size, id_offset)
+        builder.thread(doc["requests"], "requests", f"{session}/main", 0.0, ())
+        tool_tokens = _int(doc, "tool_tokens", "$", required=False)
+        system_tokens = _int(doc, "system_tokens", "$", required=False)
+    except _Bad as exc:
+        raise FormatError(str(p), str(exc)) from None
+    builder.out.sort(key=lambda item: (item[0], item[1]))
+    return WekaTrace(
+        path=p,
+        id=session,
+        block_size=block_size,
+        hash_id_scope=scope,
+        models=models,
+        tool_tokens=tool_tokens,
+        system_tokens=system_tokens,
+        totals=doc.get("totals"),
+        exchanges=tuple(ex for _, _, ex in builder.out),
+    )
+
+
+def _load(path: Path) -> JSON:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(str(path), f"not valid JSON ({exc})") from None
+
+
+def read_weka_file(path: str | os.PathLike[str], *, id_offset: int = 0) -> WekaTrace:
+    """Read and validate one Weka JSON file."""
+    return parse_weka(_load(Path(path)), path, id_offset=id_offset)
+
+
+def weka_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The file itself, or a directory's ``*.json`` files in name order."""
+    p = Path(path)
+    if not p.is_dir():
+        return [p]
+    files = sorted(f for f in p.iterdir() if f.suffix == ".json" and f.is_file())
+    if not files:
+        raise FormatError(str(p), "a directory without Weka *.json files")
+    return files
+
+
+def iter_weka(path: str | os.PathLike[str]) -> Iterator[Exchange]:
+    """Exchanges of a Weka file, or of every ``*.json`` in a directory (one session per file).
+
+    In a directory, ids of ``local``-scope files are offset by ``k * 2**32`` for the k-th file
+    (the first keeps its ids), so blocks of different sessions never look shared; ``global``
+    scope ids are kept as they are.
+    """
+    files = weka_files(path)
+    for k, f in enumerate(files):
+        doc = _load(f)
+        scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
+        offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
+        yield from parse_weka(doc, f, id_offset=offset).exchanges

@@ -1,0 +1,309 @@
+"""A bounded KV block cache with vLLM's prefix-caching rules and an optional offload tier.
+
+This is a model of a serving engine's KV-cache *bookkeeping*, not of its tensors: blocks are
+named by the chained prefix hashes of :func:`agentx.prefix.block_hashes` (plain ``int``s), so
+one 100K-token prompt is ~6K dictionary operations, not 100K Python objects.
+
+The rules, as vLLM's V1 KV-cache manager applies them:
+
+* A request hits the longest run of *leading* blocks that are resident, capped at
+  ``floor((n - 1) / block_size)`` blocks (:func:`agentx.prefix.hittable_blocks`): the last
+  prompt token is always computed.
+* A running request *pins* every block it uses (refcount > 0); pinned blocks are never evicted.
+* When a request finishes its blocks become evictable, in reverse order (its tail first), and
+  eviction takes the least recently freed block: a shared system prompt outlives the turns
+  built on it.
+* Capacity is ``capacity_tokens // block_size`` blocks. Usage (``vllm:kv_cache_usage_perc``)
+  is the pinned fraction; cached-but-free blocks count as free, as in vLLM.
+
+The optional **offload tier** (CPU DRAM, as vLLM's CPU offloading connector or LMCache) is a
+victim cache: it receives every block evicted from the GPU tier and keeps its own LRU. A request
+whose GPU hit stops short can continue its hit from the offload tier; those tokens are loaded,
+not recomputed, and are reported apart (``external_kv_transfer`` in vLLM's metrics). A block
+loaded back keeps its offload copy.
+
+Admission is the caller's business (:meth:`KVCache.can_allocate`); when pinned demand alone
+exceeds the capacity, :meth:`KVCache.allocate` over-commits rather than fail, and the cache
+shrinks back to capacity as requests release.
+
+Typical use, online (serve-sim) and offline (simulate)::
+
+    cache = KVCache(capacity_tokens=160_000, block_size=16, offload_tokens=1_000_000)
+    hashes = block_hashes(tokens, 16)
+    alloc = cache.allocate(hashes, len(tokens), extra_tokens=max_output)  # admit: pin
+    ...  # alloc.gpu_hit_tokens, alloc.offload_hit_tokens drive the latency model
+    cache.release(alloc)  # finished: blocks become evictable
+    # or, for a trace simulation without concurrency:
+    gpu_hit, offload_hit = cache.observe(hashes, len(tokens))
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from agentx.prefix import DEFAULT_BLOCK_SIZE, hittable_blocks
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Allocation:
+    """What :meth:`KVCache.allocate` pinned for one request; hand it back to ``release``."""
+
+    blocks: tuple[int, ...]  # the request's full-block hashes, all pinned
+    anonymous_blocks: int  # partial prompt block + reserved output blocks, pinned, unnamed
+    prompt_tokens: int
+    gpu_hit_tokens: int
+    offload_hit_tokens: int
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens not computed: GPU hits plus offloaded hits."""
+        return self.gpu_hit_tokens + self.offload_hit_tokens
+
+    @property
+    def computed_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+
+@dataclass(slots=True)
+class CacheCounters:
+    """Cumulative token counters, named after the vLLM metrics they feed."""
+
+    queries_tokens: int = 0  # vllm:prefix_cache_queries (prompt tokens looked up)
+    gpu_hit_tokens: int = 0  # vllm:prefix_cache_hits / source="local_cache_hit"
+    offload_queries_tokens: int = 0  # vllm:external_prefix_cache_queries
+    offload_hit_tokens: int = 0  # source="external_kv_transfer"
+    evicted_blocks: int = 0  # GPU evictions (each one offered to the offload tier)
+    offload_evicted_blocks: int = 0  # dropped from the offload tier
+    requests: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        """(GPU + offload) hit tokens over queried tokens; 0.0 before any query."""
+        if not self.queries_tokens:
+            return 0.0
+        return (self.gpu_hit_tokens + self.offload_hit_tokens) / self.queries_tokens
+
+
+@dataclass(slots=True)
+class _Tier:
+    """An LRU set of block hashes (the offload tier)."""
+
+    capacity_blocks: int
+    lru: OrderedDict[int, None] = field(default_factory=OrderedDict)
+
+    def put(self, block: int) -> int:
+        """Insert or refresh ``block``; returns how many blocks fell out."""
+        if self.capacity_blocks <= 0:
+            return 0
+        lru = self.lru
+        if block in lru:
+            lru.move_to_end(block)
+            return 0
+        lru[block] = None
+        dropped = 0
+        while len(lru) > self.capacity_blocks:
+            lru.popitem(last=False)
+            dropped += 1
+        return dropped
+
+
+class KVCache:
+    """GPU block cache (LRU over unpinned blocks) with an optional offload (DRAM) tier."""
+
+    def __init__(
+        self,
+        capacity_tokens: int,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        offload_tokens: int = 0,
+    ) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be >= 1")
+        if capacity_tokens < 0 or offload_tokens < 0:
+            raise ValueError("capacities must be >= 0")
+        self.block_size = block_size
+        self.capacity_blocks = capacity_tokens // block_size
+        self.offload_capacity_blocks = offload_tokens // block_size
+        self._ref: dict[int, int] = {}  # resident GPU blocks -> refcount (0 = evictable)
+        self._free: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks, LRU first
+        self._anonymous = 0  # pinned blocks without a name (partial/output blocks)
+        self._offload = _Tier(self.offload_capacity_blocks)
+        self.counters = CacheCounters()
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def resident_blocks(self) -> int:
+        return len(self._ref) + self._anonymous
+
+    @property
+    def pinned_blocks(self) -> int:
+        return len(self._ref) - len(self._free) + self._anonymous
+
+    @property
+    def usage(self) -> float:
+        """Pinned fraction of the GPU tier (vLLM's ``kv_cache_usage_perc``), capped at 1."""
+        if self.capacity_blocks == 0:
+            return 1.0 if self.pinned_blocks else 0.0
+        return min(1.0, self.pinned_blocks / self.capacity_blocks)
+
+    @property
+    def offload_blocks(self) -> int:
+        return len(self._offload.lru)
+
+    def __contains__(self, block: int) -> bool:
+        """Whether ``block`` is resident in the GPU tier."""
+        return block in self._ref
+
+    def in_offload(self, block: int) -> bool:
+        return block in self._offload.lru
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def _hits(self, blocks: list[int], prompt_tokens: int) -> tuple[int, int]:
+        limit = min(hittable_blocks(prompt_tokens, self.block_size), len(blocks))
+        ref = self._ref
+        g = 0
+        while g < limit and blocks[g] in ref:
+            g += 1
+        o = g
+        if self._offload.capacity_blocks:
+            off = self._offload.lru
+            while o < limit and blocks[o] in off:
+                o += 1
+        return g, o - g
+
+    def lookup(self, hashes: npt.ArrayLike, prompt_tokens: int) -> tuple[int, int]:
+        """``(gpu_hit_tokens, offload_hit_tokens)`` a request would get now. No side effects."""
+        g, o = self._hits(_as_list(hashes), prompt_tokens)
+        return g * self.block_size, o * self.block_size
+
+    def blocks_needed(
+        self, hashes: npt.ArrayLike, prompt_tokens: int, extra_tokens: int = 0
+    ) -> int:
+        """GPU blocks :meth:`allocate` would have to take from the free pool."""
+        blocks = _as_list(hashes)
+        ref = self._ref
+        new = sum(1 for b in blocks if b not in ref)
+        return new + self._anonymous_for(len(blocks), prompt_tokens, extra_tokens)
+
+    def can_allocate(
+        self, hashes: npt.ArrayLike, prompt_tokens: int, extra_tokens: int = 0
+    ) -> bool:
+        """Whether the request fits without over-commit: free + evictable blocks suffice.
+
+        Resident blocks the request would re-pin cost nothing but also stop being evictable,
+        so the test is ``pinned_after <= capacity``."""
+        blocks = _as_list(hashes)
+        ref = self._ref
+        newly_pinned = 0
+        for b in blocks:
+            rc = ref.get(b)
+            if rc is None or rc == 0:
+                newly_pinned += 1
+        anon = self._anonymous_for(len(blocks), prompt_tokens, extra_tokens)
+        return self.pinned_blocks + newly_pinned + anon <= self.capacity_blocks
+
+    def _anonymous_for(self, n_full: int, prompt_tokens: int, extra_tokens: int) -> int:
+        total = -(-(prompt_tokens + max(0, extra_tokens)) // self.block_size)
+        return max(0, total - n_full)
+
+    # -- allocation ------------------------------------------------------------------------
+
+    def _evict_one(self) -> bool:
+        if not self._free:
+            return False
+        block, _ = self._free.popitem(last=False)
+        del self._ref[block]
+        self.counters.evicted_blocks += 1
+        self.counters.offload_evicted_blocks += self._offload.put(block)
+        return True
+
+    def _make_room(self, blocks: int) -> None:
+        while self.resident_blocks + blocks > self.capacity_blocks and self._evict_one():
+            pass
+
+    def allocate(
+        self, hashes: npt.ArrayLike, prompt_tokens: int, extra_tokens: int = 0
+    ) -> Allocation:
+        """Look a request up, count it, and pin all its blocks for the duration of the request.
+
+        Hit blocks are re-pinned, offloaded hits are loaded back into the GPU tier, and the
+        rest are computed and cached under their hashes. ``extra_tokens`` reserves anonymous
+        blocks for the output (and the partial last block) so usage reflects decode too."""
+        blocks = _as_list(hashes)
+        bs = self.block_size
+        g, o = self._hits(blocks, prompt_tokens)
+        c = self.counters
+        c.requests += 1
+        c.queries_tokens += prompt_tokens
+        c.gpu_hit_tokens += g * bs
+        if self._offload.capacity_blocks:
+            c.offload_queries_tokens += prompt_tokens - g * bs
+            c.offload_hit_tokens += o * bs
+        offload = self._offload.lru
+        for b in blocks[g : g + o]:  # loaded blocks stay in the offload tier, refreshed
+            offload.move_to_end(b)
+
+        ref = self._ref
+        free = self._free
+        missing: list[int] = []
+        for b in blocks:  # pin what is resident first, so making room cannot evict it
+            rc = ref.get(b)
+            if rc is None:
+                missing.append(b)
+            else:
+                if rc == 0:
+                    del free[b]
+                ref[b] = rc + 1
+        for b in missing:
+            rc = ref.get(b)
+            if rc is None:
+                self._make_room(1)
+                ref[b] = 1
+            else:  # the same hash twice in one request
+                ref[b] = rc + 1
+        anon = self._anonymous_for(len(blocks), prompt_tokens, extra_tokens)
+        self._make_room(anon)
+        self._anonymous += anon
+        return Allocation(tuple(blocks), anon, prompt_tokens, g * bs, o * bs)
+
+    def release(self, allocation: Allocation) -> None:
+        """Unpin a request's blocks. Its tail becomes evictable before its head."""
+        ref = self._ref
+        free = self._free
+        for b in reversed(allocation.blocks):
+            rc = ref.get(b)
+            if rc is None:  # evicted while over-committed? cannot happen while pinned
+                continue
+            if rc <= 1:
+                ref[b] = 0
+                free[b] = None
+            else:
+                ref[b] = rc - 1
+        self._anonymous -= allocation.anonymous_blocks
+        self._make_room(0)
+
+    def observe(self, hashes: npt.ArrayLike, prompt_tokens: int) -> tuple[int, int]:
+        """Allocate and release at once (a request in isolation, e.g. offline simulation)."""
+        alloc = self.allocate(hashes, prompt_tokens)
+        self.release(alloc)
+        return alloc.gpu_hit_tokens, alloc.offload_hit_tokens
+
+    def reset(self) -> None:
+        """Drop every unpinned block from both tiers (vLLM's ``/reset_prefix_cache``)."""
+        for b in self._free:
+            del self._ref[b]
+        self._free.clear()
+        self._offload.lru.clear()
+
+
+def _as_list(hashes: npt.ArrayLike) -> list[int]:
+    if isinstance(hashes, list):
+        return hashes
+    if isinstance(hashes, tuple):
+        return list(hashes)
+    return np.asarray(hashes, dtype=np.uint64).tolist()  # type: ignore[no-any-return]

@@ -1,0 +1,216 @@
+"""Request building: the exact bytes each replayed request sends.
+
+``--api chat`` converts any captured family to OpenAI chat (:mod:`agentx.replay.convert`);
+``--api messages`` sends Anthropic requests to ``/v1/messages``; ``--api native`` sends each
+request to its captured family's endpoint. In every mode: the model is replaced, ``max_tokens``
+is the recorded output length, the answer is streamed with usage, ``--extra-body`` is merged
+last, and the per-session salt goes at the start of the first user message.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from agentx.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    JSON,
+    Exchange,
+)
+from agentx.replay.convert import Message, ThreadConverter
+from agentx.tokens import count_tokens
+
+DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was
+PATHS = {
+    API_OPENAI_CHAT: "/v1/chat/completions",
+    API_ANTHROPIC_MESSAGES: "/v1/messages",
+    API_OPENAI_RESPONSES: "/v1/responses",
+}
+_PROVIDER_KEYS = frozenset({"cache_control", "signature", "encrypted_content"})
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltRequest:
+    api: str  # the family of the body sent: how to parse the answer and count its tokens
+    path: str
+    body: bytes
+    max_tokens: int
+    live_fallback: bool = False  # --assistant live could not thread the reply into this turn
+
+
+@dataclass(frozen=True, slots=True)
+class BuildConfig:
+    api_mode: str  # chat | messages | native
+    model: str
+    extra_body: dict[str, Any]
+    ignore_eos: bool
+    live: bool
+
+
+def max_tokens_of(ex: Exchange) -> int:
+    """The recorded output length (tokens), else a count of the recorded answer's text."""
+    if ex.usage.completion_tokens is not None and ex.usage.completion_tokens > 0:
+        return ex.usage.completion_tokens
+    r = ex.response
+    text = "".join(
+        [
+            r.text or "",
+            r.reasoning or "",
+            *(str(c.get("arguments", "")) for c in r.tool_calls if isinstance(c, dict)),
+        ]
+    )
+    n = count_tokens(text) if text else 0
+    return n if n > 0 else DEFAULT_MAX_TOKENS
+
+
+def salt_marker(salt: str) -> str:
+    return f"[{salt}] "
+
+
+def strip_provider_fields(value: JSON) -> JSON:
+    if isinstance(value, dict):
+        return {k: strip_provider_fields(v) for k, v in value.items() if k not in _PROVIDER_KEYS}
+    if isinstance(value, list):
+        return [strip_provider_fields(v) for v in value]
+    return value
+
+
+def _salted_content(content: JSON, marker: str) -> JSON:
+    if isinstance(content, str) or content is None:
+        return marker + (content or "")
+    if isinstance(content, list):
+        blocks = list(content)
+        for i, block in enumerate(blocks):
+            if isinstance(block, dict) and block.get("type") in ("text", "input_text"):
+                blocks[i] = {**block, "text": marker + str(block.get("text", ""))}
+                return blocks
+        kind = (
+            "input_text"
+            if any(isinstance(b, dict) and b.get("type", "").startswith("input_") for b in blocks)
+            else "text"
+        )
+        return [{"type": kind, "text": marker}, *blocks]
+    return content
+
+
+def salt_messages(messages: list[JSON], marker: str) -> list[JSON]:
+    """A copy of ``messages`` with ``marker`` at the start of the first user message."""
+    for i, m in enumerate(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            out = list(messages)
+            out[i] = {**m, "content": _salted_content(m.get("content"), marker)}
+            return out
+    return list(messages)
+
+
+class ThreadBuilder:
+    """Builds the successive requests of one thread of one session instance."""
+
+    def __init__(self, config: BuildConfig, api: str) -> None:
+        self.config = config
+        self.api = api
+        self._converter = ThreadConverter(api) if config.api_mode == "chat" else None
+        # --assistant live: what was sent last turn, and the server's answer to it
+        self._recorded_prev: list[Message] | None = None
+        self._sent_prev: list[Message] | None = None
+        self._reply: Message | None = None
+
+    def live_reply(self, message: JSON) -> None:
+        """The server's answer to the last request (``--assistant live``)."""
+        self._reply = message if isinstance(message, dict) else None
+
+    def build(self, ex: Exchange, salt: str | None) -> BuiltRequest:
+        max_tokens = max_tokens_of(ex)
+        if self._converter is not None:
+            return self._chat(ex, salt, max_tokens)
+        return self._native(ex, salt, max_tokens)
+
+    def _chat(self, ex: Exchange, salt: str | None, max_tokens: int) -> BuiltRequest:
+        assert self._converter is not None
+        cfg = self.config
+        recorded, tools = self._converter.convert(ex.request)
+        messages, fallback = recorded, False
+        if cfg.live:
+            messages, fallback = self._thread_live(recorded)
+        sent = salt_messages(messages, salt_marker(salt)) if salt else messages
+        body: dict[str, Any] = {"model": cfg.model, "messages": sent}
+        if tools:
+            body["tools"] = tools
+        body["max_tokens"] = max_tokens
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        if cfg.ignore_eos:
+            body["ignore_eos"] = True
+            body["min_tokens"] = max_tokens
+        body.update(cfg.extra_body)
+        return BuiltRequest(
+            API_OPENAI_CHAT, PATHS[API_OPENAI_CHAT], orjson.dumps(body), max_tokens, fallback
+        )
+
+    def _thread_live(self, recorded: list[Message]) -> tuple[list[Message], bool]:
+        prev, sent_prev, reply = self._recorded_prev, self._sent_prev, self._reply
+        self._recorded_prev, self._reply = recorded, None
+        messages, fallback = recorded, prev is not None
+        if prev is not None and sent_prev is not None and reply is not None:
+            n = len(prev)
+            if (
+                len(recorded) > n
+                and recorded[n].get("role") == "assistant"
+                and recorded[:n] == prev
+            ):
+                messages = [*sent_prev, _adopt_ids(reply, recorded[n]), *recorded[n + 1 :]]
+                fallback = False
+        self._sent_prev = messages
+        return messages, fallback
+
+    def _native(self, ex: Exchange, salt: str | None, max_tokens: int) -> BuiltRequest:
+        cfg = self.config
+        api = ex.api
+        body: dict[str, Any] = dict(ex.request)
+        if "provider_fields" in ex.flags:
+            body = strip_provider_fields(body)
+        key = "input" if api == API_OPENAI_RESPONSES else "messages"
+        if salt and isinstance(body.get(key), list):
+            body[key] = salt_messages(body[key], salt_marker(salt))
+        elif salt and isinstance(body.get(key), str):
+            body[key] = salt_marker(salt) + body[key]
+        body["model"] = cfg.model
+        if api == API_OPENAI_RESPONSES:
+            body["max_output_tokens"] = max_tokens
+        elif api == API_OPENAI_CHAT and "max_completion_tokens" in body:
+            body["max_completion_tokens"] = max_tokens
+            body.pop("max_tokens", None)
+        else:
+            body["max_tokens"] = max_tokens
+        body["stream"] = True
+        if api == API_OPENAI_CHAT:
+            body["stream_options"] = {"include_usage": True}
+            if cfg.ignore_eos:
+                body["ignore_eos"] = True
+                body["min_tokens"] = max_tokens
+        body.update(cfg.extra_body)
+        return BuiltRequest(
+            api, PATHS.get(api, PATHS[API_OPENAI_CHAT]), orjson.dumps(body), max_tokens
+        )
+
+
+def _adopt_ids(reply: Message, recorded: Message) -> Message:
+    """The live reply, keeping the recorded tool calls' ids (and count), so the recorded tool
+    results of the next turn still pair with a call: live calls replace recorded ones in order,
+    recorded calls the server did not make are kept, extra live calls are dropped."""
+    out: Message = {"role": "assistant", "content": reply.get("content") or ""}
+    recorded_calls = list(recorded.get("tool_calls") or ())
+    live_calls = list(reply.get("tool_calls") or ())[: len(recorded_calls)]
+    calls = [
+        {**copy.deepcopy(c), "id": r.get("id")}
+        for c, r in zip(live_calls, recorded_calls, strict=False)
+    ]
+    calls.extend(recorded_calls[len(calls) :])
+    if calls:
+        out["tool_calls"] = calls
+    return out

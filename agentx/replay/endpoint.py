@@ -1,0 +1,111 @@
+"""Before the run: is the endpoint there, what does it serve, what is it?
+
+One probe of ``/v1/models`` (and of the Prometheus page) answers: the default model, whether
+the server honours ``ignore_eos`` (vLLM, SGLang, serve-sim), and its prefix-cache block size
+when it publishes one. An unreachable endpoint fails here with one clear line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+from agentx.errors import EndpointError
+from agentx.replay.client import classify
+
+# owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
+KNOWN_OWNERS = {"vllm": "vllm", "sglang": "sglang", "agentx": "serve-sim"}
+IGNORE_EOS_SERVERS = frozenset({"vllm", "sglang", "serve-sim"})
+_BLOCK_SIZE = re.compile(r'^[a-zA-Z_:]*cache_config_info\{[^}]*\bblock_size="(\d+)"', re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    models: tuple[str, ...]
+    kind: str  # vllm | sglang | serve-sim | unknown
+    server_header: str | None
+    block_size: int | None  # prefix-cache block size the server publishes
+    metrics_text: bool  # the metrics URL answered with Prometheus text
+
+
+def base_url(endpoint: str) -> str:
+    """``http://host:8000`` and ``http://host:8000/v1`` (with or without a slash) -> the root."""
+    url = endpoint.rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
+
+
+def default_metrics_url(endpoint: str) -> str:
+    return base_url(endpoint) + "/metrics"
+
+
+def block_size_from_metrics(text: str) -> int | None:
+    m = _BLOCK_SIZE.search(text)
+    return int(m.group(1)) if m else None
+
+
+async def probe(
+    client: httpx.AsyncClient, endpoint: str, metrics_url: str | None, timeout_s: float = 10.0
+) -> ServerInfo:
+    """Raises :class:`EndpointError` when the endpoint cannot be reached or refuses us."""
+    root = base_url(endpoint)
+    timeout = httpx.Timeout(timeout_s)
+    try:
+        resp = await client.get(root + "/v1/models", timeout=timeout)
+    except (httpx.HTTPError, OSError) as exc:
+        kind, message = classify(exc, streaming=False)
+        why = "connection refused or host unknown" if kind == "connect" else message
+        raise EndpointError(f"cannot reach {endpoint}: {why}") from None
+    if resp.status_code in (401, 403):
+        raise EndpointError(
+            f"{endpoint} refused the API key (HTTP {resp.status_code}): set --api-key or OPENAI_API_KEY"
+        )
+    models: tuple[str, ...] = ()
+    owner: str | None = None
+    if resp.status_code == 200:
+        try:
+            data: Any = orjson.loads(resp.content)
+        except orjson.JSONDecodeError:
+            data = None
+        items = data.get("data") if isinstance(data, dict) else None
+        if isinstance(items, list):
+            models = tuple(str(m["id"]) for m in items if isinstance(m, dict) and "id" in m)
+            owners = [m.get("owned_by") for m in items if isinstance(m, dict)]
+            owner = next((str(o) for o in owners if o), None)
+    elif resp.status_code >= 500:
+        raise EndpointError(f"{endpoint} answers HTTP {resp.status_code} on /v1/models")
+    server = resp.headers.get("server")
+    kind = KNOWN_OWNERS.get((owner or "").lower(), "unknown")
+    if kind == "unknown" and server and "sglang" in server.lower():
+        kind = "sglang"
+
+    block_size: int | None = None
+    metrics_ok = False
+    if metrics_url:
+        try:
+            m = await client.get(metrics_url, timeout=timeout)
+            if m.status_code == 200 and b"# TYPE" in m.content[:65536]:
+                metrics_ok = True
+                block_size = block_size_from_metrics(m.text)
+        except (httpx.HTTPError, OSError):
+            pass
+    if block_size is None and kind == "sglang":
+        block_size = await _sglang_page_size(client, root, timeout)
+    return ServerInfo(models, kind, server, block_size, metrics_ok)
+
+
+async def _sglang_page_size(
+    client: httpx.AsyncClient, root: str, timeout: httpx.Timeout
+) -> int | None:
+    try:
+        resp = await client.get(root + "/get_server_info", timeout=timeout)
+        data = orjson.loads(resp.content) if resp.status_code == 200 else None
+    except (httpx.HTTPError, OSError, orjson.JSONDecodeError):
+        return None
+    page = data.get("page_size") if isinstance(data, dict) else None
+    return page if isinstance(page, int) and page > 0 else None

@@ -1,0 +1,123 @@
+"""``ReplayOptions``: every ``agentx replay`` option as one frozen value (see docs/replay.md)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from agentx.errors import UsageError
+
+Assistant = Literal["recorded", "live"]
+ApiMode = Literal["chat", "messages", "native"]
+
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    """What to replay, against what, and how. Defaults are the CLI's defaults.
+
+    ``api_key`` is never printed (``repr=False``) nor written (:meth:`config` leaves it out);
+    when ``None`` the ``OPENAI_API_KEY`` environment variable is used.
+    """
+
+    trace: Path
+    endpoint: str
+    model: str | None = None  # None: the endpoint's first model from /v1/models
+    concurrency: int = 1  # session lanes
+    duration_s: float | None = None  # stop sending after this long, then drain
+    max_requests: int | None = None  # measured (non-warmup) requests to send
+    sessions: int | None = None  # sample this many sessions (with seed)
+    time_scale: float = 1.0  # multiplies recorded think time; 0 = back to back
+    max_think_s: float | None = None  # cap on one (scaled) think time
+    assistant: Assistant = "recorded"
+    salt: bool = True
+    warmup: int = 0  # requests per lane sent first and left out of the metrics
+    api: ApiMode = "chat"
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    ignore_eos: bool | None = None  # None: on for servers known to honour it (vLLM, SGLang)
+    metrics_url: str | None = None  # None: <endpoint>/metrics when it answers
+    scrape_metrics: bool = True
+    slo: str | None = None
+    workers: int = 1
+    shard: tuple[int, int] = (0, 1)  # (index, count): this process runs sessions i % count == index
+    seed: int = 0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    block_size: int | None = None  # theoretical-hit block size; None: the server's, else 16
+    api_key: str | None = field(default=None, repr=False)
+    output_dir: Path | None = None
+    progress: bool = True  # live display (the CLI turns it off for --json or a non-TTY)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    def resolved_api_key(self) -> str | None:
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def config(self) -> dict[str, Any]:
+        """The options as JSON-able data for ``summary.json``: never the API key."""
+        data = asdict(self)
+        data.pop("api_key", None)
+        data["trace"] = str(self.trace)
+        data["output_dir"] = str(self.output_dir) if self.output_dir else None
+        data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
+        return data
+
+
+def validate(o: ReplayOptions) -> None:
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise UsageError(message)
+
+    need(o.concurrency >= 1, "--concurrency must be at least 1")
+    need(o.duration_s is None or o.duration_s > 0, "--duration must be positive")
+    need(o.max_requests is None or o.max_requests >= 1, "--max-requests must be at least 1")
+    need(o.sessions is None or o.sessions >= 1, "--sessions must be at least 1")
+    need(o.time_scale >= 0, "--time-scale must be >= 0")
+    need(o.max_think_s is None or o.max_think_s >= 0, "--max-think must be >= 0")
+    need(o.assistant in ("recorded", "live"), "--assistant must be recorded or live")
+    need(o.api in ("chat", "messages", "native"), "--api must be chat, messages or native")
+    need(o.warmup >= 0, "--warmup must be >= 0")
+    need(o.workers >= 1, "--workers must be at least 1")
+    need(o.workers <= o.concurrency, "--workers cannot exceed --concurrency (lanes are split)")
+    index, count = o.shard
+    need(count >= 1 and 0 <= index < count, "--shard must be I/N with 0 <= I < N")
+    need(o.timeout_s > 0, "--timeout must be positive")
+    need(o.block_size is None or o.block_size >= 1, "--block-size must be at least 1")
+    need(
+        o.assistant == "recorded" or o.api == "chat",
+        "--assistant live threads the server's replies as chat messages: use it with --api chat",
+    )
+    need(
+        o.endpoint.startswith(("http://", "https://")),
+        f"--endpoint must be an http(s) URL, got {o.endpoint!r}",
+    )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> ``(I, N)``."""
+    try:
+        left, right = text.split("/")
+        index, count = int(left), int(right)
+    except ValueError:
+        raise UsageError(f"--shard must look like I/N (e.g. 0/4), got {text!r}") from None
+    if count < 1 or not 0 <= index < count:
+        raise UsageError(f"--shard {text}: need 0 <= I < N")
+    return index, count
+
+
+def parse_extra_body(text: str | None) -> dict[str, Any]:
+    """``--extra-body '{"temperature": 0}'`` -> dict (merged into every request body)."""
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"--extra-body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--extra-body must be a JSON object")
+    return value

@@ -1,0 +1,118 @@
+"""The live progress line of a replay (rich), and the snapshot it is drawn from.
+
+Workers send :class:`Snapshot` values to the parent, which sums them; a single process draws its
+own. The display refreshes twice a second from a task on the event loop (no render thread).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, fields
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from agentx.replay.engine import Counters
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    sent: int = 0
+    in_flight: int = 0
+    ok: int = 0
+    errors: int = 0
+    output_tokens: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cached_known_prompt: int = 0
+    sessions_started: int = 0
+    sessions_completed: int = 0
+    active_lanes: int = 0
+    cpu_s: float = 0.0
+
+    @classmethod
+    def of(cls, c: Counters, cpu_s: float) -> Snapshot:
+        return cls(
+            c.sent,
+            c.in_flight,
+            c.ok,
+            c.errors,
+            c.output_tokens,
+            c.prompt_tokens,
+            c.cached_tokens,
+            c.cached_known_prompt,
+            c.sessions_started,
+            c.sessions_completed,
+            c.active_lanes,
+            cpu_s,
+        )
+
+    def __add__(self, other: Snapshot) -> Snapshot:
+        return Snapshot(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+class ProgressView:
+    """Rates over the last few seconds, drawn as one small table on stderr."""
+
+    WINDOW_S = 5.0
+
+    def __init__(self, lanes: int, console: Console | None = None) -> None:
+        self.lanes = lanes
+        self.console = console or Console(stderr=True)
+        self._history: deque[tuple[float, Snapshot]] = deque()
+        self._t0 = time.perf_counter()
+        self._live: Live | None = None
+
+    def __enter__(self) -> ProgressView:
+        self._live = Live(
+            self._render(Snapshot()), console=self.console, auto_refresh=False, transient=True
+        )
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    def update(self, snap: Snapshot) -> None:
+        now = time.perf_counter()
+        self._history.append((now, snap))
+        while len(self._history) > 2 and now - self._history[0][0] > self.WINDOW_S:
+            self._history.popleft()
+        if self._live is not None:
+            self._live.update(self._render(snap), refresh=True)
+
+    def _rates(self, snap: Snapshot) -> tuple[float, float, float]:
+        if len(self._history) < 2:
+            return 0.0, 0.0, 0.0
+        (t0, a), (t1, b) = self._history[0], self._history[-1]
+        dt = max(t1 - t0, 1e-9)
+        return (
+            (b.ok + b.errors - a.ok - a.errors) / dt,
+            (b.output_tokens - a.output_tokens) / dt,
+            (b.cpu_s - a.cpu_s) / dt,
+        )
+
+    def _render(self, snap: Snapshot) -> Table:
+        req_s, tok_s, cpu = self._rates(snap)
+        hit = (
+            f"{snap.cached_tokens / snap.cached_known_prompt:.1%}"
+            if snap.cached_known_prompt
+            else "n/a"
+        )
+        table = Table.grid(padding=(0, 2))
+        table.add_row(
+            f"[bold]replay[/] {time.perf_counter() - self._t0:6.0f}s",
+            f"lanes {snap.active_lanes}/{self.lanes}",
+            f"sessions {snap.sessions_completed}/{snap.sessions_started}",
+            f"requests {snap.ok + snap.errors} ({snap.in_flight} in flight)",
+            f"{req_s:6.1f} req/s",
+            f"{tok_s:8.0f} tok/s",
+            f"hit {hit}",
+            f"[red]errors {snap.errors}[/]" if snap.errors else "errors 0",
+            f"cpu {cpu:4.0%}",
+        )
+        return table

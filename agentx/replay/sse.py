@@ -1,0 +1,399 @@
+"""Streaming-response parsers: one pass over each read, timestamps per read.
+
+Each parser is fed the raw bytes of every read together with the ``perf_counter_ns`` instant of
+that read. It splits server-sent events on the buffer once per read, decodes each event's JSON
+with orjson exactly once, and keeps only what the row needs: when the first generated token and
+the first content token arrived, the gap between successive token-carrying chunks, the usage
+block, and (for ``--assistant live``) the assistant turn itself.
+
+A *token chunk* carries any generated token: content, reasoning or a tool-call delta. Role-only
+frames, keep-alive comments, ``finish_reason``-only and usage-only chunks are not token chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, JSON
+
+
+class StreamProtocolError(Exception):
+    """The stream is not the SSE/JSON it should be, or the server sent an error event."""
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def cached_from_usage(usage: dict[str, Any]) -> int | None:
+    """Cached prompt tokens under every vendor name this client knows; ``None`` when absent."""
+    for key in ("prompt_tokens_details", "input_tokens_details"):
+        details = usage.get(key)
+        if isinstance(details, dict):
+            value = _int(details.get("cached_tokens"))
+            if value is not None:
+                return value
+            split = details.get("cached_tokens_details")
+            if isinstance(split, dict):
+                return sum(_int(v) or 0 for v in split.values())
+    for key in ("cache_read_input_tokens", "prompt_cache_hit_tokens", "cached_tokens"):
+        value = _int(usage.get(key))
+        if value is not None:
+            return value
+    split = usage.get("cached_tokens_details")  # SGLang HiCache: {"device": n, "host": m, ...}
+    if isinstance(split, dict):
+        return sum(_int(v) or 0 for v in split.values())
+    return None
+
+
+class StreamParser:
+    """State of one response stream. Subclasses know their API family's events."""
+
+    api = ""
+    __slots__ = (
+        "_buf",
+        "cached_tokens",
+        "completion_tokens",
+        "done",
+        "finish_reason",
+        "first_content_ns",
+        "first_token_ns",
+        "itl_ns",
+        "last_token_ns",
+        "live",
+        "prompt_tokens",
+        "reasoning_parts",
+        "text_parts",
+        "token_chunks",
+        "tool_calls",
+        "usage_seen",
+    )
+
+    def __init__(self, live: bool = False) -> None:
+        self._buf = b""
+        self.live = live  # accumulate the assistant turn (text, tool calls)
+        self.done = False  # the stream's terminal event arrived
+        self.first_token_ns: int | None = None
+        self.first_content_ns: int | None = None
+        self.last_token_ns = 0
+        self.itl_ns: list[int] = []
+        self.token_chunks = 0
+        self.usage_seen = False
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.cached_tokens: int | None = None
+        self.finish_reason: str | None = None
+        self.text_parts: list[str] = []
+        self.reasoning_parts: list[str] = []
+        self.tool_calls: dict[int, dict[str, str]] = {}
+
+    # -- the hot path -------------------------------------------------------------------------
+
+    def feed(self, data: bytes, t_ns: int) -> None:
+        """Consume one read. Raises :class:`StreamProtocolError` on malformed input."""
+        buf = self._buf + data if self._buf else data
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")
+        events = buf.split(b"\n\n")
+        self._buf = events.pop()
+        for event in events:
+            if event.startswith(b"data: ") and b"\n" not in event:
+                self._data(None, event[6:], t_ns)
+            elif event:
+                self._multiline(event, t_ns)
+
+    def _multiline(self, event: bytes, t_ns: int) -> None:
+        name: bytes | None = None
+        data: list[bytes] = []
+        for line in event.split(b"\n"):
+            if line.startswith(b"data:"):
+                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            elif line.startswith(b"event:"):
+                name = line[6:].strip()
+            # ":" comments (keep-alives), "id:", "retry:" and blank lines carry nothing we need
+        if data:
+            self._data(name, b"\n".join(data), t_ns)
+
+    def _token(self, t_ns: int, content: bool) -> None:
+        if self.first_token_ns is None:
+            self.first_token_ns = t_ns
+        else:
+            self.itl_ns.append(t_ns - self.last_token_ns)
+        self.last_token_ns = t_ns
+        self.token_chunks += 1
+        if content and self.first_content_ns is None:
+            self.first_content_ns = t_ns
+
+    def _load(self, payload: bytes) -> dict[str, Any]:
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            raise StreamProtocolError(f"malformed SSE data: {payload[:80]!r}") from None
+        if not isinstance(obj, dict):
+            raise StreamProtocolError(f"SSE data is not a JSON object: {payload[:80]!r}")
+        error = obj.get("error")
+        if error or obj.get("type") == "error":
+            raise StreamProtocolError(f"server error event: {_error_text(error or obj)}")
+        return obj
+
+    def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
+        raise NotImplementedError
+
+    def finish(self, t_ns: int) -> None:
+        """End of body: a complete last event without its blank line still counts."""
+        if self._buf.strip():
+            rest, self._buf = self._buf, b""
+            self.feed(rest + b"\n\n", t_ns)
+
+    # -- results ------------------------------------------------------------------------------
+
+    def assistant_message(self) -> JSON:
+        """The assistant turn as an OpenAI chat message (for ``--assistant live``)."""
+        message: dict[str, JSON] = {"role": "assistant", "content": "".join(self.text_parts)}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id") or f"call_{index}",
+                    "type": "function",
+                    "function": {
+                        "name": call.get("name", ""),
+                        "arguments": call.get("arguments", ""),
+                    },
+                }
+                for index, call in sorted(self.tool_calls.items())
+            ]
+        return message
+
+    def _tool_delta(self, index: int, call_id: Any, name: Any, arguments: Any) -> None:
+        call = self.tool_calls.setdefault(index, {})
+        if isinstance(call_id, str) and call_id:
+            call["id"] = call_id
+        if isinstance(name, str) and name:
+            call["name"] = call.get("name", "") + name
+        if isinstance(arguments, str):
+            call["arguments"] = call.get("arguments", "") + arguments
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("type") or error)[:200]
+    return str(error)[:200]
+
+
+class ChatStreamParser(StreamParser):
+    """OpenAI ``/v1/chat/completions`` (vLLM, SGLang, llama.cpp, TRT-LLM, Dynamo, ...).
+
+    The hottest loop of a replay: ``feed`` is specialised (locals, one dict lookup per field)
+    for the common one-line ``data: {...}`` event; everything else takes the generic path.
+    """
+
+    __slots__ = ()
+    api = "openai.chat"
+
+    def feed(self, data: bytes, t_ns: int) -> None:
+        buf = self._buf + data if self._buf else data
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")
+        events = buf.split(b"\n\n")
+        self._buf = events.pop()
+        loads = orjson.loads
+        first = self.first_token_ns
+        last = self.last_token_ns
+        count = self.token_chunks
+        for event in events:
+            obj = None
+            if event.startswith(b"data: ") and b"\n" not in event:
+                try:  # noqa: SIM105 - try/except is cheaper than suppress() in this loop
+                    obj = loads(event[6:])
+                except orjson.JSONDecodeError:
+                    pass
+            if obj is None:  # "[DONE]", comments, multi-line or malformed events
+                if event:
+                    self.last_token_ns, self.token_chunks = last, count
+                    self._multiline(event, t_ns)
+                    first, last, count = self.first_token_ns, self.last_token_ns, self.token_chunks
+                continue
+            if type(obj) is not dict or "error" in obj or "type" in obj:
+                self._check(obj)
+            choices = obj.get("choices")
+            if choices:
+                choice = choices[0]
+                delta = choice.get("delta")
+                if delta:
+                    content = delta.get("content")
+                    if content or (
+                        delta.get("reasoning_content")
+                        or delta.get("reasoning")
+                        or delta.get("tool_calls")
+                    ):
+                        if first is None:
+                            first = self.first_token_ns = t_ns
+                        else:
+                            self.itl_ns.append(t_ns - last)
+                        last = t_ns
+                        count += 1
+                        if content and self.first_content_ns is None:
+                            self.first_content_ns = t_ns
+                        if self.live:
+                            self._accumulate(delta)
+                if choice.get("finish_reason"):
+                    self.finish_reason = choice["finish_reason"]
+            if obj.get("usage") or "timings" in obj:
+                self._usage(obj)
+        self.last_token_ns = last
+        self.token_chunks = count
+
+    def _check(self, obj: Any) -> None:
+        if type(obj) is not dict:
+            raise StreamProtocolError(f"SSE data is not a JSON object: {str(obj)[:80]!r}")
+        if obj.get("error") or obj.get("type") == "error":
+            raise StreamProtocolError(f"server error event: {_error_text(obj.get('error') or obj)}")
+
+    def _accumulate(self, delta: dict[str, Any]) -> None:
+        if delta.get("content"):
+            self.text_parts.append(delta["content"])
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            self.reasoning_parts.append(reasoning)
+        for call in delta.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            self._tool_delta(
+                call.get("index", 0), call.get("id"), fn.get("name"), fn.get("arguments")
+            )
+
+    def _usage(self, obj: dict[str, Any]) -> None:
+        usage = obj.get("usage")
+        if isinstance(usage, dict) and usage:
+            self.usage_seen = True
+            self.prompt_tokens = _int(usage.get("prompt_tokens"))
+            self.completion_tokens = _int(usage.get("completion_tokens"))
+            self.cached_tokens = cached_from_usage(usage)
+        timings = obj.get("timings")  # llama.cpp reports its prompt cache here
+        if isinstance(timings, dict) and self.cached_tokens is None:
+            self.cached_tokens = _int(timings.get("cache_n"))
+
+    def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
+        """The generic path: multi-line events, ``[DONE]``, malformed data."""
+        if payload.strip() == b"[DONE]":
+            self.done = True
+            return
+        obj = self._load(payload)
+        # re-enter the fast path with one well-formed event, so both paths agree by construction
+        saved, self._buf = self._buf, b""
+        try:
+            self.feed(b"data: " + orjson.dumps(obj) + b"\n\n", t_ns)
+        finally:
+            self._buf = saved
+
+
+class MessagesStreamParser(StreamParser):
+    """Anthropic ``/v1/messages``. Prompt total = input + cache reads + cache writes."""
+
+    __slots__ = ("_cache_write", "_input")
+    api = API_ANTHROPIC_MESSAGES
+
+    def __init__(self, live: bool = False) -> None:
+        super().__init__(live)
+        self._input: int | None = None
+        self._cache_write: int | None = None
+
+    def _usage(self, usage: dict[str, Any]) -> None:
+        self.usage_seen = True
+        if (v := _int(usage.get("input_tokens"))) is not None:
+            self._input = v
+        if (v := _int(usage.get("cache_creation_input_tokens"))) is not None:
+            self._cache_write = v
+        if (v := _int(usage.get("cache_read_input_tokens"))) is not None:
+            self.cached_tokens = v
+        if (v := _int(usage.get("output_tokens"))) is not None:
+            self.completion_tokens = v
+        if self._input is not None:
+            self.prompt_tokens = self._input + (self.cached_tokens or 0) + (self._cache_write or 0)
+
+    def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
+        obj = self._load(payload)
+        kind = obj.get("type")
+        if kind == "content_block_delta":
+            delta = obj.get("delta") or {}
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                text = delta.get("text")
+                if text:
+                    self._token(t_ns, True)
+                    if self.live:
+                        self.text_parts.append(text)
+            elif dtype in ("thinking_delta", "input_json_delta"):
+                piece = (
+                    delta.get("thinking")
+                    if dtype == "thinking_delta"
+                    else delta.get("partial_json")
+                )
+                if piece:
+                    self._token(t_ns, False)
+                    if self.live and dtype == "input_json_delta":
+                        self._tool_delta(obj.get("index", 0), None, None, piece)
+        elif kind == "content_block_start":
+            block = obj.get("content_block") or {}
+            if self.live and block.get("type") == "tool_use":
+                self._tool_delta(obj.get("index", 0), block.get("id"), block.get("name"), "")
+        elif kind == "message_start":
+            usage = (obj.get("message") or {}).get("usage")
+            if isinstance(usage, dict):
+                self._usage(usage)
+        elif kind == "message_delta":
+            usage = obj.get("usage")
+            if isinstance(usage, dict):
+                self._usage(usage)
+            stop = (obj.get("delta") or {}).get("stop_reason")
+            if stop:
+                self.finish_reason = stop
+        elif kind == "message_stop":
+            self.done = True
+
+
+class ResponsesStreamParser(StreamParser):
+    """OpenAI ``/v1/responses`` streaming events."""
+
+    __slots__ = ()
+    api = API_OPENAI_RESPONSES
+
+    def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
+        if payload == b"[DONE]":
+            self.done = True
+            return
+        obj = self._load(payload)
+        kind = obj.get("type") or (name.decode() if name else "")
+        if kind == "response.output_text.delta":
+            if obj.get("delta"):
+                self._token(t_ns, True)
+                if self.live:
+                    self.text_parts.append(obj["delta"])
+        elif kind in (
+            "response.reasoning_text.delta",
+            "response.reasoning_summary_text.delta",
+            "response.function_call_arguments.delta",
+        ):
+            if obj.get("delta"):
+                self._token(t_ns, False)
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            response = obj.get("response") or {}
+            usage = response.get("usage")
+            if isinstance(usage, dict):
+                self.usage_seen = True
+                self.prompt_tokens = _int(usage.get("input_tokens"))
+                self.completion_tokens = _int(usage.get("output_tokens"))
+                self.cached_tokens = cached_from_usage(usage)
+            self.finish_reason = response.get("status") or kind
+            if kind == "response.failed":
+                raise StreamProtocolError(f"response failed: {_error_text(response.get('error'))}")
+            self.done = True
+
+
+def parser_for(api: str, live: bool = False) -> StreamParser:
+    if api == API_ANTHROPIC_MESSAGES:
+        return MessagesStreamParser(live)
+    if api == API_OPENAI_RESPONSES:
+        return ResponsesStreamParser(live)
+    return ChatStreamParser(live)

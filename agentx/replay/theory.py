@@ -1,0 +1,96 @@
+"""The theoretical hit rate of exactly the requests sent, in the order they were sent.
+
+During the run the hot path only appends each body's bytes to a spool file (one buffered
+write); tokenisation happens after the run, so it never delays a dispatch. The bodies are then
+rendered with :func:`agentx.tokens.request_tokens` and looked up in an unbounded prefix cache
+(:class:`agentx.prefix.UnboundedPrefixCache`) at the server's block size. Warm-up requests
+count in the cache state (they warmed the server's cache too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from agentx.prefix import RequestHasher, UnboundedPrefixCache
+
+
+@dataclass(frozen=True, slots=True)
+class SentBody:
+    request_id: str
+    api: str
+    sent_ns: int
+    thread: str  # session copy + thread: consecutive requests of one thread share a prefix
+    body: bytes
+
+
+class SentLog:
+    """Append-only spool of the bodies sent by one process, in send order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: BinaryIO | None = open(path, "wb")  # noqa: SIM115 - lives for the run
+        self.count = 0
+
+    def add(self, request_id: str, api: str, sent_ns: int, thread: str, body: bytes) -> None:
+        if self._file is None:
+            return
+        self._file.write(orjson.dumps([request_id, api, sent_ns, thread, len(body)]) + b"\n")
+        self._file.write(body)
+        self.count += 1
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_log(path: Path) -> Iterator[SentBody]:
+    with open(path, "rb") as f:
+        while header := f.readline():
+            request_id, api, sent_ns, thread, size = orjson.loads(header)
+            yield SentBody(request_id, api, sent_ns, thread, f.read(size))
+
+
+def merged(paths: Iterable[Path]) -> Iterator[SentBody]:
+    """Several processes' logs as one stream in send order (perf_counter is system-wide)."""
+    streams = [read_log(p) for p in paths if p.exists()]
+    return heapq.merge(*streams, key=lambda s: s.sent_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    prompt_tokens: int  # agentx's own count (cl100k_base rendering) of what was sent
+    hit_tokens: int  # what an unbounded prefix cache would have served
+
+
+def theoretical(sent: Iterable[SentBody], block_size: int) -> dict[str, Expected]:
+    """Expected prompt tokens and unbounded-cache hit tokens of each request sent, in order.
+
+    Bodies are hashed incrementally per thread (:class:`agentx.prefix.RequestHasher`), so a
+    session of n turns costs O(its unique content) rather than O(n^2).
+    """
+    cache = UnboundedPrefixCache(block_size)
+    hasher = RequestHasher(block_size, max_threads=4096)
+    out: dict[str, Expected] = {}
+    for s in sent:
+        try:
+            body = orjson.loads(s.body)
+        except orjson.JSONDecodeError:
+            continue
+        hashes, n = hasher.hash_request(s.api, body, s.thread)
+        lookup = cache.observe(hashes, n)
+        out[s.request_id] = Expected(lookup.prompt_tokens, lookup.hit_tokens)
+    return out
+
+
+def remove_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)

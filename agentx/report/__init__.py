@@ -1,0 +1,16 @@
+"""Rendering of replay results: terminal tables, comparison of two runs, a self-contained HTML page."""
+
+from agentx.report.compare import compare
+from agentx.report.html import render_html, write_html
+from agentx.report.load import load_results, load_summary
+from agentx.report.render import render_compare, render_summary
+
+__all__ = [
+    "compare",
+    "load_results",
+    "load_summary",
+    "render_compare",
+    "render_html",
+    "render_summary",
+    "write_html",
+]

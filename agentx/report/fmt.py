@@ -1,0 +1,61 @@
+"""Number formatting shared by the terminal and HTML reports. Unknown renders as ``n/a``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NA = "n/a"
+
+
+def num(v: float | None) -> str:
+    """Three significant-ish figures without scientific notation: 1,234 · 56.7 · 0.89."""
+    if v is None:
+        return NA
+    a = abs(v)
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def ms(v: float | None) -> str:
+    """A latency in milliseconds, switched to seconds from 10 s."""
+    if v is None:
+        return NA
+    if abs(v) >= 10_000:
+        return f"{v / 1000:.1f} s"
+    return f"{num(v)} ms"
+
+
+def pct(v: float | None) -> str:
+    return NA if v is None else f"{100 * v:.1f}%"
+
+
+def count(v: int | float | None) -> str:
+    return NA if v is None else f"{int(v):,}"
+
+
+def seconds(v: float | None) -> str:
+    return NA if v is None else f"{v:,.1f} s"
+
+
+def get(d: Any, dotted: str) -> Any:
+    """``get(summary, "latency_ms.ttft.p50")``; ``None`` when any step is missing."""
+    cur = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def warnings(summary: dict[str, Any]) -> list[str]:
+    """The run's warnings (written by the replay engine), or a saturation note without them."""
+    out = [str(w) for w in summary.get("warnings") or []]
+    if not out and (summary.get("client") or {}).get("saturated"):
+        out.append(
+            "the client was CPU-saturated; latencies include client delay "
+            "(add --workers or lower --concurrency)"
+        )
+    return out

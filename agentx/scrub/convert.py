@@ -1,0 +1,202 @@
+"""``agentx convert``: import Weka / Mooncake / agentx traces, export agentx / Mooncake / Weka.
+
+Importing is :mod:`agentx.formats` (format auto-detected). Going to agentx, hash-only exchanges
+get a prompt made of synthetic text laid out block by block from their hash ids
+(:func:`agentx.scrub.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where
+an identical hash id always gives an identical block, so a converted Weka trace replays with
+text and the same prefix sharing. The hash ids stay on the exchange, so ``agentx stats`` counts
+the converted trace exactly as it counts the original.
+
+Bad input stops at the first bad record with the file and the record named (exit 1). With
+``skip_bad`` a bad Mooncake line, or a bad Weka file in a directory, is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import orjson
+
+from agentx.errors import FormatError, UsageError
+from agentx.models import MODEL_APIS, Exchange
+from agentx.scrub.synth import hash_id_text
+
+Target = Literal["agentx", "mooncake", "weka"]
+TARGETS: tuple[Target, ...] = ("agentx", "mooncake", "weka")
+
+
+@dataclass(slots=True)
+class Skipped:
+    count: int = 0
+    first: str | None = None  # the first error, as the strict mode would have reported it
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, exc: FormatError) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = str(exc)
+        if len(self.errors) < 20:
+            self.errors.append(str(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertReport:
+    input: str
+    input_format: str
+    output: str
+    output_format: str
+    exchanges: int  # read
+    written: int  # exchanges (agentx), lines (mooncake), sessions (weka)
+    synthesized: int  # hash-only exchanges given synthetic text
+    skipped_bad: int
+    first_bad: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"schema": "agentx.convert/1", "input": self.input, "input_format": self.input_format,
+                "output": self.output, "output_format": self.output_format,
+                "exchanges": self.exchanges, "written": self.written, "synthesized": self.synthesized,
+                "skipped_bad": self.skipped_bad, "first_bad": self.first_bad}  # fmt: skip
+
+
+def read_exchanges(
+    path: str | os.PathLike[str], *, skip_bad: bool = False, skipped: Skipped | None = None
+) -> Iterator[Exchange]:
+    """Exchanges of any supported trace; with ``skip_bad``, bad records are skipped into
+    ``skipped`` instead of raising."""
+    from agentx.formats import detect_format, load_exchanges
+
+    fmt = detect_format(path)
+    if not skip_bad or fmt == "agentx":
+        return load_exchanges(path, shared=True)
+    sink = skipped if skipped is not None else Skipped()
+    if fmt == "weka":
+        return _weka_skipping(Path(path), sink)
+    return _mooncake_skipping(Path(path), sink)
+
+
+def _weka_skipping(path: Path, skipped: Skipped) -> Iterator[Exchange]:
+    from agentx.formats.weka import LOCAL_SCOPE_STRIDE, parse_weka, weka_files
+
+    for k, f in enumerate(weka_files(path)):
+        try:
+            try:
+                doc = orjson.loads(f.read_bytes())
+            except orjson.JSONDecodeError as exc:
+                raise FormatError(str(f), f"not valid JSON ({exc})") from None
+            except OSError as exc:
+                raise FormatError(str(f), f"cannot read: {exc.strerror or exc}") from None
+            scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
+            trace = parse_weka(doc, f, id_offset=k * LOCAL_SCOPE_STRIDE if scope != "global" else 0)
+        except FormatError as exc:
+            skipped.add(exc)
+            continue
+        yield from trace.exchanges
+
+
+def _mooncake_skipping(path: Path, skipped: Skipped) -> Iterator[Exchange]:
+    from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, parse_record
+
+    last_in_session: dict[str, str] = {}
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    with fh:
+        for line_no, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                session, ex = parse_record(
+                    orjson.loads(raw), line_no, path.stem, MOONCAKE_BLOCK_SIZE
+                )
+            except orjson.JSONDecodeError as exc:
+                skipped.add(FormatError(str(path), f"not valid JSON ({exc})", record=line_no))
+                continue
+            except Exception as exc:  # the importer's validation error
+                skipped.add(FormatError(str(path), str(exc), record=line_no))
+                continue
+            if session is not None:
+                parent = last_in_session.get(session)
+                last_in_session[session] = ex.request_id
+                if parent is not None:
+                    ex = replace(ex, parent_request_id=parent)
+            yield ex
+
+
+def with_text(ex: Exchange) -> Exchange:
+    """A hash-only exchange with its synthetic prompt as an ``openai.chat`` request."""
+    if ex.hash_ids is None or not ex.hash_block_size or ex.api not in MODEL_APIS:
+        return ex
+    body = ex.request if isinstance(ex.request, dict) else {}
+    if body.get("messages"):
+        return ex  # it has a prompt of its own (Mooncake text_input)
+    n = (
+        ex.usage.prompt_tokens
+        if ex.usage.prompt_tokens is not None
+        else len(ex.hash_ids) * ex.hash_block_size
+    )
+    request: dict[str, object] = {}
+    if ex.model is not None:
+        request["model"] = ex.model
+    request["messages"] = [
+        {"role": "user", "content": hash_id_text(ex.hash_ids, ex.hash_block_size, n)}
+    ]
+    if ex.usage.completion_tokens is not None:
+        request["max_tokens"] = ex.usage.completion_tokens
+    return replace(ex, request={**body, **request})
+
+
+def convert(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    *,
+    to: str = "agentx",
+    skip_bad: bool = False,
+    synthesize: bool = True,
+) -> ConvertReport:
+    """Convert ``input_path`` (any supported format) into ``output_path`` in format ``to``."""
+    from agentx.formats import detect_format
+    from agentx.formats.export import write_mooncake, write_weka
+
+    if to not in TARGETS:
+        raise UsageError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    src, dst = Path(input_path), Path(output_path)
+    if dst.exists() and src.exists() and src.resolve() == dst.resolve():
+        raise UsageError("convert never modifies its input: give -o another path")
+    fmt = detect_format(src)
+    skipped = Skipped()
+    counts = {"read": 0, "synth": 0}
+
+    def stream() -> Iterator[Exchange]:
+        for ex in read_exchanges(src, skip_bad=skip_bad, skipped=skipped):
+            counts["read"] += 1
+            yield ex
+
+    if to == "agentx":
+        written = _write_agentx(stream(), dst, synthesize, counts, fmt)
+    elif to == "mooncake":
+        written = write_mooncake(stream(), dst)
+    else:
+        written = write_weka(stream(), dst)
+    return ConvertReport(str(src), fmt, str(dst), to, counts["read"], written, counts["synth"],
+                         skipped.count, skipped.first)  # fmt: skip
+
+
+def _write_agentx(
+    exchanges: Iterator[Exchange], dst: Path, synthesize: bool, counts: dict[str, int], fmt: str
+) -> int:
+    from agentx.store import TraceWriter
+
+    with TraceWriter(dst, metadata={"converted_from": fmt}) as writer:
+        for ex in exchanges:
+            if synthesize:
+                new = with_text(ex)
+                if new is not ex:
+                    counts["synth"] += 1
+                ex = new
+            writer.append(ex)
+    return writer.count

@@ -1,0 +1,384 @@
+"""The HTTP face of serve-sim (aiohttp): OpenAI chat, Anthropic messages, models, metrics.
+
+Server-side timing, so a client can measure its own error: non-streaming responses carry
+``x-agentx-server-ttft-ms``, ``x-agentx-server-queue-ms`` and ``x-agentx-server-e2e-ms``
+headers; a stream carries the same figures in an SSE comment line (ignored by SSE clients and
+SDKs) just before its terminator (``data: [DONE]`` / ``message_stop``)::
+
+    : agentx-server-timing {"ttft_ms": 12.1, "queue_ms": 0.0, "e2e_ms": 85.3}
+
+``ttft_ms`` runs from the handler's start (request head parsed, before the body is read) to the
+moment the first token chunk is handed to the socket; ``e2e_ms`` to the terminator.
+Running the application: :mod:`agentx.sim.server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import orjson
+from aiohttp import web
+
+from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, JSON
+from agentx.prefix import HashArray, block_hashes
+from agentx.sim.config import SimConfig
+from agentx.sim.engine import Admission, Engine
+from agentx.sim.output import OutputPlan, plan_output
+from agentx.sim.requests import (
+    RequestError,
+    SimRequest,
+    context_error,
+    parse_chat,
+    parse_json,
+    parse_messages,
+)
+from agentx.sim.responses import (
+    AnthropicEmitter,
+    Emitter,
+    OpenAIChatEmitter,
+    UsageCounts,
+    anthropic_error,
+    openai_error,
+)
+from agentx.tokens import request_tokens
+
+log = logging.getLogger("agentx.sim")
+
+MAX_BODY_BYTES = 256 * 1024 * 1024
+TOKENIZE_IN_THREAD_BYTES = 16 * 1024  # bodies above this are tokenized off the event loop
+FAST_WRITE_TOKENS = 512  # tokens per write in --fast mode
+NONSTREAM_SLICE_S = 0.05  # non-streaming requests re-read the batch size this often
+_WARMUP: dict[str, JSON] = {"messages": [{"role": "user", "content": "warm up"}]}
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+@dataclass(slots=True)
+class _State:
+    engine: Engine
+    executor: ThreadPoolExecutor
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}{self.engine.config.seed:04x}{next(self.ids):012x}"
+
+
+STATE = web.AppKey("agentx_sim_state", _State)
+
+
+def _json(data: JSON, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(data), status=status, content_type="application/json", headers=headers
+    )
+
+
+def _error(api: str, status: int, message: str, param: str | None = None,
+           code: str | None = None, kind: str | None = None) -> web.Response:  # fmt: skip
+    if api == API_ANTHROPIC_MESSAGES:
+        return _json(anthropic_error(status, message, kind), status)
+    return _json(openai_error(status, message, param, code), status)
+
+
+def _api_of(path: str) -> str:
+    return API_ANTHROPIC_MESSAGES if path.startswith("/v1/messages") else API_OPENAI_CHAT
+
+
+@web.middleware
+async def _errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Every failure becomes a JSON error in the API's shape; nothing takes the server down."""
+    api = _api_of(request.path)
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        message = exc.text or exc.reason
+        if exc.status == 413:
+            message = f"request body too large (limit {MAX_BODY_BYTES} bytes)"
+        elif exc.status == 404:
+            message = f"no such endpoint: {request.method} {request.path}"
+        elif exc.status == 405:
+            message = f"method {request.method} not allowed on {request.path}"
+        return _error(api, exc.status, message)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.exception("serve-sim: internal error on %s %s", request.method, request.path)
+        return _error(api, 500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _tokenize(api: str, body: dict[str, JSON], block_size: int) -> tuple[int, HashArray]:
+    tokens = request_tokens(api, body)
+    return int(tokens.size), block_hashes(tokens, block_size)
+
+
+async def _prompt(
+    state: _State, api: str, body: dict[str, JSON], raw_len: int
+) -> tuple[int, HashArray]:
+    bs = state.engine.config.block_size
+    if raw_len < TOKENIZE_IN_THREAD_BYTES:
+        return _tokenize(api, body, bs)
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(state.executor, _tokenize, api, body, bs)
+
+
+async def _sleep_until(clock: Callable[[], float], when: float) -> None:
+    delay = when - clock()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+def _timing(t0: float, ttft_s: float | None, adm: Admission, end: float) -> dict[str, float | None]:
+    return {
+        "ttft_ms": None if ttft_s is None else round(ttft_s * 1000.0, 3),
+        "queue_ms": round(adm.queue_s * 1000.0, 3),
+        "e2e_ms": round((end - t0) * 1000.0, 3),
+    }
+
+
+async def _generate(request: web.Request, api: str) -> web.StreamResponse:
+    state = request.app[STATE]
+    engine = state.engine
+    clock = engine.clock
+    t0 = clock()
+    cfg = engine.config
+    raw = await request.read()
+    try:
+        body = parse_json(raw)
+        sreq = (parse_chat if api == API_OPENAI_CHAT else parse_messages)(body, cfg.model)
+        n_prompt, hashes = await _prompt(state, api, body, len(raw))
+        context_error(api, n_prompt, sreq.max_tokens, cfg.max_model_len)
+    except RequestError as exc:
+        return _error(api, exc.status, exc.message, exc.param, exc.code, exc.kind)
+    is_chat = api == API_OPENAI_CHAT
+    plan = plan_output(
+        api,
+        body,
+        max_tokens=sreq.max_tokens,
+        room=cfg.max_model_len - n_prompt,
+        min_tokens=sreq.min_tokens,
+        ignore_eos=sreq.ignore_eos,
+        eos_tokens=cfg.eos_tokens,
+        default_tokens=cfg.default_max_tokens,
+        call_id=state.next_id("call_" if is_chat else "toolu_"),
+    )
+    rid = state.next_id("chatcmpl-" if is_chat else "msg_")
+    emitter: Emitter
+    if is_chat:
+        created = int(time.time())
+        emitter = OpenAIChatEmitter(rid, created, sreq.model, plan, cfg.seed, sreq.include_usage)
+    else:
+        emitter = AnthropicEmitter(rid, sreq.model, plan, cfg.seed)
+    if sreq.stream:
+        return await _stream(request, engine, sreq, plan, emitter, hashes, n_prompt, t0, rid)
+    return await _complete(engine, plan, emitter, hashes, n_prompt, t0, rid)
+
+
+def _reason(plan: OutputPlan) -> str:
+    return "stop" if plan.finish == "tool" else plan.finish
+
+
+async def _stream(
+    request: web.Request,
+    engine: Engine,
+    sreq: SimRequest,
+    plan: OutputPlan,
+    emitter: Emitter,
+    hashes: HashArray,
+    n_prompt: int,
+    t0: float,
+    rid: str,
+) -> web.StreamResponse:
+    clock = engine.clock
+    resp = web.StreamResponse(headers={**SSE_HEADERS, "x-request-id": rid})
+    await resp.prepare(request)  # headers go out now, as vLLM does, before queueing
+    adm = await engine.admit(hashes, n_prompt, plan.tokens)
+    usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
+    n = plan.tokens
+    sent = 0
+    finished = False
+    ttft_s: float | None = None
+    itls: list[float] = []
+    try:
+        if engine.config.fast:
+            ttft_s = clock() - t0
+            stop = min(n, FAST_WRITE_TOKENS)
+            await resp.write(emitter.opening(usage) + emitter.tokens(0, stop))
+            sent = stop
+            while sent < n:
+                stop = min(n, sent + FAST_WRITE_TOKENS)
+                await resp.write(emitter.tokens(sent, stop))
+                sent = stop
+        else:
+            await _sleep_until(clock, adm.first_token_s)
+            ttft_s = clock() - t0
+            await resp.write(emitter.opening(usage) + emitter.token(0))
+            sent = 1
+            due = adm.first_token_s
+            while sent < n:
+                itl = engine.itl_s()
+                due += itl
+                await _sleep_until(clock, due)
+                itls.append(itl)
+                stop = sent + 1
+                now = clock()
+                while stop < n:  # the loop fell behind: send every token already due
+                    itl = engine.itl_s()
+                    if due + itl > now:
+                        break
+                    due += itl
+                    itls.append(itl)
+                    stop += 1
+                await resp.write(
+                    emitter.token(sent) if stop == sent + 1 else emitter.tokens(sent, stop)
+                )
+                sent = stop
+        # the request is done: free its slot and blocks before the last bytes go out (as an
+        # engine does), so a client's next request never finds them still held
+        finished = True
+        engine.finish(adm, _reason(plan), sent)
+        end = clock()
+        engine.observe_latency(ttft_s, end - t0, itls)
+        closing = emitter.closing(usage)
+        # the timing comment goes before the terminator so clients that stop there still get it
+        marker = b"data: [DONE]" if sreq.api == API_OPENAI_CHAT else b"event: message_stop"
+        cut = closing.rfind(marker)
+        comment = b": agentx-server-timing " + orjson.dumps(_timing(t0, ttft_s, adm, end)) + b"\n\n"
+        await resp.write(closing[:cut] + comment + closing[cut:])
+        await resp.write_eof()
+    except ConnectionError as exc:
+        log.debug("serve-sim: stream %s aborted: %r", rid, exc)
+    finally:
+        if not finished:  # client gone (or handler cancelled) mid-stream
+            engine.finish(adm, "abort", sent)
+    return resp
+
+
+async def _complete(
+    engine: Engine,
+    plan: OutputPlan,
+    emitter: Emitter,
+    hashes: HashArray,
+    n_prompt: int,
+    t0: float,
+    rid: str,
+) -> web.Response:
+    clock = engine.clock
+    adm = await engine.admit(hashes, n_prompt, plan.tokens)
+    reason = "abort"
+    sent = 0
+    try:
+        itls: list[float] = []
+        if not engine.config.fast:
+            await _sleep_until(clock, adm.first_token_s)
+            remaining = plan.tokens - 1
+            due = adm.first_token_s
+            while remaining > 0:
+                itl = engine.itl_s()
+                k = min(remaining, max(1, int(NONSTREAM_SLICE_S / itl)))
+                due += k * itl
+                itls.extend([itl] * k)
+                remaining -= k
+                await _sleep_until(clock, due)
+        ttft_s = adm.first_token_s - t0
+        end = clock()
+        reason = _reason(plan)
+        sent = plan.tokens
+    finally:
+        engine.finish(adm, reason, sent)
+    engine.observe_latency(ttft_s, end - t0, itls)
+    timing = _timing(t0, ttft_s, adm, end)
+    usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
+    headers = {
+        "x-request-id": rid,
+        "x-agentx-server-ttft-ms": str(timing["ttft_ms"]),
+        "x-agentx-server-queue-ms": str(timing["queue_ms"]),
+        "x-agentx-server-e2e-ms": str(timing["e2e_ms"]),
+    }
+    return _json(emitter.body(usage), headers=headers)
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, API_OPENAI_CHAT)
+
+
+async def _messages(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, API_ANTHROPIC_MESSAGES)
+
+
+async def _count_tokens(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    raw = await request.read()
+    try:
+        body = parse_json(raw)
+        parse_messages({**body, "max_tokens": 1}, state.engine.config.model)
+    except RequestError as exc:
+        return _error(API_ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
+    n, _ = await _prompt(state, API_ANTHROPIC_MESSAGES, body, len(raw))
+    return _json({"input_tokens": n})
+
+
+async def _models(request: web.Request) -> web.StreamResponse:
+    cfg = request.app[STATE].engine.config
+    created = int(time.time())
+    model = {
+        "id": cfg.model,
+        "object": "model",
+        "created": created,
+        "owned_by": "agentx",
+        "root": cfg.model,
+        "parent": None,
+        "max_model_len": cfg.max_model_len,
+    }
+    return _json({"object": "list", "data": [model]})
+
+
+async def _metrics(request: web.Request) -> web.StreamResponse:
+    text = request.app[STATE].engine.render_metrics()
+    return web.Response(
+        text=text, content_type="text/plain", charset="utf-8", headers={"X-Format": "prometheus"}
+    )
+
+
+async def _health(request: web.Request) -> web.StreamResponse:
+    return web.Response(status=200)
+
+
+async def warm_up(app: web.Application) -> None:
+    """Load the tokenizer before the first request pays for it (~0.1 s)."""
+    state = app[STATE]
+    loop = asyncio.get_running_loop()
+    bs = state.engine.config.block_size
+    await loop.run_in_executor(state.executor, _tokenize, API_OPENAI_CHAT, _WARMUP, bs)
+
+
+def engine_of(app: web.Application) -> Engine:
+    return app[STATE].engine
+
+
+def create_app(config: SimConfig) -> web.Application:
+    """The aiohttp application for ``config`` (validated). Owns one :class:`Engine`."""
+    config.validate()
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
+    executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentx-sim-tokenize")
+    app[STATE] = _State(Engine(config), executor)
+
+    async def _shutdown(app: web.Application) -> None:
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    app.on_cleanup.append(_shutdown)
+    r = app.router
+    r.add_post("/v1/chat/completions", _chat)
+    r.add_post("/v1/messages", _messages)
+    r.add_post("/v1/messages/count_tokens", _count_tokens)
+    r.add_get("/v1/models", _models)
+    r.add_get("/metrics", _metrics)
+    r.add_get("/health", _health)
+    return app

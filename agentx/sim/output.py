@@ -1,0 +1,251 @@
+"""What the simulated model answers: deterministic filler text or a tool call, and how long.
+
+Filler is a fixed cycle of sentences built (per ``--seed``) from words that are one
+cl100k_base token each, so every streamed chunk is exactly one token and re-tokenizing the
+whole answer gives back ``completion_tokens``.
+
+Length: a request with ``max_completion_tokens`` / ``max_tokens`` gets exactly that many
+tokens (``finish`` ``"length"``), so a load generator gets the output it asked for; one without
+gets ``--default-max-tokens`` (256) and ``"stop"``. ``--eos-tokens N`` (off by default) models
+a model's natural answer length instead: a request without ``ignore_eos`` then stops after
+``max(min_tokens, N)`` tokens when that is below its limit (``"stop"``); with ``ignore_eos`` it
+runs to its limit, which without ``max_tokens`` is what ``--max-model-len`` leaves, as in vLLM.
+
+Tool calls (when the request has tools): ``tool_choice`` ``"none"`` / ``{"type": "none"}``
+never calls; ``"required"`` / ``{"type": "any"}`` calls the first tool; a named choice calls
+that tool; ``"auto"`` (or absent) calls the first tool when the last message is a user turn
+with text and answers in text when it carries tool results. So an agent loop goes
+user -> tool call -> tool result -> text answer, and ends. Arguments are built from the tool's
+JSON schema (required properties, or all when none is marked required): first ``enum`` value
+or ``default`` when given, else ``"agentx"`` / ``1`` / ``1.0`` / ``true`` / one-item arrays /
+nested objects. A tool call's length is the token count of its arguments JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+import orjson
+
+from agentx.models import API_ANTHROPIC_MESSAGES, JSON
+from agentx.tokens import DEFAULT_ENCODING, get_encoding
+
+Finish = Literal["stop", "length", "tool"]
+
+_WORDS = tuple(
+    " " + w
+    for w in (  # noqa: SIM905  (one line of prose reads better than 100 list items)
+        "the of and to in is that for it as with was on be by this are at from or an but not "
+        "have all which can one has its more new some time will also when they there about "
+        "into only other than then these first may would over most such after where through "
+        "many well each much those both under how very between system model data value cache "
+        "block request token server number result state order table field line file code test "
+        "path event point case process error page node memory queue batch stream load query"
+    ).split()
+)
+_OPENERS = (" The", " A", " This", " In", " We", " Each", " It", " When", " For", " Then")
+_CYCLE_SENTENCES = 256
+
+
+@lru_cache(maxsize=16)
+def filler_cycle(seed: int) -> tuple[str, ...]:
+    """The repeating sequence of one-token pieces the filler is cut from (ends with ".")."""
+    rng = np.random.default_rng(seed)
+    pieces: list[str] = []
+    for _ in range(_CYCLE_SENTENCES):
+        pieces.append(_OPENERS[int(rng.integers(len(_OPENERS)))])
+        length = int(rng.integers(6, 18))
+        pieces.extend(_WORDS[int(i)] for i in rng.integers(0, len(_WORDS), size=length))
+        pieces.append(".")
+    return tuple(pieces)
+
+
+@lru_cache(maxsize=16)
+def escaped_cycle(seed: int) -> tuple[bytes, ...]:
+    """The cycle's pieces JSON-escaped (without quotes), ready to splice into chunks."""
+    return tuple(orjson.dumps(p)[1:-1] for p in filler_cycle(seed))
+
+
+def filler_text(n_tokens: int, seed: int = 0) -> str:
+    cycle = filler_cycle(seed)
+    whole, rest = divmod(n_tokens, len(cycle))
+    return "".join(cycle) * whole + "".join(cycle[:rest])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments: str  # JSON text
+    pieces: tuple[str, ...]  # ``arguments`` cut at token boundaries (one chunk per token)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    """The answer to produce: ``tokens`` chunks of filler, or one tool call."""
+
+    tokens: int
+    finish: Finish
+    tool_call: ToolCall | None = None
+
+
+def output_length(
+    max_tokens: int | None,
+    room: int,
+    min_tokens: int = 0,
+    ignore_eos: bool = False,
+    eos_tokens: int = 0,
+    default_tokens: int = 256,
+) -> tuple[int, Finish]:
+    """Tokens to generate and why the answer ends; ``room`` is what the context leaves (>= 1)."""
+    limit = min(max_tokens, room) if max_tokens is not None else room
+    if ignore_eos:
+        natural: int | None = None
+    elif eos_tokens > 0:
+        natural = eos_tokens
+    else:
+        natural = None if max_tokens is not None else default_tokens
+    n = limit if natural is None else min(limit, max(min_tokens, natural))
+    return n, ("length" if n >= limit else "stop")
+
+
+# -- tool calls --------------------------------------------------------------------------------
+
+
+def _tool_specs(body: dict[str, JSON]) -> list[tuple[str, JSON]]:
+    """``(name, JSON schema)`` of each tool the request offers, in order (both API shapes)."""
+    specs: list[tuple[str, JSON]] = []
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return specs
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI
+            specs.append((fn["name"], fn.get("parameters")))
+        elif isinstance(tool.get("name"), str):  # Anthropic (custom and server tools)
+            specs.append((tool["name"], tool.get("input_schema")))
+    return specs
+
+
+def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return False
+    last = messages[-1]
+    if last.get("role") != "user":
+        return False
+    content = last.get("content")
+    if api == API_ANTHROPIC_MESSAGES and isinstance(content, list):
+        kinds = {b.get("type") for b in content if isinstance(b, dict)}
+        return "tool_result" not in kinds
+    return True
+
+
+def choose_tool(api: str, body: dict[str, JSON]) -> tuple[str, JSON] | None:
+    """The tool this request calls under the documented schedule, or None for text."""
+    specs = _tool_specs(body)
+    if not specs:
+        return None
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, dict) else choice
+    if kind == "none":
+        return None
+    named: str | None = None
+    if isinstance(choice, dict):
+        fn = choice.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            named = fn["name"]
+        elif kind == "tool" and isinstance(choice.get("name"), str):
+            named = choice["name"]
+    if named is not None:
+        for spec in specs:
+            if spec[0] == named:
+                return spec
+        return specs[0]
+    if kind in ("required", "any"):
+        return specs[0]
+    return specs[0] if _last_turn_wants_tool(api, body) else None
+
+
+def example_value(schema: JSON, depth: int = 0) -> JSON:
+    """A deterministic value that satisfies the common shapes of a JSON schema."""
+    if not isinstance(schema, dict) or depth > 6:
+        return "agentx"
+    if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    if "default" in schema:
+        return schema["default"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            return example_value(options[0], depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
+        props = schema.get("properties")
+        if not isinstance(props, dict):
+            return {}
+        required = schema.get("required")
+        names = [n for n in required if n in props] if isinstance(required, list) else list(props)
+        return {name: example_value(props[name], depth + 1) for name in names}
+    if kind == "array":
+        return [example_value(schema.get("items"), depth + 1)]
+    if kind == "integer":
+        return int(schema.get("minimum", 1)) if isinstance(schema.get("minimum"), int) else 1
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return "agentx"
+
+
+def token_pieces(text: str, encoding: str = DEFAULT_ENCODING) -> tuple[str, ...]:
+    """``text`` cut at token boundaries (multi-token characters stay whole)."""
+    enc = get_encoding(encoding)
+    pieces: list[str] = []
+    pending = b""
+    for raw in enc.decode_tokens_bytes(enc.encode(text, disallowed_special=())):
+        pending += raw
+        try:
+            pieces.append(pending.decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+        pending = b""
+    if pending:
+        pieces.append(pending.decode("utf-8", errors="replace"))
+    return tuple(pieces)
+
+
+def plan_output(
+    api: str,
+    body: dict[str, JSON],
+    *,
+    max_tokens: int | None,
+    room: int,
+    min_tokens: int = 0,
+    ignore_eos: bool = False,
+    eos_tokens: int = 0,
+    default_tokens: int = 256,
+    call_id: str = "call_0",
+) -> OutputPlan:
+    tool = choose_tool(api, body)
+    if tool is not None:
+        name, schema = tool
+        args = example_value(schema)
+        if not isinstance(args, dict):
+            args = {}
+        arguments = orjson.dumps(args).decode()
+        pieces = token_pieces(arguments) or ("{}",)
+        return OutputPlan(len(pieces), "tool", ToolCall(call_id, name, arguments, pieces))
+    n, finish = output_length(max_tokens, room, min_tokens, ignore_eos, eos_tokens, default_tokens)
+    return OutputPlan(n, finish)

