@@ -233,32 +233,131 @@ def capture(
 
 @app.command()
 def replay(
-    trace: Annotated[Path, typer.Argument(help="trace to replay (agentx Parquet; Weka/Mooncake after `agentx convert`)")],
-    endpoint: Annotated[str, typer.Option("--endpoint", help="server base URL, e.g. http://127.0.0.1:8000 or .../v1")],
-    model: Annotated[str | None, typer.Option("--model", help="model name [default: the endpoint's first model]")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="concurrent session lanes (recycled)")] = 1,
-    duration: Annotated[float | None, typer.Option("--duration", help="stop new requests after SECONDS, drain in-flight ones")] = None,
-    max_requests: Annotated[int | None, typer.Option("--max-requests", min=1, help="stop after N measured requests")] = None,
-    sessions: Annotated[int | None, typer.Option("--sessions", min=1, help="sample N sessions of the trace (with --seed)")] = None,
-    time_scale: Annotated[float, typer.Option("--time-scale", min=0.0, help="multiply recorded think time (0 = back to back)")] = 1.0,
-    max_think: Annotated[float | None, typer.Option("--max-think", min=0.0, help="cap one think time, SECONDS")] = None,
-    assistant: Annotated[str, typer.Option("--assistant", help="recorded (captured assistant turns) or live (the server's own replies)")] = "recorded",
-    salt: Annotated[bool, typer.Option("--salt/--no-salt", help="per-session cache-bust marker in the first user message")] = True,
-    warmup: Annotated[int, typer.Option("--warmup", min=0, help="requests per lane sent first, excluded from metrics")] = 0,
-    api: Annotated[str, typer.Option("--api", help="chat (convert to OpenAI chat), messages (Anthropic /v1/messages) or native")] = "chat",
-    extra_body: Annotated[str | None, typer.Option("--extra-body", help="JSON object merged into every request body")] = None,
-    ignore_eos: Annotated[bool | None, typer.Option("--ignore-eos/--no-ignore-eos", help="pin output lengths with ignore_eos/min_tokens [default: on for vLLM, SGLang, serve-sim]", show_default=False)] = None,
-    metrics_url: Annotated[str | None, typer.Option("--metrics-url", help="Prometheus URL [default: <endpoint>/metrics when it answers]")] = None,
-    no_metrics: Annotated[bool, typer.Option("--no-metrics", help="do not scrape the server's Prometheus metrics")] = False,
-    slo: Annotated[str | None, typer.Option("--slo", help='checks, e.g. "ttft_p99<=2s,itl_p50<=50ms" (exit 3 when one fails)')] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="client processes sharing the lanes")] = 1,
-    shard: Annotated[str, typer.Option("--shard", help="I/N: run only sessions i mod N == I (multi-machine)")] = "0/1",
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help="trace to replay: agentx Parquet, Weka JSON (file or dir) or Mooncake JSONL"
+        ),
+    ],
+    endpoint: Annotated[
+        str,
+        typer.Option("--endpoint", help="server base URL, e.g. http://127.0.0.1:8000 or .../v1"),
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="model name [default: the endpoint's first model]")
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="concurrent session lanes (recycled)")
+    ] = 1,
+    duration: Annotated[
+        float | None,
+        typer.Option("--duration", help="stop new requests after SECONDS, drain in-flight ones"),
+    ] = None,
+    max_requests: Annotated[
+        int | None, typer.Option("--max-requests", min=1, help="stop after N measured requests")
+    ] = None,
+    sessions: Annotated[
+        int | None,
+        typer.Option("--sessions", min=1, help="sample N sessions of the trace (with --seed)"),
+    ] = None,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            "--time-scale", min=0.0, help="multiply recorded think time (0 = back to back)"
+        ),
+    ] = 1.0,
+    max_think: Annotated[
+        float | None, typer.Option("--max-think", min=0.0, help="cap one think time, SECONDS")
+    ] = None,
+    assistant: Annotated[
+        str,
+        typer.Option(
+            "--assistant",
+            help="recorded (captured assistant turns) or live (the server's own replies)",
+        ),
+    ] = "recorded",
+    salt: Annotated[
+        bool,
+        typer.Option(
+            "--salt/--no-salt", help="per-session cache-bust marker in the first user message"
+        ),
+    ] = True,
+    warmup: Annotated[
+        int,
+        typer.Option("--warmup", min=0, help="requests per lane sent first, excluded from metrics"),
+    ] = 0,
+    api: Annotated[
+        str,
+        typer.Option(
+            "--api",
+            help="chat (convert to OpenAI chat), messages (Anthropic /v1/messages) or native",
+        ),
+    ] = "chat",
+    extra_body: Annotated[
+        str | None, typer.Option("--extra-body", help="JSON object merged into every request body")
+    ] = None,
+    ignore_eos: Annotated[
+        bool | None,
+        typer.Option(
+            "--ignore-eos/--no-ignore-eos",
+            help="pin output lengths with ignore_eos/min_tokens [default: on for vLLM, SGLang, serve-sim]",
+            show_default=False,
+        ),
+    ] = None,
+    metrics_url: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-url", help="Prometheus URL [default: <endpoint>/metrics when it answers]"
+        ),
+    ] = None,
+    no_metrics: Annotated[
+        bool, typer.Option("--no-metrics", help="do not scrape the server's Prometheus metrics")
+    ] = False,
+    slo: Annotated[
+        str | None,
+        typer.Option(
+            "--slo", help='checks, e.g. "ttft_p99<=2s,itl_p50<=50ms" (exit 3 when one fails)'
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="client processes sharing the lanes")
+    ] = 1,
+    shard: Annotated[
+        str, typer.Option("--shard", help="I/N: run only sessions i mod N == I (multi-machine)")
+    ] = "0/1",
     seed: Annotated[int, typer.Option("--seed", help="seed of --sessions sampling")] = 0,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="per-request timeout, SECONDS")] = 600.0,
-    block_size: Annotated[int | None, typer.Option("--block-size", min=1, help="block size of the theoretical hit rate [default: the server's, else 16]", show_default=False)] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="API key [default: $OPENAI_API_KEY]; never printed or written", show_default=False)] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="results directory [default: results/replay-<time>]", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print summary.json to stdout (no live display)")] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.001, help="per-request timeout, SECONDS")
+    ] = 600.0,
+    block_size: Annotated[
+        int | None,
+        typer.Option(
+            "--block-size",
+            min=1,
+            help="block size of the theoretical hit rate [default: the server's, else 16]",
+            show_default=False,
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="API key [default: $OPENAI_API_KEY]; never printed or written",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="results directory [default: results/replay-<time>]",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print summary.json to stdout (no live display)")
+    ] = False,
 ) -> None:
     """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
     from agentx.replay import ReplayOptions, run_replay
@@ -287,7 +386,9 @@ def replay(
         from agentx.report import render_summary
 
         out.print(render_summary(result.summary))
-        err.print(f"agentx: results in {result.output_dir}", markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"agentx: results in {result.output_dir}", markup=False, highlight=False, soft_wrap=True
+        )
     if result.interrupted:
         raise typer.Exit(130)
     if result.summary.get("slo", {}).get("passed") is False:

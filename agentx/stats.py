@@ -23,7 +23,13 @@ import numpy as np
 
 from agentx import tokens
 from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import DEFAULT_BLOCK_SIZE, RequestHasher, UnboundedPrefixCache, chain_ids
+from agentx.prefix import (
+    DEFAULT_BLOCK_SIZE,
+    HashArray,
+    RequestHasher,
+    UnboundedPrefixCache,
+    chain_ids,
+)
 
 SCHEMA = "agentx.stats/1"
 NON_MODEL_FLAG = "non_model"  # set by capture on traffic that is not a model call
@@ -63,6 +69,25 @@ def _output_tokens(ex: Exchange) -> int | None:
     return sum(tokens.count_tokens(p) for p in parts)
 
 
+def hash_only_blocks(ex: Exchange, requested: int | None) -> tuple[HashArray, int, int]:
+    """``(chained block hashes, prompt tokens, block size)`` of a hash-only row (Weka, Mooncake).
+
+    The row's own ``hash_block_size`` is used, or a multiple of it when ``requested`` is one
+    (the blocks are coarsened exactly by :func:`agentx.prefix.chain_ids`). Shared with
+    ``agentx simulate``, so both count the same blocks.
+    """
+    ids = ex.hash_ids or ()
+    native = ex.hash_block_size or 1
+    group = 1
+    if requested is not None and requested % native == 0:
+        group = requested // native
+    n = ex.usage.prompt_tokens
+    if n is None:
+        n = len(ids) * native
+    full = min(len(ids), n // native)  # a last partial block (Mooncake) is never cached
+    return chain_ids(ids[:full], group), n, native * group
+
+
 class _HitCounter:
     """Unbounded caches, one per block size in use, fed in trace order."""
 
@@ -87,15 +112,8 @@ class _HitCounter:
         return n
 
     def hashed(self, ex: Exchange, ids: tuple[int, ...], native: int) -> None:
-        group = 1
-        if self.requested is not None and self.requested % native == 0:
-            group = self.requested // native
-        bs = native * group
-        n = ex.usage.prompt_tokens
-        if n is None:
-            n = len(ids) * native
-        full = min(len(ids), n // native)  # a last partial block (Mooncake) is never cached
-        self._cache(bs).observe(chain_ids(ids[:full], group), n)
+        hashes, n, bs = hash_only_blocks(ex, self.requested)
+        self._cache(bs).observe(hashes, n)
         self.requests[bs] += 1
 
     def result(self) -> tuple[float | None, int, dict[str, dict[str, int]]]:

@@ -14,16 +14,14 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from mitmproxy import ctx, http
 
-from agentx.capture.recorder import CaptureStats, Recorder
+from agentx.capture.recorder import Recorder, summary_line
 from agentx.store import TraceWriter
 
 log = logging.getLogger("agentx.capture")
-
-F = TypeVar("F", bound=Callable[..., None])
 
 
 def _safe[F: Callable[..., None]](fn: F) -> F:
@@ -186,16 +184,3 @@ class CaptureAddon:
             return
         msg = flow.error.msg if flow.error else "connection error"
         submit(("err", flow.id, time.monotonic_ns(), msg))
-
-
-def summary_line(stats: CaptureStats) -> str:
-    parts = [f"{stats.requests} model calls"]
-    if stats.other:
-        parts.append(f"{stats.other} other")
-    if stats.partial:
-        parts.append(f"{stats.partial} partial")
-    parts.append(f"{stats.sessions} sessions, {stats.threads} threads")
-    parts.append(f"{stats.prompt_tokens:,} in / {stats.completion_tokens:,} out tokens")
-    if stats.lost:
-        parts.append(f"{stats.lost} NOT RECORDED")
-    return " · ".join(parts)

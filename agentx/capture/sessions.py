@@ -28,6 +28,7 @@ import orjson
 
 from agentx.capture.apis import max_output_tokens
 from agentx.models import API_OPENAI_RESPONSES, JSON, Response
+from agentx.tokens import conversation
 
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
 MAX_NODES = 16384
@@ -70,15 +71,6 @@ def session_hint(headers: dict[str, str], body: JSON) -> str | None:
         if isinstance(body.get("prompt_cache_key"), str) and body["prompt_cache_key"]:
             return str(body["prompt_cache_key"])[:200]
     return None
-
-
-def conversation_items(api: str, body: JSON) -> list[JSON]:
-    if not isinstance(body, dict):
-        return []
-    items = body.get("input" if api == API_OPENAI_RESPONSES else "messages")
-    if isinstance(items, str):
-        return [{"role": "user", "content": items}]
-    return list(items) if isinstance(items, list) else []
 
 
 def _strip(value: Any) -> Any:
@@ -203,7 +195,7 @@ class Sessions:
         explicit_parent: str | None = None,
         subagent: bool = False,
     ) -> Placement:
-        items = conversation_items(api, body)
+        items = conversation(api, body)
         chain = chain_hashes(items)
         sig = _digest(
             [

@@ -126,6 +126,8 @@ class ThreadBuilder:
 
     def build(self, ex: Exchange, salt: str | None) -> BuiltRequest:
         max_tokens = max_tokens_of(ex)
+        if self._converter is not None and ex.api != self._converter.api:
+            self._converter = ThreadConverter(ex.api)  # a thread that changed API family
         if self._converter is not None:
             return self._chat(ex, salt, max_tokens)
         return self._native(ex, salt, max_tokens)

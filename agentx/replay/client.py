@@ -118,36 +118,40 @@ def make_http_client(
     )
 
 
+_CONNECT = (aiohttp.ClientConnectorError, httpx.ConnectError, ConnectionRefusedError)
+_TIMEOUT = (TimeoutError, aiohttp.ServerTimeoutError, httpx.TimeoutException)
+_RESET = (
+    aiohttp.ClientPayloadError,
+    aiohttp.ServerDisconnectedError,
+    ConnectionResetError,
+    BrokenPipeError,
+    httpx.ReadError,
+    httpx.RemoteProtocolError,
+)
+
+
 def classify(exc: BaseException, *, streaming: bool) -> tuple[str, str]:
-    """``(error_type, message)`` of a transport exception (httpx, or aiohttp beneath it)."""
+    """``(error_type, message)`` of a transport exception.
+
+    httpx-aiohttp re-raises aiohttp's exceptions as httpx ones, not always faithfully (a server
+    that hangs up becomes ``httpx.ConnectTimeout``), so the chain is read from its root: the
+    most precise exception wins.
+    """
+    chain: list[BaseException] = []
     cause: BaseException | None = exc
-    seen: list[BaseException] = []
-    while cause is not None and cause not in seen:  # the aiohttp exception httpx-aiohttp wrapped
-        seen.append(cause)
+    while cause is not None and cause not in chain:
+        chain.append(cause)
         cause = cause.__cause__ or cause.__context__
-    root = seen[-1] if len(seen) > 1 else exc
+    root = chain[-1]
     text = _short(root) or _short(exc) or type(root).__name__
-    for e in seen:
-        if isinstance(
-            e, aiohttp.ClientConnectorError | httpx.ConnectError | ConnectionRefusedError
-        ):
+    for e in reversed(chain):
+        if isinstance(e, _CONNECT):
             return ERR_CONNECT, text
-        if isinstance(
-            e, TimeoutError | aiohttp.ServerTimeoutError | httpx.TimeoutException
-        ) and not (isinstance(e, httpx.ConnectTimeout) and len(seen) > 1):
-            return ERR_TIMEOUT, text
-        if isinstance(
-            e,
-            aiohttp.ClientPayloadError
-            | aiohttp.ServerDisconnectedError
-            | ConnectionResetError
-            | httpx.ReadError
-            | httpx.RemoteProtocolError,
-        ):
+        if isinstance(e, _RESET):
             return ERR_RESET, text
-    if isinstance(root, aiohttp.ClientResponseError | aiohttp.ClientOSError):
-        return (ERR_RESET if streaming else ERR_CONNECT), text
-    if isinstance(root, aiohttp.ClientConnectionError | OSError):
+        if isinstance(e, _TIMEOUT):
+            return ERR_TIMEOUT, text
+    if isinstance(root, aiohttp.ClientError | OSError):  # other socket trouble
         return (ERR_RESET if streaming else ERR_CONNECT), text
     return ERR_PROTOCOL, text
 

@@ -288,6 +288,9 @@ def to_chat(api: str, body: JSON) -> tuple[list[Message], list[Message]]:
     return finish(api, fragments), tools_of(api, body)
 
 
+_UNSET = object()
+
+
 class ThreadConverter:
     """Converts the successive requests of one thread, re-using the conversion of the prefix
     they share with the previous request (so a growing session costs O(new items) per turn)."""
@@ -296,7 +299,7 @@ class ThreadConverter:
         self.api = api
         self._items: list[JSON] = []
         self._converted: list[list[Message]] = []
-        self._system: JSON = None
+        self._system: object = _UNSET
         self._system_msgs: list[Message] = []
 
     def convert(self, body: JSON) -> tuple[list[Message], list[Message]]:
@@ -307,13 +310,13 @@ class ThreadConverter:
             if isinstance(body, dict)
             else None
         )
-        if system != self._system or not self._system_msgs:
+        if system is not self._system and system != self._system:
             self._system = system
             self._system_msgs = system_messages(api, body)
         n = 0
         limit = min(len(items), len(self._items))
         old = self._items
-        while n < limit and items[n] == old[n]:
+        while n < limit and (items[n] is old[n] or items[n] == old[n]):
             n += 1
         converted = self._converted[:n]
         converted.extend(convert_item(api, item) for item in items[n:])

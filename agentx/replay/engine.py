@@ -76,6 +76,7 @@ class EngineResult:
     deadline_ns: int | None  # end of the --duration window
     cpu_s: float
     interrupted: bool
+    sent_log_error: str | None = None
 
 
 class Engine:
@@ -134,6 +135,7 @@ class Engine:
             deadline_ns=self._deadline_ns,
             cpu_s=time.thread_time() - cpu0,
             interrupted=self.aborted,
+            sent_log_error=self.sent_log.error,
         )
 
     async def _stop_at_deadline(self, seconds: float) -> None:
@@ -157,7 +159,7 @@ class Engine:
     def _take_session(self) -> tuple[SessionPlan, int] | None:
         n = len(self.sessions)
         i = self._next_session
-        if i >= n and not self.config.recycle:
+        if n == 0 or (i >= n and not self.config.recycle):
             return None
         self._next_session += 1
         return self.sessions[i % n], i // n

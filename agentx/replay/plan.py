@@ -56,6 +56,7 @@ class ReplayPlan:
     sessions: tuple[SessionPlan, ...]
     apis: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    synthesized: int = 0  # hash-only rows given synthetic text (agentx.scrub.convert.with_text)
 
     @property
     def requests(self) -> int:
@@ -77,6 +78,19 @@ def load_exchanges(path: Path) -> list[Exchange]:
     return list(load_any(path, shared=True))
 
 
+def _with_text(ex: Exchange) -> Exchange:
+    """What ``agentx convert`` does to a hash-only row: text laid out block by block from its
+    hash ids (identical id, identical block), exactly ``prompt_tokens`` cl100k tokens long."""
+    try:
+        from agentx.scrub.convert import with_text
+    except ImportError:  # pragma: no cover - agentx ships it
+        raise TraceError(
+            "the trace carries only block hashes, no text: convert it first "
+            "(agentx convert TRACE -o CONVERTED.parquet)"
+        ) from None
+    return with_text(ex)
+
+
 def skip_reason(ex: Exchange) -> str | None:
     if ex.api not in MODEL_APIS:
         return "not a model call"
@@ -87,6 +101,8 @@ def skip_reason(ex: Exchange) -> str | None:
         return "failed when captured"
     if not isinstance(ex.request, dict):
         return "no request body"
+    if not conversation(ex.api, ex.request):
+        return "no conversation"
     return None
 
 
@@ -151,21 +167,17 @@ def build_plan(
     grouped: dict[str, list[Exchange]] = {}
     skipped: Counter[str] = Counter()
     apis: Counter[str] = Counter()
-    hash_only = 0
+    synthesized = 0
     for ex in exchanges:
+        if ex.hash_ids is not None and not conversation(ex.api, ex.request):
+            ex = _with_text(ex)  # a hash-only row (Weka, Mooncake): synthetic text, same blocks
+            synthesized += 1
         reason = skip_reason(ex)
         if reason is not None:
             skipped[reason] += 1
             continue
-        if not conversation(ex.api, ex.request) and ex.hash_ids is not None:
-            hash_only += 1
         apis[ex.api] += 1
         grouped.setdefault(ex.session_id, []).append(ex)
-    if hash_only:
-        raise TraceError(
-            f"{hash_only} requests carry only block hashes, no text; give them synthetic content "
-            "first: agentx convert TRACE -o CONVERTED.parquet, then replay CONVERTED.parquet"
-        )
     if not grouped:
         detail = ", ".join(f"{n} {why}" for why, n in skipped.most_common()) or "it is empty"
         raise TraceError(f"nothing to replay: no model calls in the trace ({detail})")
@@ -182,4 +194,4 @@ def build_plan(
     plans = [p for i, p in enumerate(plans) if i % count == index]
     if not plans:
         raise UsageError(f"--shard {index}/{count} gets no session: the trace has fewer sessions")
-    return ReplayPlan(tuple(plans), dict(apis), dict(skipped))
+    return ReplayPlan(tuple(plans), dict(apis), dict(skipped), synthesized)

@@ -10,9 +10,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, fields
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
-from rich.table import Table
+from rich.text import Text
 
 from agentx.replay.engine import Counters
 
@@ -96,23 +96,18 @@ class ProgressView:
             (b.cpu_s - a.cpu_s) / dt,
         )
 
-    def _render(self, snap: Snapshot) -> Table:
+    def _render(self, snap: Snapshot) -> Group:
         req_s, tok_s, cpu = self._rates(snap)
         hit = (
             f"{snap.cached_tokens / snap.cached_known_prompt:.1%}"
             if snap.cached_known_prompt
             else "n/a"
         )
-        table = Table.grid(padding=(0, 2))
-        table.add_row(
-            f"[bold]replay[/] {time.perf_counter() - self._t0:6.0f}s",
-            f"lanes {snap.active_lanes}/{self.lanes}",
-            f"sessions {snap.sessions_completed}/{snap.sessions_started}",
-            f"requests {snap.ok + snap.errors} ({snap.in_flight} in flight)",
-            f"{req_s:6.1f} req/s",
-            f"{tok_s:8.0f} tok/s",
-            f"hit {hit}",
-            f"[red]errors {snap.errors}[/]" if snap.errors else "errors 0",
-            f"cpu {cpu:4.0%}",
+        errors = f"[red]errors {snap.errors}[/]" if snap.errors else "errors 0"
+        first = (
+            f"[bold]replay[/] {time.perf_counter() - self._t0:.0f}s  lanes {snap.active_lanes}/"
+            f"{self.lanes}  sessions {snap.sessions_completed}/{snap.sessions_started}  "
+            f"requests {snap.ok + snap.errors} (+{snap.in_flight} in flight)  {errors}"
         )
-        return table
+        second = f"  {req_s:.1f} req/s  {tok_s:,.0f} tok/s  hit {hit}  client cpu {cpu:.0%}"
+        return Group(Text.from_markup(first, overflow="ellipsis"), Text.from_markup(second))

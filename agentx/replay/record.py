@@ -47,7 +47,7 @@ class RequestRecord:
     expected_prompt_tokens: int | None = None  # agentx's own count of what it sent
     expected_completion_tokens: int | None = None  # max_tokens it asked for
     theoretical_hit_tokens: int | None = None  # unbounded-cache hit of this request, in send order
-    in_window: bool = True  # False: in flight when --duration ended, finished after (drained, reported apart)
+    in_window: bool = True  # False: in flight at the --duration deadline, finished after (drained)
 
     @property
     def dispatch_lag_ns(self) -> int:

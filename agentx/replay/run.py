@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import secrets
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import orjson
 
-from agentx.errors import AgentxError, EndpointError
+from agentx.errors import EndpointError, UsageError
 from agentx.models import API_ANTHROPIC_MESSAGES
 from agentx.prefix import DEFAULT_BLOCK_SIZE
 from agentx.replay.build import BuildConfig
@@ -38,25 +35,14 @@ from agentx.replay.endpoint import (
     default_metrics_url,
     probe,
 )
-from agentx.replay.engine import Engine, EngineConfig, EngineResult
+from agentx.replay.engine import Engine, EngineConfig
+from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import ProgressView, Snapshot
-from agentx.replay.record import RequestRecord
-from agentx.replay.theory import SentLog, merged, remove_quietly, theoretical
+from agentx.replay.theory import SentLog, remove_quietly
 
-SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
-SATURATED_LAG_P99_MS = 50.0
 PROGRESS_INTERVAL_S = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayResult:
-    summary: dict[str, Any]
-    records: list[RequestRecord]
-    output_dir: Path
-    warnings: tuple[str, ...] = ()
-    interrupted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,28 +55,10 @@ class RunSetup:
     server: ServerInfo
     build: BuildConfig
     block_size: int
-    headers: dict[str, str]
+    headers: dict[str, str] = field(repr=False)  # carries the API key: never printed
     max_connections: int
     nonce: str
     metrics_url: str | None
-
-
-@dataclass(slots=True)
-class Collected:
-    """The engine results of every process, merged."""
-
-    records: list[RequestRecord]
-    sent_logs: list[Path]
-    started_ns: int
-    ended_ns: int
-    cpu_s: float
-    cpu_percent_max: float  # the busiest process, % of one core
-    sessions_started: int
-    sessions_completed: int
-    live_fallbacks: int
-    interrupted: bool
-    server_metrics: Any = None
-    warnings: list[str] = field(default_factory=list)
 
 
 def default_output_dir() -> Path:
@@ -119,7 +87,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         api_mode=options.api,
     )
     if options.workers > len(plan.sessions):
-        raise AgentxError(
+        raise UsageError(
             f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
         )
     setup = asyncio.run(_probe(options, plan))
@@ -132,7 +100,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
             from agentx.replay.workers import run_workers
 
             collected = run_workers(setup, plan, tmp)
-        return _finish(setup, plan, collected, slo_checks, started_at, out_dir)
+        return finish_run(setup, plan, collected, slo_checks, started_at, out_dir)
     finally:
         for p in tmp.glob("*"):
             remove_quietly(p)
@@ -248,7 +216,7 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
                 progress.cancel()
             log.close()
         server_metrics = await scraper.stop() if scraper is not None else None
-    return _collect([result], [log.path], server_metrics, [])
+    return collect([result], [log.path], server_metrics, [])
 
 
 def _install_sigint(abort: Any) -> Any:
@@ -281,126 +249,3 @@ async def _progress(engine: Engine, options: ReplayOptions) -> None:
         while True:
             view.update(Snapshot.of(engine.counters, time.thread_time() - cpu0))
             await asyncio.sleep(PROGRESS_INTERVAL_S)
-
-
-def _collect(
-    results: Sequence[EngineResult], logs: list[Path], server_metrics: Any, warnings: list[str]
-) -> Collected:
-    records = sorted((r for res in results for r in res.records), key=lambda r: r.sent_ns)
-    started = min(res.started_ns for res in results)
-    ended = max(res.ended_ns for res in results)
-    return Collected(
-        records=records,
-        sent_logs=logs,
-        started_ns=started,
-        ended_ns=ended,
-        cpu_s=sum(res.cpu_s for res in results),
-        cpu_percent_max=max(
-            100.0 * res.cpu_s / max((res.ended_ns - res.started_ns) / 1e9, 1e-9) for res in results
-        ),
-        sessions_started=sum(res.counters.sessions_started for res in results),
-        sessions_completed=sum(res.counters.sessions_completed for res in results),
-        live_fallbacks=sum(res.counters.live_fallbacks for res in results),
-        interrupted=any(res.interrupted for res in results),
-        server_metrics=server_metrics,
-        warnings=warnings,
-    )
-
-
-def _with_theory(
-    records: list[RequestRecord], logs: list[Path], block_size: int
-) -> list[RequestRecord]:
-    expected = theoretical(merged(logs), block_size)
-    out = []
-    for r in records:
-        e = expected.get(r.request_id)
-        out.append(
-            r
-            if e is None
-            else dataclasses.replace(
-                r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
-            )
-        )
-    return out
-
-
-def _finish(
-    setup: RunSetup,
-    plan: ReplayPlan,
-    c: Collected,
-    slo_checks: list[Any],
-    started_at: str,
-    out_dir: Path,
-) -> ReplayResult:
-    from agentx.metrics.stats import percentiles
-    from agentx.metrics.summary import RunInfo, build_summary
-
-    o = setup.options
-    records = _with_theory(c.records, c.sent_logs, setup.block_size)
-    wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
-    cpu_percent = 100.0 * c.cpu_s / wall_s
-    lag = percentiles([r.dispatch_lag_ns / 1e6 for r in records if not r.warmup])
-    lag_p99 = lag["p99"] or 0.0
-    saturated = c.cpu_percent_max >= SATURATED_CPU_PERCENT or lag_p99 >= SATURATED_LAG_P99_MS
-    warnings = list(c.warnings)
-    if saturated:
-        warnings.append(
-            f"the client itself may be the bottleneck (busiest process at {c.cpu_percent_max:.0f}% "
-            f"of a core, dispatch lag p99 {lag_p99:.1f} ms): add --workers or lower --concurrency"
-        )
-    if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
-        warnings.append(
-            f"--metrics-url {o.metrics_url} did not answer with Prometheus text; no server metrics"
-        )
-    if c.live_fallbacks:
-        warnings.append(
-            f"--assistant live: {c.live_fallbacks} requests used the recorded history (their recorded "
-            "conversation did not extend the previous turn)"
-        )
-    config = o.config()
-    config.update(
-        model=setup.model,
-        server_kind=setup.server.kind,
-        ignore_eos=setup.build.ignore_eos,
-        block_size=setup.block_size,
-        metrics_url=setup.metrics_url,
-        trace_sessions=len(plan.sessions),
-        trace_requests=plan.requests,
-        skipped_rows=plan.skipped,
-        interrupted=c.interrupted,
-    )
-    run = RunInfo(
-        endpoint=o.endpoint,
-        model=setup.model,
-        started_at=started_at,
-        duration_s=wall_s,
-        window_s=o.duration_s,
-        sessions_started=c.sessions_started,
-        sessions_completed=c.sessions_completed,
-        client_cpu_percent=round(cpu_percent, 1),
-        client_saturated=saturated,
-        config=config,
-    )
-    summary = build_summary(run, records, c.server_metrics, slo_checks, setup.block_size)
-    if warnings:
-        summary["warnings"] = warnings
-    write_results(out_dir, summary, records)
-    return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted)
-
-
-def write_results(out_dir: Path, summary: dict[str, Any], records: Sequence[RequestRecord]) -> None:
-    from agentx.store.results import write_requests
-
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_requests(out_dir / "requests.parquet", records)
-        (out_dir / "summary.json").write_bytes(
-            orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
-        )
-    except OSError as exc:
-        raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
-    try:
-        from agentx.report import write_html
-    except ImportError:
-        return
-    write_html(summary, out_dir / "report.html")

@@ -38,12 +38,20 @@ class SentLog:
         self.path = path
         self._file: BinaryIO | None = open(path, "wb")  # noqa: SIM115 - lives for the run
         self.count = 0
+        self.error: str | None = None
 
     def add(self, request_id: str, api: str, sent_ns: int, thread: str, body: bytes) -> None:
         if self._file is None:
             return
-        self._file.write(orjson.dumps([request_id, api, sent_ns, thread, len(body)]) + b"\n")
-        self._file.write(body)
+        try:
+            self._file.write(orjson.dumps([request_id, api, sent_ns, thread, len(body)]) + b"\n")
+            self._file.write(body)
+        except OSError as exc:  # disk full: the run goes on, without theoretical figures
+            self.error = (
+                f"cannot spool sent bodies ({exc.strerror or exc}): theoretical hit rate incomplete"
+            )
+            self.close()
+            return
         self.count += 1
 
     def close(self) -> None:
@@ -55,8 +63,14 @@ class SentLog:
 def read_log(path: Path) -> Iterator[SentBody]:
     with open(path, "rb") as f:
         while header := f.readline():
-            request_id, api, sent_ns, thread, size = orjson.loads(header)
-            yield SentBody(request_id, api, sent_ns, thread, f.read(size))
+            try:
+                request_id, api, sent_ns, thread, size = orjson.loads(header)
+            except (orjson.JSONDecodeError, ValueError):
+                return  # a log cut short (disk full): what came before still counts
+            body = f.read(size)
+            if len(body) < size:
+                return
+            yield SentBody(request_id, api, sent_ns, thread, body)
 
 
 def merged(paths: Iterable[Path]) -> Iterator[SentBody]:

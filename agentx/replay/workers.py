@@ -111,7 +111,7 @@ async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Any) -> Engine
 def run_workers(setup: Any, plan: ReplayPlan, tmp: Path) -> Any:
     """Run ``setup.options.workers`` worker processes; returns the merged ``Collected``."""
     from agentx.errors import AgentxError
-    from agentx.replay.run import _collect
+    from agentx.replay.finish import collect
 
     o = setup.options
     ctx = mp.get_context("spawn")
@@ -129,7 +129,7 @@ def run_workers(setup: Any, plan: ReplayPlan, tmp: Path) -> Any:
     for p in procs:
         p.start()
     try:
-        return asyncio.run(_supervise(setup, procs, events, go, tmp, _collect))
+        return asyncio.run(_supervise(setup, procs, events, go, tmp, collect))
     except AgentxError:
         raise
     finally:

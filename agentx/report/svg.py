@@ -78,10 +78,12 @@ def line_chart(
     y_max: float | None = None,
     width: int = 640,
     height: int = 260,
+    x_format: Fmt = _g,
 ) -> str:
     """Lines over a shared x axis; points with ``None`` y break the line.
 
-    ``y_format`` labels values in tooltips, ``tick_format`` the axis (round numbers).
+    ``y_format`` labels values in tooltips, ``tick_format`` the axis (round numbers),
+    ``x_format`` the x ticks and tooltips (e.g. ``lambda v: f"{10**v:g}"`` for a log axis).
     """
     left, right, top, bottom = 62, 16, 30, 58
     pw, ph = width - left - right, height - top - bottom
@@ -109,7 +111,9 @@ def line_chart(
             f'<text x="{left - 6}" y="{py(t) + 4:.1f}" class="yt">{escape(tick_format(t))}</text>'
         )
     for t in x_ticks:
-        body.append(f'<text x="{px(t):.1f}" y="{top + ph + 16}" class="xt">{escape(_g(t))}</text>')
+        body.append(
+            f'<text x="{px(t):.1f}" y="{top + ph + 16}" class="xt">{escape(x_format(t))}</text>'
+        )
     body.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" class="ax"/>')
     body.append(
         f'<text x="{left + pw / 2:g}" y="{top + ph + 32}" class="al">{escape(x_label)}</text>'
@@ -135,7 +139,7 @@ def line_chart(
         if len(s.points) <= 120:
             for x, y in s.points:
                 if y is not None:
-                    tip = f"{s.name}: {_g(x)} -> {y_format(y)}"
+                    tip = f"{s.name}: {x_format(x)} -> {y_format(y)}"
                     body.append(
                         f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{s.color}">'
                         f"<title>{escape(tip)}</title></circle>"

@@ -12,12 +12,90 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from rich.table import Table
 
+from agentx import tokens
 from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import DEFAULT_BLOCK_SIZE, RequestHasher, UnboundedPrefixCache, chain_ids
+from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, RequestHasher, chain_ids, hittable_blocks
 
 SCHEMA = "agentx.scrub/1"
+
+
+class BlockSet:
+    """A set of 64-bit block hashes at ~8 bytes each (a Python set costs ~60): new hashes collect
+    in a small set, which is sorted into a numpy level when full; levels merge like an LSM tree,
+    so there are O(log n) of them and a lookup is a binary search per level."""
+
+    def __init__(self, buffer: int = 1 << 18) -> None:
+        self._buffer_size = buffer
+        self._buf: set[int] = set()
+        self._levels: list[npt.NDArray[np.uint64]] = []
+
+    def __len__(self) -> int:
+        return len(self._buf) + sum(int(x.size) for x in self._levels)
+
+    def __contains__(self, h: int) -> bool:
+        if h in self._buf:
+            return True
+        key = np.uint64(h)
+        for level in self._levels:
+            i = int(np.searchsorted(level, key))
+            if i < level.size and level[i] == key:
+                return True
+        return False
+
+    def update(self, hashes: list[int]) -> None:
+        self._buf.update(hashes)
+        if len(self._buf) >= self._buffer_size:
+            level = np.fromiter(self._buf, dtype=np.uint64, count=len(self._buf))
+            level.sort()
+            self._buf.clear()
+            self._levels.append(level)
+            while len(self._levels) > 1 and self._levels[-2].size <= 2 * self._levels[-1].size:
+                top = self._levels.pop()
+                self._levels[-1] = np.union1d(self._levels[-1], top)
+
+
+class CompactPrefixCache:
+    """:class:`agentx.prefix.UnboundedPrefixCache` (same rules, same answers: tested) over a
+    :class:`BlockSet`, an eighth of the memory, so the report's hit rate scales to large traces."""
+
+    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        self.block_size = block_size
+        self._seen = BlockSet()
+        self.prompt_tokens = 0
+        self.hit_tokens = 0
+
+    def observe(self, hashes: HashArray, prompt_tokens: int) -> None:
+        lo, hi = 0, min(hittable_blocks(prompt_tokens, self.block_size), int(hashes.size))
+        while lo < hi:  # presence is monotone along a chain: the largest k with block k-1 seen
+            mid = (lo + hi + 1) // 2
+            if int(hashes[mid - 1]) in self._seen:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo < hashes.size:
+            self._seen.update(hashes[lo:].tolist())
+        self.prompt_tokens += prompt_tokens
+        self.hit_tokens += lo * self.block_size
+
+
+TOKEN_CACHE_LIMIT = 2048  # segments
+
+
+def _trim_token_cache() -> None:
+    """Keep ``agentx.tokens``' memo of segment encodings from growing with the trace.
+
+    That memo is bounded in entries (131,072), not bytes: over a large trace it holds every
+    segment's token array, gigabytes of them. The per-thread hasher only re-encodes what a
+    request appends, so dropping the memo now and then costs little (a session's tools and
+    system prompt are encoded again). Remove once ``agentx.tokens`` bounds its memo in bytes."""
+    memo = getattr(tokens.encode, "__wrapped__", None) or getattr(tokens, "_encode_cached", None)
+    info = getattr(memo, "cache_info", None)
+    if info is not None and info().currsize > TOKEN_CACHE_LIMIT:
+        memo.cache_clear()  # type: ignore[union-attr]
 
 
 class HitRateMeter:
@@ -27,15 +105,15 @@ class HitRateMeter:
 
     def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
         self.block_size = block_size
-        self.hasher = RequestHasher(block_size)
-        self._caches: dict[int, UnboundedPrefixCache] = {}
+        self.hasher = RequestHasher(block_size, max_threads=32)
+        self._caches: dict[int, CompactPrefixCache] = {}
         self.requests = 0
         self.last_prompt_tokens: int | None = None  # of the last exchange observed
 
-    def _cache(self, block_size: int) -> UnboundedPrefixCache:
+    def _cache(self, block_size: int) -> CompactPrefixCache:
         cache = self._caches.get(block_size)
         if cache is None:
-            cache = self._caches[block_size] = UnboundedPrefixCache(block_size)
+            cache = self._caches[block_size] = CompactPrefixCache(block_size)
         return cache
 
     def observe(self, ex: Exchange) -> None:
@@ -58,6 +136,8 @@ class HitRateMeter:
             self._cache(self.block_size).observe(hashes, n)
         self.last_prompt_tokens = n
         self.requests += 1
+        if self.requests % 256 == 0:
+            _trim_token_cache()
 
     @property
     def prompt_tokens(self) -> int:

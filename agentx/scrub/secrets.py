@@ -131,6 +131,9 @@ class SecretRedactor:
 
     def __init__(self, *, redact_emails: bool = False) -> None:
         self.patterns = (*PATTERNS, EMAIL) if redact_emails else PATTERNS
+        # (needle, pattern index): one substring test per needle, then only the patterns hit
+        self._plain = tuple((n, i) for i, p in enumerate(self.patterns) if not p.lower for n in p.needles)
+        self._lower = tuple((n, i) for i, p in enumerate(self.patterns) if p.lower for n in p.needles)
         self.redact_emails = redact_emails
         self._placeholders: dict[str, str] = {}
         self._distinct: Counter[str] = Counter()
@@ -154,17 +157,15 @@ class SecretRedactor:
         """``value`` with every secret replaced (the same object when there was none)."""
         if len(value) < _MIN_LEN:
             return value
+        hits = [i for n, i in self._plain if n in value]
+        if self._lower:
+            lowered = value.lower()
+            hits.extend(i for n, i in self._lower if n in lowered)
+        if not hits:
+            return value
         out = value
-        lowered: str | None = None
-        for pat in self.patterns:
-            if pat.lower:
-                if lowered is None:
-                    lowered = value.lower()
-                hay = lowered
-            else:
-                hay = value
-            if not any(n in hay for n in pat.needles):
-                continue
+        for i in sorted(set(hits)):
+            pat = self.patterns[i]
             out = pat.regex.sub(lambda m, p=pat: self._replace(m, p), out)  # type: ignore[misc]
         return value if out == value else out
 

@@ -46,9 +46,20 @@ def _usage(prompt: int, completion: int, cached: int | None) -> bytes:
 
 
 class FaultServer:
-    def __init__(self, stall_s: float = 30.0, slow_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        stall_s: float = 30.0,
+        slow_s: float = 0.5,
+        *,
+        api_key: str | None = None,
+        metrics: str | None = None,
+        models: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.stall_s = stall_s
         self.slow_s = slow_s
+        self.api_key = api_key  # when set, /v1/models answers 401 without it
+        self.metrics = metrics  # Prometheus text for /metrics (404 when None)
+        self.models = models if models is not None else [{"id": MODEL, "owned_by": "fault"}]
         self.requests: list[dict[str, Any]] = []  # bodies received, in order
         self.auth: list[str | None] = []  # Authorization header of each
         self.hold = asyncio.Event()  # "hold" fault waits on this (set from the server loop)
@@ -66,8 +77,15 @@ class FaultServer:
 
     # -- handlers ------------------------------------------------------------------------------
 
-    async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": MODEL, "owned_by": "fault"}]})
+    async def list_models(self, request: web.Request) -> web.Response:
+        if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return web.json_response({"error": {"message": "bad key"}}, status=401)
+        return web.json_response({"object": "list", "data": self.models})
+
+    async def prometheus(self, request: web.Request) -> web.Response:
+        if self.metrics is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=self.metrics, content_type="text/plain")
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -134,7 +152,8 @@ class FaultServer:
         asyncio.set_event_loop(loop)
         self.hold = asyncio.Event()
         app = web.Application()
-        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/v1/models", self.list_models)
+        app.router.add_get("/metrics", self.prometheus)
         app.router.add_post("/v1/chat/completions", self.chat)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         loop.run_until_complete(self._runner.setup())

@@ -7,10 +7,12 @@ import socket
 import threading
 from collections.abc import Iterator
 
+import aiohttp
+import httpx
 import orjson
 import pytest
 
-from agentx.replay.client import StreamOutcome, make_http_client, stream_request
+from agentx.replay.client import StreamOutcome, classify, make_http_client, stream_request
 from agentx.replay.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
@@ -121,3 +123,29 @@ async def test_cancelled_request_becomes_a_row(server: FaultServer) -> None:
         server.on_request = None
     assert out.error_type == ERR_CANCELLED and not out.ok
     assert not task.cancelled()  # handled: the caller gets a row, not an exception
+
+
+def chained(outer: BaseException, inner: BaseException) -> BaseException:
+    outer.__cause__ = inner
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("exc", "streaming", "expected"),
+    [
+        # httpx-aiohttp maps a hang-up to ConnectTimeout: the aiohttp root decides
+        (chained(httpx.ConnectTimeout("x"), aiohttp.ServerDisconnectedError()), True, ERR_RESET),
+        (chained(httpx.ReadError("x"), aiohttp.ClientPayloadError("cut")), True, ERR_RESET),
+        (chained(httpx.ReadTimeout("x"), aiohttp.ServerTimeoutError("slow")), True, ERR_TIMEOUT),
+        (
+            chained(httpx.ConnectError("x"), ConnectionRefusedError(111, "refused")),
+            False,
+            ERR_CONNECT,
+        ),
+        (OSError(113, "no route"), False, ERR_CONNECT),
+        (OSError(113, "no route"), True, ERR_RESET),
+        (ValueError("odd"), True, "protocol"),
+    ],
+)
+def test_classify(exc: BaseException, streaming: bool, expected: str) -> None:
+    assert classify(exc, streaming=streaming)[0] == expected

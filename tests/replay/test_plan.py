@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from agentx.errors import TraceError, UsageError
-from agentx.models import API_OTHER
+from agentx.models import API_OTHER, Usage
 from agentx.replay.options import ReplayOptions, parse_extra_body, parse_shard
 from agentx.replay.plan import build_plan
+from agentx.tokens import count_tokens
 
 from .factory import T0, anthropic_session, chat_session
 
@@ -69,16 +70,32 @@ def test_skips_non_model_partial_and_failed_rows() -> None:
     }
 
 
-def test_nothing_to_replay_and_hash_only_rows() -> None:
+def test_nothing_to_replay() -> None:
     with pytest.raises(TraceError, match="nothing to replay"):
         build_plan(
             [dataclasses.replace(ex, flags=("non_model",)) for ex in chat_session("s", turns=1)]
         )
-    hash_only = dataclasses.replace(
-        chat_session("s", turns=1)[0], request={"model": "m"}, hash_ids=(1, 2, 3)
+
+
+def test_hash_only_rows_get_synthetic_text() -> None:
+    base = chat_session("s", turns=2)
+    rows = [
+        dataclasses.replace(
+            ex,
+            request={},
+            hash_ids=tuple(range(k + 2)),
+            hash_block_size=16,
+            usage=Usage(prompt_tokens=16 * (k + 2), completion_tokens=3),
+        )
+        for k, ex in enumerate(base)
+    ]
+    plan = build_plan(rows)
+    assert plan.synthesized == 2 and plan.requests == 2
+    first, second = (
+        t.exchange.request["messages"][0]["content"] for t in plan.sessions[0].threads[0].turns
     )
-    with pytest.raises(TraceError, match="agentx convert"):
-        build_plan([hash_only])
+    assert second.startswith(first)  # shared hash ids, shared text
+    assert count_tokens(second) == 48  # 3 blocks of 16, token-exact
 
 
 def test_sampling_is_seeded_and_shards_partition_the_sessions() -> None:

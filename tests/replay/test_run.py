@@ -15,6 +15,7 @@ import pytest
 
 from agentx.errors import EndpointError
 from agentx.replay import ReplayOptions, engine, run_replay
+from agentx.replay import finish as finish_module
 from agentx.replay.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
@@ -211,3 +212,44 @@ def test_workers_share_lanes_and_merge(server: FaultServer, tmp_path: Path) -> N
     # one prefix cache over both workers' requests: a session's later turns hit its earlier ones
     assert sum(r.theoretical_hit_tokens or 0 for r in records if r.turn == 1) > 0
     assert result.summary["sessions"] == {"started": 4, "completed": 4}
+
+
+def test_endpoint_without_models_needs_model(tmp_path: Path) -> None:
+    trace = write(tmp_path / "t.parquet", chat_session("a", turns=1))
+    with FaultServer(models=[]) as srv:
+        with pytest.raises(EndpointError, match="pass --model"):
+            run_replay(options(trace, srv.url, tmp_path))
+        result = run_replay(options(trace, srv.url, tmp_path, model="given"))
+    assert result.summary["model"] == "given" and srv.requests[0]["model"] == "given"
+
+
+def test_saturated_client_is_flagged(
+    server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(finish_module, "SATURATED_LAG_P99_MS", -1.0)  # any lag is too much
+    trace = write(tmp_path / "t.parquet", chat_session("a", turns=2))
+    result = run_replay(options(trace, server.url, tmp_path))
+    assert result.summary["client"]["saturated"] is True
+    assert any("client itself may be the bottleneck" in w for w in result.warnings)
+    assert result.summary["warnings"] == list(result.warnings)
+
+
+def test_live_assistant_threads_server_replies(server: FaultServer, tmp_path: Path) -> None:
+    trace = write(tmp_path / "t.parquet", chat_session("a", turns=3, output_tokens=3))
+    result = run_replay(options(trace, server.url, tmp_path, assistant="live"))
+    assert all(r.ok for r in result.records)
+    second, third = server.requests[1]["messages"], server.requests[2]["messages"]
+    assert second[2] == {"role": "assistant", "content": "t0 t1 t2 "}  # the server's own reply
+    assert third[: len(second)] == second and third[4]["content"] == "t0 t1 t2 "
+
+
+def test_weka_trace_replays_with_synthetic_text(server: FaultServer, tmp_path: Path) -> None:
+    weka = Path(__file__).parents[1] / "data" / "weka" / "trace_0010_head.json"
+    result = run_replay(options(weka, server.url, tmp_path, max_requests=3, salt=False))
+    assert [r.ok for r in result.records] == [True] * 3
+    assert result.summary["config"]["synthesized_rows"] == 35
+    sent = [b["messages"][0]["content"] for b in server.requests]
+    assert all(len(text) > 1000 for text in sent)
+    assert all(
+        r.expected_prompt_tokens and r.expected_prompt_tokens > 10_000 for r in result.records
+    )

@@ -1,0 +1,49 @@
+"""Which API family a request speaks, and the assembler for its response."""
+
+from __future__ import annotations
+
+from agentx.capture.apis.anthropic import AnthropicAssembler
+from agentx.capture.apis.common import Assembler
+from agentx.capture.apis.openai_chat import ChatAssembler
+from agentx.capture.apis.openai_responses import ResponsesAssembler
+from agentx.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    API_OTHER,
+    JSON,
+)
+
+
+def classify(method: str, path: str) -> str:
+    """The API family of a request, from its method and path (query ignored)."""
+    if method.upper() != "POST":
+        return API_OTHER
+    p = path.split("?", 1)[0].rstrip("/")
+    if p.endswith("/messages") and not p.endswith("/batches/messages"):
+        return API_ANTHROPIC_MESSAGES
+    if p.endswith("/chat/completions"):
+        return API_OPENAI_CHAT
+    if p.endswith("/responses") or p.endswith("/responses/compact"):
+        return API_OPENAI_RESPONSES
+    return API_OTHER
+
+
+def max_output_tokens(body: JSON) -> int | None:
+    if not isinstance(body, dict):
+        return None
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        v = body.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def make_assembler(api: str) -> Assembler:
+    if api == API_ANTHROPIC_MESSAGES:
+        return AnthropicAssembler()
+    if api == API_OPENAI_CHAT:
+        return ChatAssembler()
+    if api == API_OPENAI_RESPONSES:
+        return ResponsesAssembler()
+    raise ValueError(f"no assembler for api {api!r}")

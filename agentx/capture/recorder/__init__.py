@@ -1,0 +1,59 @@
+"""The recorder: turns proxy events into Exchanges and writes them, on its own thread.
+
+Pure Python: no mitmproxy import, so it is tested by feeding events directly.
+
+Events (tuples, cheap to build on the event loop)::
+
+    ("req",  key, start_ns, wall_ns, method, path, headers, raw_body, peer, conn_id)
+    ("hdr",  key, t_ns, status, content_type, content_encoding)
+    ("data", key, t_ns, chunk)
+    ("end",  key, t_ns)
+    ("err",  key, t_ns, message)
+
+``*_ns`` are ``time.monotonic_ns()``; ``wall_ns`` is ``time.time_ns()``.
+
+:mod:`.worker` (the queue, the thread, holding and writing rows), :mod:`.exchange` (requests
+in, Exchanges out), :mod:`.flow` (one response as it streams in), :mod:`.stats` (counters).
+"""
+
+from __future__ import annotations
+
+from agentx.capture.recorder.exchange import (
+    FLAG_HTTP_ERROR,
+    FLAG_NO_RESPONSE,
+    FLAG_NON_MODEL,
+    FLAG_PARTIAL,
+    FLAG_REDACTED,
+    FLAG_RESOLVED,
+    FLAG_UNPARSED,
+    FLAG_UNRESOLVED,
+    KEEP_RESPONSES,
+    ExchangeBuilder,
+    detect_agent,
+)
+from agentx.capture.recorder.flow import MAX_MODEL_BODY, MAX_OTHER_BODY, Flow
+from agentx.capture.recorder.stats import CaptureStats, StatsCounter, summary_line
+from agentx.capture.recorder.worker import HOLD_NS, Event, Recorder
+
+__all__ = [
+    "FLAG_HTTP_ERROR",
+    "FLAG_NON_MODEL",
+    "FLAG_NO_RESPONSE",
+    "FLAG_PARTIAL",
+    "FLAG_REDACTED",
+    "FLAG_RESOLVED",
+    "FLAG_UNPARSED",
+    "FLAG_UNRESOLVED",
+    "HOLD_NS",
+    "KEEP_RESPONSES",
+    "MAX_MODEL_BODY",
+    "MAX_OTHER_BODY",
+    "CaptureStats",
+    "Event",
+    "ExchangeBuilder",
+    "Flow",
+    "Recorder",
+    "StatsCounter",
+    "detect_agent",
+    "summary_line",
+]

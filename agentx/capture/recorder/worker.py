@@ -1,0 +1,244 @@
+"""The recorder: one worker thread turns proxy events into Exchanges and writes them.
+
+The mitmproxy addon only timestamps and enqueues (:meth:`Recorder.submit` is a lock-free
+``SimpleQueue.put``); decoding, SSE parsing, session placement and the durable spool write all
+happen on the worker, off the proxy's event loop. A tool-less first call is held back until its
+session shows whether the agent uses tools (then it was a side call). A write that fails is
+counted as lost and reported once, loudly; an internal error drops one exchange, never the
+capture.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from agentx.capture.recorder.exchange import (
+    FLAG_NO_RESPONSE,
+    FLAG_PARTIAL,
+    ExchangeBuilder,
+)
+from agentx.capture.recorder.flow import Flow
+from agentx.capture.recorder.stats import CaptureStats, StatsCounter
+from agentx.capture.secrets import Secrets
+from agentx.capture.sessions import FLAG_SIDE_CALL, Sessions, has_tools
+from agentx.errors import AgentxError
+from agentx.models import API_OTHER, Exchange
+from agentx.store import TraceWriter
+
+log = logging.getLogger("agentx.capture")
+
+Event = tuple[Any, ...]
+_THREAD_FLAGS = frozenset({"side_call", "subagent", "compaction", "fork", "retry"})
+HOLD_NS = 60 * 1_000_000_000  # how long a tool-less first call waits to learn what it was
+
+
+class Recorder:
+    """Owns the trace writer and the session state; one worker thread does all the work."""
+
+    def __init__(
+        self,
+        writer: TraceWriter | None,
+        *,
+        keep_non_model: bool = True,
+        reporter: Callable[[str], None] | None = None,
+        secrets: Secrets | None = None,
+        agent_pid: int | None = None,
+        resolve_processes: bool = True,
+    ) -> None:
+        self.writer = writer
+        self.exchanges = ExchangeBuilder(
+            keep_non_model=keep_non_model,
+            secrets=secrets or Secrets(),
+            agent_pid=agent_pid,
+            resolve_processes=resolve_processes,
+        )
+        self._report = reporter or (lambda msg: log.error(msg))
+        self._q: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._stats = StatsCounter()
+        self._reported: set[str] = set()
+        # Tool-less thread roots, held until the session shows whether its agent uses tools
+        # (then they are side calls: titles, topic checks) or HOLD_NS passes.
+        self._held: dict[str, list[tuple[int, Exchange]]] = {}
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def sessions(self) -> Sessions:
+        return self.exchanges.sessions
+
+    @property
+    def secrets(self) -> Secrets:
+        return self.exchanges.secrets
+
+    @property
+    def agent_pid(self) -> int | None:
+        """The launched agent's pid: its process tree is searched first for a connection's owner."""
+        return self.exchanges.agent_pid
+
+    @agent_pid.setter
+    def agent_pid(self, pid: int | None) -> None:
+        self.exchanges.agent_pid = pid
+
+    # ------------------------------------------------------------------ threading
+
+    def submit(self, event: Event) -> None:
+        """Thread-safe and non-blocking: called on the proxy's event loop."""
+        self._q.put(event)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="agentx-recorder", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            ev = self._q.get()
+            if ev is None:
+                return
+            self.process(ev)
+
+    def close(self, timeout: float | None = 30.0) -> CaptureStats:
+        """Drain the queue, record in-flight exchanges as partial, compact the trace."""
+        if self._thread is not None:
+            self._q.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+        else:
+            while True:
+                try:
+                    ev = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if ev is not None:
+                    self.process(ev)
+        now = time.monotonic_ns()
+        for key in list(self.exchanges.flows):
+            self.process(("err", key, now, "capture stopped before the response ended"))
+        for session_id in list(self._held):
+            self._release(session_id)
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except AgentxError as exc:
+                self._report_once("close", f"agentx capture: {exc}")
+            except OSError as exc:
+                self._report_once("close", f"agentx capture: cannot finish the trace: {exc}")
+        return self.stats()
+
+    def stats(self) -> CaptureStats:
+        return self._stats.snapshot(
+            sessions=self.sessions.session_count,
+            threads=self.sessions.thread_count,
+            in_flight=len(self.exchanges.flows),
+        )
+
+    def _report_once(self, kind: str, message: str) -> None:
+        if kind in self._reported:
+            return
+        self._reported.add(kind)
+        self._stats.set_write_error(message)
+        try:
+            self._report(message)
+        except Exception:  # a reporter must never take the recorder down
+            log.exception("reporter failed")
+
+    # ------------------------------------------------------------------ events
+
+    def process(self, ev: Event) -> None:
+        """Handle one event; never raises (a broken exchange is logged and dropped)."""
+        kind, key = ev[0], ev[1]
+        flows = self.exchanges.flows
+        try:
+            if self._held and kind in ("req", "end", "err"):
+                self._release_expired(ev[2])
+            if kind == "req":
+                self._on_request(*ev[1:])
+            elif key in self.exchanges.ignored:
+                if kind in ("end", "err"):
+                    self.exchanges.ignored.discard(key)
+            elif (flow := flows.get(key)) is not None:
+                if kind == "hdr":
+                    flow.on_headers(*ev[2:])
+                elif kind == "data":
+                    flow.on_data(ev[2], ev[3])
+                elif kind == "end":
+                    del flows[key]
+                    self._finish(flow, ev[2], None)
+                elif kind == "err":
+                    del flows[key]
+                    self._finish(flow, ev[2], str(ev[3]))
+        except Exception as exc:
+            flows.pop(key, None)
+            self._stats.bump(errors=1)
+            log.exception("agentx capture: dropped an exchange after an internal error")
+            self._report_once(
+                f"internal:{type(exc).__name__}",
+                f"agentx capture: internal error ({type(exc).__name__}: {exc}); the exchange was not recorded",
+            )
+
+    def _on_request(self, *fields: Any) -> None:
+        """A ``req`` event's fields after its kind: ``key, start_ns, wall_ns, ...``."""
+        flow = self.exchanges.request(*fields)
+        if flow is None:
+            self._stats.bump(dropped=1)
+            return
+        placement = flow.placement
+        if flow.api != API_OTHER and placement is not None and placement.session_id in self._held:
+            self._release(placement.session_id)
+
+    def _finish(self, flow: Flow, t_ns: int, transport_error: str | None) -> None:
+        ex = self.exchanges.finish(flow, t_ns, transport_error)
+        if (
+            flow.api != API_OTHER
+            and ex.parent_request_id is None
+            and not set(ex.flags) & _THREAD_FLAGS
+            and not has_tools(flow.body)
+            and not self.sessions.uses_tools(ex.session_id)
+        ):
+            self._held.setdefault(ex.session_id, []).append((t_ns + HOLD_NS, ex))
+        else:
+            self._write(ex)
+        partial = 1 if (FLAG_PARTIAL in ex.flags or FLAG_NO_RESPONSE in ex.flags) else 0
+        if flow.api == API_OTHER:
+            self._stats.bump(other=1, partial=partial)
+        else:
+            self._stats.bump(
+                requests=1,
+                partial=partial,
+                prompt_tokens=ex.usage.prompt_tokens or 0,
+                completion_tokens=ex.usage.completion_tokens or 0,
+            )
+
+    # ------------------------------------------------------------------ writing
+
+    def _release(self, session_id: str) -> None:
+        side = self.sessions.uses_tools(session_id)
+        for _deadline, ex in self._held.pop(session_id, []):
+            self._write(replace(ex, flags=(*ex.flags, FLAG_SIDE_CALL)) if side else ex)
+
+    def _release_expired(self, now_ns: int) -> None:
+        for session_id, held in list(self._held.items()):
+            if held and held[0][0] <= now_ns:
+                self._release(session_id)
+
+    def _write(self, ex: Exchange) -> None:
+        if self.writer is None:
+            return
+        if "write" in self._reported:
+            self._stats.bump(lost=1)
+            return
+        try:
+            self.writer.append(ex)
+        except AgentxError as exc:
+            self._stats.bump(lost=1)
+            self._report_once("write", f"agentx capture: NOT RECORDING: {exc}")
+        except OSError as exc:
+            self._stats.bump(lost=1)
+            self._report_once("write", f"agentx capture: NOT RECORDING: {exc}")

@@ -1,0 +1,184 @@
+"""After the lanes: merge what every process measured, add the theoretical hits, judge whether
+the client kept up, build ``summary.json`` and write the results directory."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from agentx.errors import AgentxError
+from agentx.replay.engine import EngineResult
+from agentx.replay.plan import ReplayPlan
+from agentx.replay.record import RequestRecord
+from agentx.replay.theory import merged, theoretical
+
+if TYPE_CHECKING:
+    from agentx.replay.run import RunSetup
+
+SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
+SATURATED_LAG_P99_MS = 50.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    summary: dict[str, Any]
+    records: list[RequestRecord]
+    output_dir: Path
+    warnings: tuple[str, ...] = ()
+    interrupted: bool = False
+
+
+@dataclass(slots=True)
+class Collected:
+    """The engine results of every process, merged."""
+
+    records: list[RequestRecord]
+    sent_logs: list[Path]
+    started_ns: int
+    ended_ns: int
+    cpu_s: float
+    cpu_percent_max: float  # the busiest process, % of one core
+    sessions_started: int
+    sessions_completed: int
+    live_fallbacks: int
+    interrupted: bool
+    server_metrics: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def collect(
+    results: Sequence[EngineResult], logs: list[Path], server_metrics: Any, warnings: list[str]
+) -> Collected:
+    records = sorted((r for res in results for r in res.records), key=lambda r: r.sent_ns)
+    started = min(res.started_ns for res in results)
+    ended = max(res.ended_ns for res in results)
+    return Collected(
+        records=records,
+        sent_logs=logs,
+        started_ns=started,
+        ended_ns=ended,
+        cpu_s=sum(res.cpu_s for res in results),
+        cpu_percent_max=max(
+            100.0 * res.cpu_s / max((res.ended_ns - res.started_ns) / 1e9, 1e-9) for res in results
+        ),
+        sessions_started=sum(res.counters.sessions_started for res in results),
+        sessions_completed=sum(res.counters.sessions_completed for res in results),
+        live_fallbacks=sum(res.counters.live_fallbacks for res in results),
+        interrupted=any(res.interrupted for res in results),
+        server_metrics=server_metrics,
+        warnings=[
+            *warnings,
+            *sorted({res.sent_log_error for res in results if res.sent_log_error}),
+        ],
+    )
+
+
+def _with_theory(
+    records: list[RequestRecord], logs: list[Path], block_size: int
+) -> list[RequestRecord]:
+    expected = theoretical(merged(logs), block_size)
+    out = []
+    for r in records:
+        e = expected.get(r.request_id)
+        out.append(
+            r
+            if e is None
+            else dataclasses.replace(
+                r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
+            )
+        )
+    return out
+
+
+def finish_run(
+    setup: RunSetup,
+    plan: ReplayPlan,
+    c: Collected,
+    slo_checks: list[Any],
+    started_at: str,
+    out_dir: Path,
+) -> ReplayResult:
+    from agentx.metrics.stats import percentiles
+    from agentx.metrics.summary import RunInfo, build_summary
+
+    o = setup.options
+    records = _with_theory(c.records, c.sent_logs, setup.block_size)
+    wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
+    cpu_percent = 100.0 * c.cpu_s / wall_s
+    lag = percentiles([r.dispatch_lag_ns / 1e6 for r in records if not r.warmup])
+    lag_p99 = lag["p99"] or 0.0
+    saturated = c.cpu_percent_max >= SATURATED_CPU_PERCENT or lag_p99 >= SATURATED_LAG_P99_MS
+    warnings = list(c.warnings)
+    if saturated:
+        warnings.append(
+            f"the client itself may be the bottleneck (busiest process at {c.cpu_percent_max:.0f}% "
+            f"of a core, dispatch lag p99 {lag_p99:.1f} ms): add --workers or lower --concurrency"
+        )
+    if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
+        warnings.append(
+            f"--metrics-url {o.metrics_url} did not answer with Prometheus text; no server metrics"
+        )
+    if plan.synthesized and o.salt:
+        warnings.append(
+            f"{plan.synthesized} hash-only requests were given synthetic text (one user message "
+            "each): the salt at its start also keeps different sessions from sharing a prefix; "
+            "--no-salt keeps the trace's sharing"
+        )
+    if c.live_fallbacks:
+        warnings.append(
+            f"--assistant live: {c.live_fallbacks} requests used the recorded history (their recorded "
+            "conversation did not extend the previous turn)"
+        )
+    config = o.config()
+    config.update(
+        model=setup.model,
+        server_kind=setup.server.kind,
+        ignore_eos=setup.build.ignore_eos,
+        block_size=setup.block_size,
+        metrics_url=setup.metrics_url,
+        trace_sessions=len(plan.sessions),
+        trace_requests=plan.requests,
+        skipped_rows=plan.skipped,
+        synthesized_rows=plan.synthesized,
+        interrupted=c.interrupted,
+    )
+    run = RunInfo(
+        endpoint=o.endpoint,
+        model=setup.model,
+        started_at=started_at,
+        duration_s=wall_s,
+        window_s=o.duration_s,
+        sessions_started=c.sessions_started,
+        sessions_completed=c.sessions_completed,
+        client_cpu_percent=round(cpu_percent, 1),
+        client_saturated=saturated,
+        config=config,
+    )
+    summary = build_summary(run, records, c.server_metrics, slo_checks, setup.block_size)
+    if warnings:
+        summary["warnings"] = warnings
+    write_results(out_dir, summary, records)
+    return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted)
+
+
+def write_results(out_dir: Path, summary: dict[str, Any], records: Sequence[RequestRecord]) -> None:
+    from agentx.store.results import write_requests
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_requests(out_dir / "requests.parquet", records)
+        (out_dir / "summary.json").write_bytes(
+            orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
+        )
+    except OSError as exc:
+        raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
+    try:
+        from agentx.report import write_html
+    except ImportError:
+        return
+    write_html(summary, out_dir / "report.html")

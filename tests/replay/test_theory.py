@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from agentx.models import API_OPENAI_CHAT
+from agentx.prefix import UnboundedPrefixCache, block_hashes
+from agentx.replay.theory import SentLog, merged, read_log, theoretical
+from agentx.tokens import request_tokens
+
+
+def bodies(n: int) -> list[bytes]:
+    msgs: list[dict[str, str]] = [{"role": "system", "content": "shared system prompt " * 30}]
+    out = []
+    for k in range(n):
+        msgs.append({"role": "user", "content": f"question {k} " * 20})
+        out.append(orjson.dumps({"model": "m", "messages": msgs}))
+        msgs.append({"role": "assistant", "content": f"answer {k}"})
+    return out
+
+
+def test_theoretical_equals_the_direct_computation_in_send_order(tmp_path: Path) -> None:
+    a, b = SentLog(tmp_path / "a.log"), SentLog(tmp_path / "b.log")
+    sent = []
+    for i, body in enumerate(bodies(4)):  # two "workers" interleaving in time
+        log, t = (a, 10 * i) if i % 2 == 0 else (b, 10 * i)
+        log.add(f"r{i}", API_OPENAI_CHAT, t, "thread", body)
+        sent.append(body)
+    a.close()
+    b.close()
+    assert [s.request_id for s in merged([tmp_path / "a.log", tmp_path / "b.log"])] == [
+        "r0",
+        "r1",
+        "r2",
+        "r3",
+    ]
+    got = theoretical(merged([tmp_path / "a.log", tmp_path / "b.log"]), 16)
+    cache = UnboundedPrefixCache(16)
+    for i, body in enumerate(sent):
+        toks = request_tokens(API_OPENAI_CHAT, orjson.loads(body))
+        want = cache.observe(block_hashes(toks, 16), int(toks.size))
+        assert (got[f"r{i}"].prompt_tokens, got[f"r{i}"].hit_tokens) == (
+            want.prompt_tokens,
+            want.hit_tokens,
+        )
+    assert got["r0"].hit_tokens == 0 and got["r3"].hit_tokens > 0
+
+
+def test_a_log_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
+    log = SentLog(tmp_path / "a.log")
+    for i, body in enumerate(bodies(3)):
+        log.add(f"r{i}", API_OPENAI_CHAT, i, "t", body)
+    log.close()
+    raw = (tmp_path / "a.log").read_bytes()
+    (tmp_path / "a.log").write_bytes(raw[:-10])
+    assert [s.request_id for s in read_log(tmp_path / "a.log")] == ["r0", "r1"]
