@@ -106,7 +106,7 @@ class ScriptedAgent:
             else {"authorization": f"Bearer {api_key}"}
         )
         headers["user-agent"] = "agentx-demo-agent/1"
-        headers["x-agentx-demo-session"] = f"demo-{seed}"
+        headers["session-id"] = f"demo-{seed}"  # as Codex does: capture groups by it
         self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=60.0)
 
     def close(self) -> None:

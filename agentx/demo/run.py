@@ -23,6 +23,7 @@ from agentx.replay.run import run_replay
 from agentx.scrub.engine import ScrubOptions, scrub_trace
 from agentx.scrub.report import ScrubReport
 from agentx.sim.config import SimConfig
+from agentx.sim.process import SimProcess
 from agentx.sim.server import SimServer
 
 BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "traces" / "example.parquet"
@@ -84,7 +85,7 @@ def run_demo(
         targets.append(("example", bundled))
     for name, path in targets:
         say(f"4/4 replay {path.name} against a fresh serve-sim (cold cache)")
-        with SimServer(SimConfig(port=0)) as server:
+        with SimProcess(SimConfig(port=0)) as server:  # own process: the client is measured
             result = run_replay(
                 ReplayOptions(
                     trace=path,

@@ -238,7 +238,9 @@ def plan_output(
     default_tokens: int = 256,
     call_id: str = "call_0",
 ) -> OutputPlan:
-    tool = choose_tool(api, body)
+    # A load generator that pins the length (ignore_eos, min_tokens) gets exactly that length,
+    # as from vLLM: the answer is then filler text, never a short tool call.
+    tool = None if ignore_eos else choose_tool(api, body)
     if tool is not None:
         name, schema = tool
         args = example_value(schema)
@@ -246,6 +248,7 @@ def plan_output(
             args = {}
         arguments = orjson.dumps(args).decode()
         pieces = token_pieces(arguments) or ("{}",)
-        return OutputPlan(len(pieces), "tool", ToolCall(call_id, name, arguments, pieces))
+        if len(pieces) >= min_tokens:
+            return OutputPlan(len(pieces), "tool", ToolCall(call_id, name, arguments, pieces))
     n, finish = output_length(max_tokens, room, min_tokens, ignore_eos, eos_tokens, default_tokens)
     return OutputPlan(n, finish)

@@ -11,12 +11,14 @@ order is vLLM's free-block queue: a finished request frees its blocks tail first
 the most recent. With pinning, a running request's blocks sit outside the queue and cannot be
 evicted; if ``P`` blocks are pinned, the free blocks still cached are the top ``C - P`` of the
 queue (or none when ``P >= C``: the cache is over-committed). So each looked-up block has a
-capacity-free *depth*: ``-1`` when pinned (a hit at any capacity), ``P + position in the queue``
+capacity-free *depth*: ``-inf`` when pinned (a hit at any capacity), its position in the queue
 when free, infinite when never seen; block ``i`` hits in a cache of ``C`` blocks iff the running
-maximum of the depths up to ``i`` is below ``C`` (only a leading run hits). One pass records
-every request's running maxima and answers any set of capacities by binary search. Queue
-positions come from a Fenwick tree over release timestamps, updated with vectorised range
-operations, so a 100K-token request costs a few numpy calls, not 6K dictionary operations.
+maximum of the depths up to ``i`` is below ``C - P`` (only a leading run hits; ``P`` is the same
+for the whole lookup). One pass checks every request's running maxima against any set of
+capacities by binary search. Queue positions come from a Fenwick tree over release timestamps,
+updated with vectorised range operations, so a 100K-token request costs a few numpy calls, not
+6K dictionary operations. An offload tier of ``O`` blocks is answered in the same pass (see
+:func:`stack_simulate`).
 
 Blocks that carry no prefix hash (the partial last prompt block, the output's blocks) are pinned
 while the request runs and then join the queue as entries that never hit, as in vLLM, where
@@ -117,32 +119,50 @@ class Fenwick:
 
 @dataclass(frozen=True, slots=True)
 class StackResult:
-    """Hit blocks of one stack pass at each capacity asked for."""
+    """Hit blocks of one stack pass at each capacity asked for (same order as ``capacities``).
+
+    ``inclusive``/``exclusive`` are the GPU+offload hits for an offload tier of
+    ``offload_blocks`` (write-through, resp. holding only what the GPU does not); both are
+    ``None`` without an offload tier.
+    """
 
     capacities_blocks: tuple[int, ...]
-    hit_blocks: tuple[int, ...]  # same order as capacities_blocks
+    gpu_hit_blocks: tuple[int, ...]
+    offload_blocks: int
+    inclusive_hit_blocks: tuple[int, ...] | None
+    exclusive_hit_blocks: tuple[int, ...] | None
     prompt_tokens: int
     theoretical_hit_blocks: int  # unbounded cache
-    blocks_for_theoretical: int  # the smallest capacity (blocks) reaching it
+    blocks_for_theoretical: int  # the smallest GPU capacity (blocks) reaching it
     peak_pinned_blocks: int
 
 
 def stack_simulate(
     workload: Workload,
     capacities_blocks: Sequence[int],
+    offload_blocks: int = 0,
     *,
     pin: bool = True,
     reserve_output: bool = True,
 ) -> StackResult:
-    """Hit blocks at every capacity in one pass (see the module docstring)."""
+    """Hit blocks at every capacity in one pass (see the module docstring).
+
+    Per lookup, with ``P`` blocks pinned by other requests, a free block at queue depth ``d``
+    is a GPU hit iff ``d < C - P``; with an offload tier of ``O`` blocks, a write-through
+    (inclusive) tier adds the top ``O - P`` of the queue (so: ``d < max(C, O) - P``) and an
+    exclusive one the ``O`` blocks after the GPU's (``d < max(C - P, 0) + O``).
+    """
     reqs = workload.requests
     bs = workload.block_size
     anon = [anonymous_blocks(r, bs, reserve_output) for r in reqs]
     fen = Fenwick(sum(int(r.blocks.size) for r in reqs) + sum(anon))
     refcount = np.zeros(workload.unique_blocks, dtype=np.int64)
     released_at = np.zeros(workload.unique_blocks, dtype=np.int64)  # 0: pinned or never seen
-    queries = np.asarray(sorted(set(capacities_blocks)), dtype=np.int64)
-    hits = np.zeros(queries.size, dtype=np.int64)
+    caps = np.asarray(capacities_blocks, dtype=np.int64)
+    gpu = np.zeros(caps.size, dtype=np.int64)
+    incl = np.zeros(caps.size, dtype=np.int64)
+    excl = np.zeros(caps.size, dtype=np.int64)
+    incl_caps = np.maximum(caps, offload_blocks)
     theoretical = 0
     deepest = -1
     clock = 0  # last release timestamp used
@@ -170,14 +190,19 @@ def stack_simulate(
             rel = released_at[head]
             free = rel > 0
             if free.any():
-                depth[free] = pinned + queued - fen.prefix(rel[free])
-            depth[refcount[head] > 0] = -1
+                depth[free] = queued - fen.prefix(rel[free])
+            depth[refcount[head] > 0] = -INF_DEPTH  # pinned: a hit whatever the capacity
             run = np.maximum.accumulate(depth)
-            hits += np.searchsorted(run, queries, side="left")
+            gpu += np.searchsorted(run, caps - pinned, side="left")
+            if offload_blocks:
+                incl += np.searchsorted(run, incl_caps - pinned, side="left")
+                excl += np.searchsorted(
+                    run, np.maximum(caps - pinned, 0) + offload_blocks, side="left"
+                )
             seen = int(np.searchsorted(run, INF_DEPTH, side="left"))
             theoretical += seen
             if seen:
-                deepest = max(deepest, int(run[seen - 1]))
+                deepest = max(deepest, pinned + int(run[seen - 1]))
         if ids.size:
             new = ids[refcount[ids] == 0]
             rel = released_at[new]
@@ -190,8 +215,11 @@ def stack_simulate(
         pinned += anon[i]
         peak = max(peak, pinned)
     return StackResult(
-        capacities_blocks=tuple(queries.tolist()),
-        hit_blocks=tuple(hits.tolist()),
+        capacities_blocks=tuple(caps.tolist()),
+        gpu_hit_blocks=tuple(gpu.tolist()),
+        offload_blocks=offload_blocks,
+        inclusive_hit_blocks=tuple(incl.tolist()) if offload_blocks else None,
+        exclusive_hit_blocks=tuple(excl.tolist()) if offload_blocks else None,
         prompt_tokens=workload.prompt_tokens,
         theoretical_hit_blocks=theoretical,
         blocks_for_theoretical=deepest + 1,

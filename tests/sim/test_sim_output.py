@@ -107,6 +107,17 @@ def test_auto_tool_choice_calls_after_a_user_turn_and_answers_after_a_tool_resul
     assert choose_tool(API_ANTHROPIC_MESSAGES, body) == ("Read", ANTHROPIC_TOOLS[0]["input_schema"])
 
 
+def test_a_pinned_length_wins_over_a_tool_call() -> None:
+    """ignore_eos / min_tokens: the replay asked for an exact length, as vLLM would give it."""
+    body = chat({"role": "user", "content": "do it"})
+    free = plan_output(API_OPENAI_CHAT, body, max_tokens=300, room=10_000)
+    assert free.tool_call is not None and free.tokens < 300
+    pinned = plan_output(API_OPENAI_CHAT, body, max_tokens=300, room=10_000, ignore_eos=True)
+    assert pinned.tool_call is None and (pinned.tokens, pinned.finish) == (300, "length")
+    floor = plan_output(API_OPENAI_CHAT, body, max_tokens=300, room=10_000, min_tokens=200)
+    assert floor.tool_call is None and floor.tokens >= 200
+
+
 def test_tool_choice_forms() -> None:
     result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
     user = {"role": "user", "content": "x"}

@@ -1,0 +1,329 @@
+"""`agentx simulate`: the stack engine against serve-sim's KVCache, the properties of the hit-rate
+curve, agreement with `agentx stats`, and the command line."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from agentx.cli import app
+from agentx.errors import UsageError
+from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.prefix import chain_ids
+from agentx.sim_offline import (
+    SimulateOptions,
+    default_capacities,
+    parse_token_list,
+    parse_tokens,
+    simulate_workload,
+)
+from agentx.sim_offline.engine import Fenwick, kvcache_simulate, stack_simulate
+from agentx.sim_offline.workload import RawRequest, build_workload, raw_requests
+from agentx.stats import compute_stats, summarize
+
+ROOT = Path(__file__).parents[1]
+WEKA = ROOT / "tests" / "data" / "weka"
+EXAMPLE = ROOT / "traces" / "example.parquet"
+runner = CliRunner()
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# -- generated traces ---------------------------------------------------------------------------
+
+
+@st.composite
+def traces(draw: st.DrawFn, aligned: bool = False, bs: int = 4) -> list[RawRequest]:
+    """Sessions that grow, branch back (compaction, subagents) and share a system prefix."""
+    n_sessions = draw(st.integers(1, 4))
+    system = draw(st.lists(st.integers(0, 3), max_size=4))
+    convs: list[list[int]] = [list(system) for _ in range(n_sessions)]
+    out: list[RawRequest] = []
+    t = 0
+    for _ in range(draw(st.integers(1, 30))):
+        s = draw(st.integers(0, n_sessions - 1))
+        if draw(st.booleans()) and draw(st.booleans()):
+            convs[s] = convs[s][: draw(st.integers(0, len(convs[s])))]
+        convs[s] = convs[s] + [1000 * (s + 1) + draw(st.integers(0, 50)) for _ in range(3)][
+            : draw(st.integers(0, 3))
+        ]
+        convs[s] = convs[s] or [1000 * (s + 1)]  # at least one block: a whole-block prompt
+        ids = np.asarray(convs[s], dtype=np.int64)
+        n = ids.size * bs + (0 if aligned else draw(st.integers(0, bs - 1)))
+        t += draw(st.integers(0, 4))
+        out.append(
+            RawRequest(
+                hashes=chain_ids(ids),
+                prompt_tokens=n,
+                output_tokens=0 if aligned else draw(st.integers(0, 3 * bs)),
+                start_ns=t,
+                duration_ns=draw(st.sampled_from([None, 0, 1, 3, 10])),
+                session=str(s),
+            )
+        )
+    return out
+
+
+@FAST
+@given(st.integers(1, 200), st.data())
+def test_fenwick_matches_a_plain_array(n: int, data: st.DataObject) -> None:
+    fen, counts = Fenwick(n), np.zeros(n + 1, dtype=np.int64)
+    for _ in range(data.draw(st.integers(1, 12))):
+        if data.draw(st.booleans()):
+            a = data.draw(st.integers(1, n))
+            b = data.draw(st.integers(a, n))
+            fen.add_range(a, b, 1)
+            counts[a : b + 1] += 1
+        else:
+            pos = sorted(data.draw(st.sets(st.integers(1, n), max_size=n)))
+            arr = np.asarray(pos, dtype=np.int64)
+            fen.add_points(arr, -1)
+            counts[arr] -= 1
+        q = np.arange(n + 1, dtype=np.int64)
+        assert fen.prefix(q).tolist() == np.cumsum(counts).tolist()
+
+
+@FAST
+@given(traces(aligned=True), st.booleans())
+def test_stack_engine_equals_kvcache_replay(raw: list[RawRequest], pin: bool) -> None:
+    """Whole-block prompts, no reserved output: the one-pass engine is serve-sim's cache exactly,
+    with or without pinning, at every capacity (also over-committed ones)."""
+    w = build_workload(raw, 4)
+    caps = list(range(0, 2 * w.unique_blocks + 3))
+    res = stack_simulate(w, caps, pin=pin, reserve_output=False)
+    for cap, hit in zip(res.capacities_blocks, res.gpu_hit_blocks, strict=True):
+        ref = kvcache_simulate(w, cap * 4, pin=pin, reserve_output=False)
+        assert ref.gpu_hit_tokens == hit * 4, cap
+
+
+@FAST
+@given(traces(aligned=True), st.booleans(), st.integers(1, 12))
+def test_kvcache_victim_tier_lies_between_inclusive_and_exclusive(
+    raw: list[RawRequest], pin: bool, offload: int
+) -> None:
+    w = build_workload(raw, 4)
+    caps = list(range(0, w.unique_blocks + 2))
+    res = stack_simulate(w, caps, offload, pin=pin, reserve_output=False)
+    assert res.inclusive_hit_blocks is not None and res.exclusive_hit_blocks is not None
+    for k, cap in enumerate(caps):
+        ref = kvcache_simulate(w, cap * 4, offload * 4, pin=pin, reserve_output=False)
+        both = (ref.gpu_hit_tokens + ref.offload_hit_tokens) // 4
+        assert res.inclusive_hit_blocks[k] <= both <= res.exclusive_hit_blocks[k]
+        assert ref.gpu_hit_tokens == res.gpu_hit_blocks[k] * 4  # the GPU tier is unaffected
+
+
+@FAST
+@given(traces(), st.booleans(), st.booleans(), st.sampled_from(["inclusive", "exclusive"]))
+def test_curve_is_monotone_reaches_the_limit_and_offload_never_hurts(
+    raw: list[RawRequest], pin: bool, reserve: bool, policy: str
+) -> None:
+    w = build_workload(raw, 4)
+    caps = tuple(range(0, 4 * (w.unique_blocks + len(raw) * 8) + 8, 4))
+    opts = SimulateOptions(
+        Path("-"),
+        capacities_tokens=caps,
+        offload_tokens=12,
+        pin=pin,
+        reserve_output=reserve,
+        offload_policy=policy,  # type: ignore[arg-type]
+    )
+    data = simulate_workload(w, opts).data
+    gpu = [p for p in data["points"] if p["offload_tokens"] == 0]
+    both = [p for p in data["points"] if p["offload_tokens"]]
+    rates = [p["hit_rate"] for p in gpu]
+    assert rates == sorted(rates)
+    assert [p["hit_rate"] for p in both] == sorted(p["hit_rate"] for p in both)
+    th = data["theoretical_hit_rate"]
+    assert rates[-1] == th and max(p["hit_rate"] for p in both) <= th
+    reached = data["capacity_for_theoretical_tokens"]
+    assert all(p["hit_rate"] == th for p in gpu if p["capacity_tokens"] >= reached)
+    assert all(p["hit_rate"] < th for p in gpu if p["capacity_tokens"] < reached)
+    for g, b in zip(gpu, both, strict=True):
+        assert b["gpu_hit_rate"] == g["hit_rate"]
+        assert b["hit_rate"] >= g["hit_rate"] and b["offload_hit_rate"] >= 0
+
+
+# -- agreement with `agentx stats` -------------------------------------------------------------
+
+
+def _weka_exchanges(raw: list[RawRequest], ids: list[list[int]]) -> list[Exchange]:
+    return [
+        Exchange(
+            request_id=f"r{i}",
+            session_id=r.session,
+            thread_id="main",
+            api=API_OPENAI_CHAT,
+            request={},
+            timing=Timing(start_wall_ns=r.start_ns, e2e_ns=r.duration_ns),
+            usage=Usage(prompt_tokens=r.prompt_tokens, completion_tokens=r.output_tokens),
+            hash_ids=tuple(ids[i]),
+            hash_block_size=4,
+        )
+        for i, r in enumerate(raw)
+    ]
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 6), st.integers(0, 5)), max_size=25))
+def test_theoretical_equals_stats_on_generated_hash_only_traces(
+    steps: list[tuple[int, int, int]],
+) -> None:
+    convs: dict[int, list[int]] = {}
+    raw, ids = [], []
+    for t, (s, keep, grow) in enumerate(steps):
+        conv = convs.get(s, [7, 8])[:keep] + [100 * s + t + k for k in range(grow)]
+        convs[s] = conv
+        ids.append(conv)
+        raw.append(RawRequest(chain_ids(conv), len(conv) * 4 - t % 3, 2, t, 5, str(s)))
+    exchanges = _weka_exchanges(raw, ids)
+    stats = summarize(exchanges)
+    got, bs = raw_requests(exchanges)
+    if not got:
+        return
+    data = simulate_workload(build_workload(got, bs), SimulateOptions(Path("-"))).data
+    assert bs == stats["block_size"] == data["block_size"]
+    assert data["theoretical_hit_rate"] == stats["theoretical_hit_rate"]
+
+
+@pytest.mark.parametrize(
+    ("trace", "block_size"),
+    [
+        (WEKA / "trace_0001.json", None),
+        (WEKA / "trace_0010_head.json", 128),
+        (WEKA, None),
+        (EXAMPLE, None),
+        (EXAMPLE, 32),
+    ],
+)
+def test_theoretical_equals_agentx_stats(trace: Path, block_size: int | None) -> None:
+    args = ["simulate", str(trace), "--json", "--capacity-tokens", "1M"]
+    if block_size:
+        args += ["--block-size", str(block_size)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    stats = compute_stats(trace, block_size=block_size)
+    assert data["block_size"] == stats["block_size"]
+    assert data["theoretical_hit_rate"] == stats["theoretical_hit_rate"]
+
+
+def test_sessions_run_concurrently_in_start_order() -> None:
+    """Two sessions interleaved in time: the one listed second starts first."""
+    a = RawRequest(chain_ids([1, 2, 3]), 12, 0, 10, 0, "a")
+    b = RawRequest(chain_ids([1, 2, 9]), 12, 0, 5, 0, "b")
+    w = build_workload([a, b], 4)
+    assert [r.start_ns for r in w.requests] == [5, 10]
+    assert w.unique_blocks == 4 and w.sessions == 2
+
+
+def test_mixed_block_sizes_are_refused() -> None:
+    raw = [RawRequest(chain_ids([1]), 4, 0, 0, None)]
+    ex = _weka_exchanges(raw, [[1]])[0]
+    text = Exchange(
+        request_id="t",
+        session_id="s",
+        thread_id="t",
+        api=API_OPENAI_CHAT,
+        request={"messages": [{"role": "user", "content": "hello " * 40}]},
+        timing=Timing(start_wall_ns=1),
+    )
+    with pytest.raises(UsageError, match="--block-size 16"):
+        raw_requests([ex, text])  # hash rows at 4, text rows at the default 16
+
+
+def test_pinning_protects_running_requests() -> None:
+    """A long request's prefix survives a burst of other traffic only while it runs."""
+    bs = 4
+    shared = chain_ids([1, 2, 3, 4])
+    burst = [RawRequest(chain_ids([50 + k, 60 + k]), 8, 0, 2 + k, 0, "x") for k in range(4)]
+    again = RawRequest(shared, 16, 0, 10, 0, "a")
+    for duration, expect in ((20, 12), (1, 0)):
+        first = RawRequest(shared, 16, 0, 0, duration, "a")
+        w = build_workload([first, *burst, again], bs)
+        res = stack_simulate(w, [4], pin=True, reserve_output=False)
+        assert res.gpu_hit_blocks[0] * bs == expect
+
+
+# -- parsing and defaults -----------------------------------------------------------------------
+
+
+def test_parse_tokens() -> None:
+    assert parse_tokens("64K") == 64_000 and parse_tokens("1.5M") == 1_500_000
+    assert parse_tokens("64Ki") == 65_536 and parse_tokens("160_000") == 160_000
+    assert parse_token_list("16,64k, 1M") == (16, 64_000, 1_000_000)
+    for bad in ("", "x", "-5", "1T", "1e6"):
+        with pytest.raises(UsageError):
+            parse_token_list(bad)
+
+
+@given(st.integers(0, 10**12))
+def test_parse_tokens_round_trips_integers(n: int) -> None:
+    assert parse_tokens(str(n)) == n
+
+
+@given(st.sampled_from([1, 4, 16, 64, 512]), st.integers(1, 10**9))
+def test_default_capacities_sweep_up_to_the_footprint(bs: int, footprint: int) -> None:
+    caps = default_capacities(bs, footprint)
+    assert list(caps) == sorted(set(caps)) and caps[-1] == max(footprint, bs)
+    assert caps[0] >= min(4 * bs, caps[-1])
+    assert all(b / a <= 2.5 + 1e-9 for a, b in zip(caps[:-2], caps[1:-1], strict=True))
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def test_cli_json_table_and_plot(tmp_path: Path) -> None:
+    trace = WEKA / "trace_0010_head.json"
+    res = runner.invoke(app, ["simulate", str(trace), "--json", "--offload-tokens", "500K"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["schema"] == "agentx.simulate/1" and data["block_size"] == 64
+    point_keys = {"capacity_tokens", "offload_tokens", "hit_rate", "gpu_hit_rate"}
+    for p in data["points"]:
+        assert point_keys | {"offload_hit_rate"} <= set(p)
+    assert {p["offload_tokens"] for p in data["points"]} == {0, 500_000}
+    assert data["points"][-1]["capacity_tokens"] == data["footprint_tokens"]
+
+    plot = tmp_path / "curve.svg"
+    res = runner.invoke(app, ["simulate", str(trace), "--capacity-tokens", "64K,1M", "--plot", str(plot)])
+    assert res.exit_code == 0, res.output
+    assert "theoretical hit rate" in res.stdout and "64,000" in res.stdout
+    root = ET.fromstring(plot.read_text())
+    assert root.tag.endswith("svg") and "<style>" in plot.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--capacity-tokens", "lots"], 2),
+        (["--offload-tokens", "-1"], 2),
+        (["--offload-policy", "both"], 2),
+        (["--plot", "x.png"], 2),
+        (["--block-size", "0"], 2),
+    ],
+)
+def test_cli_usage_errors(args: list[str], code: int) -> None:
+    res = runner.invoke(app, ["simulate", str(WEKA / "trace_0010_head.json"), *args])
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+
+
+def test_cli_missing_trace(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["simulate", str(tmp_path / "nope.parquet")])
+    assert res.exit_code == 1 and "no such file" in res.output
+
+
+def test_kvcache_engine_from_the_command_line() -> None:
+    trace = WEKA / "trace_0010_head.json"
+    args = ["simulate", str(trace), "--json", "--capacity-tokens", "100K", "--offload-tokens", "1M"]
+    fast = json.loads(runner.invoke(app, args).stdout)
+    ref = json.loads(runner.invoke(app, [*args, "--engine", "kvcache"]).stdout)
+    assert ref["model"]["offload_policy"] == "victim"
+    assert ref["theoretical_hit_rate"] == fast["theoretical_hit_rate"]
+    # partial and output blocks are freed differently (holes vs queue entries): close, not equal
+    assert abs(ref["points"][0]["hit_rate"] - fast["points"][0]["hit_rate"]) < 0.05
