@@ -66,16 +66,72 @@ def stats(
 
 @app.command()
 def simulate(
-    trace: Annotated[Path, typer.Argument(help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL")],
-    capacity_tokens: Annotated[str | None, typer.Option("--capacity-tokens", help="GPU KV capacities, comma list with K/M suffixes, e.g. 64K,160K,1M [default: 1-2-5 sweep up to the trace's footprint]", show_default=False)] = None,
-    offload_tokens: Annotated[str | None, typer.Option("--offload-tokens", help="also simulate each capacity with a CPU/DRAM offload tier of N tokens (e.g. 2M)", show_default=False)] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size", min=1, help="block size in tokens (default 16; hash-only traces: the file's own, or a multiple of it)", show_default=False)] = None,
-    pin: Annotated[bool, typer.Option("--pin/--no-pin", help="a running request's blocks (start to start+e2e) cannot be evicted")] = True,
-    reserve_output: Annotated[bool, typer.Option("--reserve-output/--no-reserve-output", help="a running request also holds its output's KV blocks")] = True,
-    offload_policy: Annotated[str, typer.Option("--offload-policy", help="inclusive (write-through, as vLLM's offloading connector, LMCache) or exclusive (DRAM holds only what the GPU does not)")] = "inclusive",
-    engine: Annotated[str, typer.Option("--engine", help="stack (one pass, every capacity) or kvcache (serve-sim's KVCache, one replay per capacity; slow)")] = "stack",
-    json_out: Annotated[bool, typer.Option("--json", help="print the agentx.simulate/1 object")] = False,
-    plot: Annotated[Path | None, typer.Option("--plot", help="write hit rate vs capacity as an SVG file", show_default=False)] = None,
+    trace: Annotated[
+        Path,
+        typer.Argument(help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL"),
+    ],
+    capacity_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--capacity-tokens",
+            help="GPU KV capacities, comma list with K/M suffixes, e.g. 64K,160K,1M [default: 1-2-5 sweep up to the trace's footprint]",
+            show_default=False,
+        ),
+    ] = None,
+    offload_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--offload-tokens",
+            help="also simulate each capacity with a CPU/DRAM offload tier of N tokens (e.g. 2M)",
+            show_default=False,
+        ),
+    ] = None,
+    block_size: Annotated[
+        int | None,
+        typer.Option(
+            "--block-size",
+            min=1,
+            help="block size in tokens (default 16; hash-only traces: the file's own, or a multiple of it)",
+            show_default=False,
+        ),
+    ] = None,
+    pin: Annotated[
+        bool,
+        typer.Option(
+            "--pin/--no-pin",
+            help="a running request's blocks (start to start+e2e) cannot be evicted",
+        ),
+    ] = True,
+    reserve_output: Annotated[
+        bool,
+        typer.Option(
+            "--reserve-output/--no-reserve-output",
+            help="a running request also holds its output's KV blocks",
+        ),
+    ] = True,
+    offload_policy: Annotated[
+        str,
+        typer.Option(
+            "--offload-policy",
+            help="inclusive (write-through, as vLLM's offloading connector, LMCache) or exclusive (DRAM holds only what the GPU does not)",
+        ),
+    ] = "inclusive",
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="stack (one pass, every capacity) or kvcache (serve-sim's KVCache, one replay per capacity; slow)",
+        ),
+    ] = "stack",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print the agentx.simulate/1 object")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="write hit rate vs capacity as an SVG file", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
     from agentx import sim_offline as so
@@ -430,6 +486,146 @@ def replay(
         raise typer.Exit(130)
     if result.summary.get("slo", {}).get("passed") is False:
         raise typer.Exit(3)
+
+
+@app.command()
+def sweep(
+    trace: Annotated[Path, typer.Argument(help="trace to replay at each level (agentx Parquet)")],
+    endpoint: Annotated[
+        str,
+        typer.Option("--endpoint", help="server base URL, e.g. http://127.0.0.1:8000 or .../v1"),
+    ],
+    concurrency: Annotated[
+        str,
+        typer.Option("--concurrency", help="comma list of session-lane counts, e.g. 1,2,4,8,16"),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o", "--output", help="sweep directory: c{N}/ per level, sweep.json, sweep.svg"
+        ),
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="model name [default: the endpoint's first model]")
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            "--duration", help="per level: stop new requests after SECONDS, drain in-flight ones"
+        ),
+    ] = None,
+    max_requests: Annotated[
+        int | None,
+        typer.Option("--max-requests", min=1, help="per level: stop after N measured requests"),
+    ] = None,
+    sessions: Annotated[
+        int | None,
+        typer.Option("--sessions", min=1, help="sample N sessions of the trace (with --seed)"),
+    ] = None,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            "--time-scale", min=0.0, help="multiply recorded think time (0 = back to back)"
+        ),
+    ] = 1.0,
+    max_think: Annotated[
+        float | None, typer.Option("--max-think", min=0.0, help="cap one think time, SECONDS")
+    ] = None,
+    assistant: Annotated[str, typer.Option("--assistant", help="recorded or live")] = "recorded",
+    salt: Annotated[
+        bool,
+        typer.Option(
+            "--salt/--no-salt", help="per-session cache-bust marker in the first user message"
+        ),
+    ] = True,
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", min=0, help="per level: requests per lane sent first, excluded from metrics"
+        ),
+    ] = 0,
+    api: Annotated[str, typer.Option("--api", help="chat, messages or native")] = "chat",
+    extra_body: Annotated[
+        str | None, typer.Option("--extra-body", help="JSON object merged into every request body")
+    ] = None,
+    ignore_eos: Annotated[
+        bool | None,
+        typer.Option(
+            "--ignore-eos/--no-ignore-eos",
+            help="pin output lengths [default: on for vLLM, SGLang, serve-sim]",
+            show_default=False,
+        ),
+    ] = None,
+    no_metrics: Annotated[
+        bool, typer.Option("--no-metrics", help="do not scrape the server's Prometheus metrics")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="seed of --sessions sampling")] = 0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.001, help="per-request timeout, SECONDS")
+    ] = 600.0,
+    block_size: Annotated[
+        int | None,
+        typer.Option(
+            "--block-size",
+            min=1,
+            help="block size of the theoretical hit rate [default: the server's, else 16]",
+            show_default=False,
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="API key [default: $OPENAI_API_KEY]; never printed or written",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print sweep.json to stdout")] = False,
+) -> None:
+    """One replay per concurrency level; the throughput-interactivity curve (docs/replay.md#sweeps)."""
+    from agentx.replay import ReplayOptions
+    from agentx.replay.options import parse_extra_body
+    from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep
+
+    def level_done(point: dict[str, object]) -> None:
+        if not json_out:
+            err.print(
+                f"agentx: concurrency {point['concurrency']} done -> {output / str(point['results_dir'])}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    try:
+        replay_options = ReplayOptions(
+            trace=trace, endpoint=endpoint, model=model, duration_s=duration, max_requests=max_requests,
+            sessions=sessions, time_scale=time_scale, max_think_s=max_think,
+            assistant=assistant,  # type: ignore[arg-type]  # validated by ReplayOptions
+            salt=salt, warmup=warmup,
+            api=api,  # type: ignore[arg-type]
+            extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, scrape_metrics=not no_metrics,
+            seed=seed, timeout_s=timeout, block_size=block_size, api_key=api_key,
+            progress=not json_out and err.is_terminal,
+        )  # fmt: skip
+        result = run_sweep(
+            SweepOptions(replay_options, parse_levels(concurrency), output), level_done
+        )
+    except AgentxError as exc:
+        fail(exc)
+    for warning in result.warnings:
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        print_json(result.data)
+    else:
+        out.print(render_table(result.data))
+        err.print(
+            f"agentx: sweep in {output} (sweep.json, sweep.svg)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if result.interrupted:
+        raise typer.Exit(130)
 
 
 @app.command()

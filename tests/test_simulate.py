@@ -3,6 +3,7 @@ curve, agreement with `agentx stats`, and the command line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -49,9 +50,12 @@ def traces(draw: st.DrawFn, aligned: bool = False, bs: int = 4) -> list[RawReque
         s = draw(st.integers(0, n_sessions - 1))
         if draw(st.booleans()) and draw(st.booleans()):
             convs[s] = convs[s][: draw(st.integers(0, len(convs[s])))]
-        convs[s] = convs[s] + [1000 * (s + 1) + draw(st.integers(0, 50)) for _ in range(3)][
-            : draw(st.integers(0, 3))
-        ]
+        convs[s] = (
+            convs[s]
+            + [1000 * (s + 1) + draw(st.integers(0, 50)) for _ in range(3)][
+                : draw(st.integers(0, 3))
+            ]
+        )
         convs[s] = convs[s] or [1000 * (s + 1)]  # at least one block: a whole-block prompt
         ids = np.asarray(convs[s], dtype=np.int64)
         n = ids.size * bs + (0 if aligned else draw(st.integers(0, bs - 1)))
@@ -183,8 +187,8 @@ def test_theoretical_equals_stats_on_generated_hash_only_traces(
     exchanges = _weka_exchanges(raw, ids)
     stats = summarize(exchanges)
     got, bs = raw_requests(exchanges)
-    if not got:
-        return
+    if not sum(r.prompt_tokens for r in got):
+        return  # nothing to rate (stats says None; simulate refuses such a trace)
     data = simulate_workload(build_workload(got, bs), SimulateOptions(Path("-"))).data
     assert bs == stats["block_size"] == data["block_size"]
     assert data["theoretical_hit_rate"] == stats["theoretical_hit_rate"]
@@ -271,7 +275,7 @@ def test_default_capacities_sweep_up_to_the_footprint(bs: int, footprint: int) -
     caps = default_capacities(bs, footprint)
     assert list(caps) == sorted(set(caps)) and caps[-1] == max(footprint, bs)
     assert caps[0] >= min(4 * bs, caps[-1])
-    assert all(b / a <= 2.5 + 1e-9 for a, b in zip(caps[:-2], caps[1:-1], strict=True))
+    assert all(b / a <= 2.5 + 1e-9 for a, b in itertools.pairwise(caps))
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -290,7 +294,9 @@ def test_cli_json_table_and_plot(tmp_path: Path) -> None:
     assert data["points"][-1]["capacity_tokens"] == data["footprint_tokens"]
 
     plot = tmp_path / "curve.svg"
-    res = runner.invoke(app, ["simulate", str(trace), "--capacity-tokens", "64K,1M", "--plot", str(plot)])
+    res = runner.invoke(
+        app, ["simulate", str(trace), "--capacity-tokens", "64K,1M", "--plot", str(plot)]
+    )
     assert res.exit_code == 0, res.output
     assert "theoretical hit rate" in res.stdout and "64,000" in res.stdout
     root = ET.fromstring(plot.read_text())

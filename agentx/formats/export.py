@@ -165,19 +165,24 @@ def write_mooncake(exchanges: Iterable[Exchange], path: str | os.PathLike[str], 
 
 @dataclass(slots=True)
 class _Req:
-    ex: Exchange
-    length: int
-    keys: list[int]
-    native: bool  # keys are the source's own Weka ids
+    """What the Weka writer keeps of an exchange (not its body): one request row, less ``t``."""
+
+    thread: str
+    start_ns: int
+    end_ns: int
+    row: dict[str, Any]
+    native: bool  # row["hash_ids"] are the source's own Weka ids, else dense ids of this session
+    subagent: bool
+    flags: tuple[str, ...]
 
 
-def _flag(ex: Exchange, name: str) -> list[str]:
+def _flag(flags: tuple[str, ...], name: str) -> list[str]:
     prefix = f"weka.{name}="
-    return [f[len(prefix) :] for f in ex.flags if f.startswith(prefix)]
+    return [f[len(prefix) :] for f in flags if f.startswith(prefix)]
 
 
 def _input_types(ex: Exchange) -> list[str]:
-    found = _flag(ex, "in")
+    found = _flag(ex.flags, "in")
     if found or ex.hash_ids is not None:
         return found
     conv = conversation(ex.api, ex.request)
@@ -200,7 +205,7 @@ def _input_types(ex: Exchange) -> list[str]:
 
 
 def _output_types(ex: Exchange) -> list[str]:
-    found = _flag(ex, "out")
+    found = _flag(ex.flags, "out")
     if found or ex.hash_ids is not None:
         return found
     r = ex.response
@@ -218,17 +223,20 @@ def _seconds(ns: int | None) -> float | None:
     return None if ns is None else round(ns / 1e9, 6)
 
 
-def _weka_request(req: _Req, base_ns: int) -> dict[str, Any]:
-    ex = req.ex
-    kind = _flag(ex, "type")
+def weka_request(ex: Exchange, mapper: IdMapper) -> _Req:
+    """The Weka row of one exchange; text prompts get ids from ``mapper`` (one per session)."""
+    native = ex.hash_ids is not None and ex.hash_block_size == WEKA_BLOCK_SIZE
+    n, keys = block_keys(ex, WEKA_BLOCK_SIZE, partial=False)
+    ids = list((ex.hash_ids or ())[: len(keys)]) if native else mapper(keys)
+    kind = _flag(ex.flags, "type")
     stream = isinstance(ex.request, dict) and ex.request.get("stream") is True
     row: dict[str, Any] = {
-        "t": round((ex.timing.start_wall_ns - base_ns) / 1e9, 6),
+        "t": None,
         "type": kind[0] if kind else ("s" if stream else "n"),
         "model": ex.model,
-        "in": req.length,
+        "in": n,
         "out": output_tokens(ex),
-        "hash_ids": req.keys,
+        "hash_ids": ids,
         "input_types": _input_types(ex),
         "output_types": _output_types(ex),
         "stop": ex.response.stop_reason or "",
@@ -240,55 +248,51 @@ def _weka_request(req: _Req, base_ns: int) -> dict[str, Any]:
         row["ttft"] = _seconds(ex.timing.ttft_ns)
     if ex.think_time_s is not None:
         row["think_time"] = ex.think_time_s
-    return row
+    start = ex.timing.start_wall_ns
+    return _Req(ex.thread_id, start, start + (ex.timing.e2e_ns or 0), row, native,
+                "subagent" in ex.flags, ex.flags)  # fmt: skip
 
 
-def _is_subagent_thread(reqs: list[_Req]) -> bool:
-    return any("subagent" in r.ex.flags for r in reqs)
+def _timed(req: _Req, base_ns: int) -> dict[str, Any]:
+    return {**req.row, "t": round((req.start_ns - base_ns) / 1e9, 6)}
 
 
 def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) -> dict[str, Any]:
-    """One session as a Weka document (its exchanges already carry their block keys). ``t``
-    counts from ``origin_ns``, by default the session's first request."""
+    """One session as a Weka document. ``t`` counts from ``origin_ns``, by default the session's
+    first request; the session's first thread is the main one, the others are subagents."""
     threads: dict[str, list[_Req]] = {}
     position = {id(r): i for i, r in enumerate(reqs)}  # ties in time keep the trace's order
     for r in reqs:
-        threads.setdefault(r.ex.thread_id, []).append(r)
-    order = sorted(
-        threads.values(), key=lambda rs: (_is_subagent_thread(rs), rs[0].ex.timing.start_wall_ns)
-    )
+        threads.setdefault(r.thread, []).append(r)
+    order = sorted(threads.values(), key=lambda rs: (any(r.subagent for r in rs), rs[0].start_ns))
     root, subs = order[0], order[1:]
-    base = min(r.ex.timing.start_wall_ns for r in reqs) if origin_ns is None else origin_ns
-    entries: list[tuple[int, int, dict[str, Any]]] = [
-        (r.ex.timing.start_wall_ns, position[id(r)], _weka_request(r, base)) for r in root
-    ]
+    base = min(r.start_ns for r in reqs) if origin_ns is None else origin_ns
+    entries = [(r.start_ns, position[id(r)], _timed(r, base)) for r in root]
     for rs in subs:
-        start = rs[0].ex.timing.start_wall_ns
-        ex0 = rs[0].ex
-        end = max(r.ex.timing.start_wall_ns + (r.ex.timing.e2e_ns or 0) for r in rs)
+        start, flags = rs[0].start_ns, rs[0].flags
         entry: dict[str, Any] = {
             "t": round((start - base) / 1e9, 6),
             "type": "subagent",
-            "agent_id": (_flag(ex0, "agent_id") or [ex0.thread_id.rsplit("/", 1)[-1]])[0],
+            "agent_id": (_flag(flags, "agent_id") or [rs[0].thread.rsplit("/", 1)[-1]])[0],
         }
         for key in ("subagent_type", "status"):
-            found = _flag(ex0, key)
+            found = _flag(flags, key)
             if found:
                 entry[key] = found[0]
-        entry["duration_ms"] = round((end - start) / 1e6)
-        entry["requests"] = [_weka_request(r, start) for r in rs]
-        entry["models"] = list(dict.fromkeys(r.ex.model for r in rs if r.ex.model))
+        entry["duration_ms"] = round((max(r.end_ns for r in rs) - start) / 1e6)
+        entry["requests"] = [_timed(r, start) for r in rs]
+        entry["models"] = list(dict.fromkeys(r.row["model"] for r in rs if r.row["model"]))
         entries.append((start, position[id(rs[0])], entry))
     entries.sort(key=lambda e: (e[0], e[1]))
 
     def tokens_of(rs: list[_Req]) -> dict[str, int]:
-        return {"input": sum(r.length for r in rs), "output": sum(output_tokens(r.ex) for r in rs)}
+        return {"input": sum(r.row["in"] for r in rs), "output": sum(r.row["out"] for r in rs)}
 
     parent = tokens_of(root)
     sub = tokens_of([r for rs in subs for r in rs])
     return {
         "id": session,
-        "models": list(dict.fromkeys(r.ex.model for r in root if r.ex.model)),
+        "models": list(dict.fromkeys(r.row["model"] for r in root if r.row["model"])),
         "block_size": WEKA_BLOCK_SIZE,
         "hash_id_scope": "local",
         "requests": [e for _, _, e in entries],
@@ -301,29 +305,24 @@ def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) 
     }
 
 
-def _weka_session(session: str, exchanges: list[Exchange]) -> dict[str, Any]:
-    native = all(
-        ex.hash_ids is not None and ex.hash_block_size == WEKA_BLOCK_SIZE for ex in exchanges
-    )
-    reqs: list[_Req] = []
-    if native:
-        ids = [i for ex in exchanges for i in ex.hash_ids or ()]
+def _finish_session(session: str, reqs: list[_Req], mapper: IdMapper) -> dict[str, Any]:
+    """Imported Weka sessions keep their ids, less the per-file offset the importer added, and
+    count ``t`` from their own origin (0). A session mixing imported and text rows gets dense
+    ids throughout."""
+    if all(r.native for r in reqs):
+        ids = [i for r in reqs for i in r.row["hash_ids"]]
         low = min(ids, default=0)
         base = (low // _ID_STRIDE) * _ID_STRIDE if low >= 0 else 0
         if ids and max(ids) - base >= _ID_STRIDE:
             base = 0  # not one file's offset: keep the ids as they are
-        for ex in exchanges:
-            n, _ = block_keys(ex, WEKA_BLOCK_SIZE, partial=False)
-            full = min(len(ex.hash_ids or ()), n // WEKA_BLOCK_SIZE)
-            reqs.append(_Req(ex, n, [i - base for i in (ex.hash_ids or ())[:full]], True))
-        # imported Weka counts t from its own origin (0), which may precede the first request
-        start = min(ex.timing.start_wall_ns for ex in exchanges)
+        for r in reqs:
+            r.row["hash_ids"] = [i - base for i in r.row["hash_ids"]]
+        start = min(r.start_ns for r in reqs)
         return weka_document(session, reqs, 0 if start >= 0 else None)
-    else:
-        mapper = IdMapper(1)
-        for ex in exchanges:
-            n, keys = block_keys(ex, WEKA_BLOCK_SIZE, partial=False)
-            reqs.append(_Req(ex, n, mapper(keys), False))
+    for r in reqs:
+        if r.native:  # negative keys: apart from the chained hashes of text rows
+            r.row["hash_ids"] = mapper([-1 - i for i in r.row["hash_ids"]])
+            r.native = False
     return weka_document(session, reqs)
 
 
@@ -332,11 +331,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def write_weka(exchanges: Iterable[Exchange], path: str | os.PathLike[str]) -> int:
     """Write one Weka file per session: ``path`` is a directory, or a ``.json`` file when the
-    trace holds a single session. Returns the number of sessions written."""
-    sessions: dict[str, list[Exchange]] = {}
+    trace holds a single session. Returns the number of sessions written. Rows are reduced to
+    their Weka fields as they are read; the documents are written at the end."""
+    sessions: dict[str, tuple[list[_Req], IdMapper]] = {}
     for ex in exchanges:
         if is_exported(ex):
-            sessions.setdefault(ex.session_id, []).append(ex)
+            reqs, mapper = sessions.setdefault(ex.session_id, ([], IdMapper(1)))
+            reqs.append(weka_request(ex, mapper))
     p = Path(path)
     single = p.suffix == ".json"
     if single and len(sessions) != 1:
@@ -345,8 +346,8 @@ def write_weka(exchanges: Iterable[Exchange], path: str | os.PathLike[str]) -> i
         if not single:
             p.mkdir(parents=True, exist_ok=True)
         used: set[str] = set()
-        for session, exs in sessions.items():
-            doc = _weka_session(session, exs)
+        for session, (reqs, mapper) in sessions.items():
+            doc = _finish_session(session, reqs, mapper)
             if single:
                 target = p
             else:

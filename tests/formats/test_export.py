@@ -14,7 +14,13 @@ from scrub.factory import capture
 
 from agentx.errors import UsageError
 from agentx.formats import load_exchanges
-from agentx.formats.export import write_mooncake, write_weka
+from agentx.formats.export import (
+    IdMapper,
+    _finish_session,
+    weka_request,
+    write_mooncake,
+    write_weka,
+)
 from agentx.formats.weka import parse_weka
 from agentx.models import MODEL_APIS, Exchange
 from agentx.prefix import block_hashes
@@ -182,12 +188,14 @@ def test_weka_import_export_round_trip(requests: list[dict[str, Any]]) -> None:
         return  # a file needs a main thread
     doc = {"id": "fuzz", "block_size": 64, "hash_id_scope": "local", "requests": requests}
     exchanges: list[Exchange] = list(parse_weka(doc, "fuzz.json").exchanges)
-    from agentx.formats.export import _weka_session
 
-    back = _weka_session("fuzz", exchanges)
-    assert flatten(back) == flatten(doc)
+    def export(rows: list[Exchange]) -> dict[str, Any]:
+        mapper = IdMapper(1)
+        return _finish_session("fuzz", [weka_request(e, mapper) for e in rows], mapper)
+
+    assert flatten(export(exchanges)) == flatten(doc)
     text = [with_text(e) for e in exchanges]
-    assert flatten(_weka_session("fuzz", text)) == flatten(doc)
+    assert flatten(export(text)) == flatten(doc)
     for e in text:
         assert isinstance(e.request, dict)
         assert np.asarray(e.hash_ids).size == (e.usage.prompt_tokens or 0) // 64
