@@ -1,0 +1,56 @@
+"""The typer app and what every command shares: consoles, one-line errors, JSON output.
+
+Every ``AgentxError`` becomes one line on stderr and its exit code; no traceback, no locals.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+from agentx.errors import AgentxError, TraceError
+
+app = typer.Typer(
+    name="agentx",
+    help="Capture coding-agent LLM traffic and replay it as load against inference servers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def fail(exc: AgentxError) -> NoReturn:
+    err.print(f"agentx: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def print_json(data: object) -> None:
+    import orjson
+
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def write_json_file(path: Path, data: object) -> None:
+    import orjson
+
+    try:
+        path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    except OSError as exc:
+        raise TraceError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def main() -> None:
+    try:
+        app()
+    except AgentxError as exc:  # raised outside a command's own handler
+        err.print(f"agentx: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("agentx: interrupted")
+        sys.exit(130)

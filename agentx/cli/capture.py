@@ -1,0 +1,112 @@
+"""`agentx capture`: mitmproxy in front of a coding agent."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentx.cli.app import app, err, fail
+from agentx.errors import AgentxError
+
+
+@app.command()
+def capture(
+    out_path: Annotated[
+        Path | None, typer.Option("--out", "-o", help="trace file to write (Parquet)")
+    ] = None,
+    command: Annotated[
+        list[str] | None, typer.Argument(help="after --: the agent to launch", show_default=False)
+    ] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream", help="reverse mode: anthropic, openai or a URL [default: anthropic]"
+        ),
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            help="listen port [default: 8780; a free one with a command]",
+        ),
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="reverse (agent talks plain HTTP to agentx) or forward (HTTPS proxy + agentx CA)",
+        ),
+    ] = "reverse",
+    listen_host: Annotated[
+        str, typer.Option("--listen-host", help="address to listen on")
+    ] = "127.0.0.1",
+    keep_non_model: Annotated[
+        bool,
+        typer.Option(
+            "--keep-non-model/--drop-non-model",
+            help="keep count_tokens, model lists, telemetry as flagged rows",
+        ),
+    ] = True,
+    identity: Annotated[
+        bool,
+        typer.Option("--identity/--no-identity", help="ask upstreams for uncompressed responses"),
+    ] = True,
+    status: Annotated[
+        bool | None,
+        typer.Option(
+            "--status/--no-status",
+            help="live status line [default: on a terminal]",
+            show_default=False,
+        ),
+    ] = None,
+    confdir: Annotated[
+        Path | None,
+        typer.Option(
+            "--confdir", help="agentx's mitmproxy dir (CA) [default: ~/.config/agentx/mitmproxy]"
+        ),
+    ] = None,
+    upstream_insecure: Annotated[
+        bool,
+        typer.Option("--upstream-insecure", help="do not verify the upstream's TLS certificate"),
+    ] = False,
+    print_addon_path: Annotated[
+        bool, typer.Option("--print-addon-path", help="print the file for `mitmdump -s` and exit")
+    ] = False,
+) -> None:
+    """mitmproxy in front of a coding agent; writes a trace. `agentx capture -o t.parquet -- claude`"""
+    from agentx.capture import ADDON_PATH
+
+    if print_addon_path:
+        sys.stdout.write(f"{ADDON_PATH}\n")
+        return
+    from agentx.capture.runner import CaptureConfig, run_capture
+    from agentx.errors import UsageError
+
+    try:
+        if out_path is None:
+            raise UsageError("capture needs --out TRACE")
+        result = run_capture(
+            CaptureConfig(
+                out=out_path,
+                mode=mode,  # type: ignore[arg-type]  # checked by run_capture
+                upstream=upstream,
+                port=port,
+                listen_host=listen_host,
+                command=tuple(command or ()),
+                keep_non_model=keep_non_model,
+                identity=identity,
+                confdir=confdir,
+                upstream_insecure=upstream_insecure,
+                status=status,
+            ),
+            console=err,
+        )
+    except AgentxError as exc:
+        fail(exc)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)

@@ -1,0 +1,146 @@
+"""Trace cleaning and sharing commands: scrub, anonymize, convert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentx.cli.app import app, err, fail, out, print_json, write_json_file
+from agentx.errors import AgentxError
+
+
+@app.command()
+def scrub(
+    trace: Annotated[Path, typer.Argument(help="agentx trace to clean (never modified)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="the clean trace to write")],
+    report_file: Annotated[
+        Path | None, typer.Option("--report", help="also write the report as JSON")
+    ] = None,
+    max_context: Annotated[
+        int | None,
+        typer.Option("--max-context", min=1, help="drop requests over this many prompt tokens"),
+    ] = None,
+    keep_side_calls: Annotated[
+        bool,
+        typer.Option(
+            "--keep-side-calls/--drop-side-calls",
+            help="keep title/probe side calls, flagged side_call",
+        ),
+    ] = False,
+    keep_non_model: Annotated[
+        bool,
+        typer.Option(
+            "--keep-non-model/--drop-non-model",
+            help="keep count_tokens/models/telemetry rows, flagged non_model",
+        ),
+    ] = False,
+    redact_emails: Annotated[
+        bool, typer.Option("--redact-emails", help="also replace e-mail addresses")
+    ] = False,
+    block_size: Annotated[
+        int, typer.Option("--block-size", min=1, help="block size of the hit rate in the report")
+    ] = 16,
+    hit_rate: Annotated[
+        bool,
+        typer.Option(
+            "--hit-rate/--no-hit-rate", help="measure the theoretical hit rate before and after"
+        ),
+    ] = True,
+    json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Drop malformed exchanges, repair orphaned tool calls, redact secrets; say what and why."""
+    from agentx.scrub import ScrubOptions, render_report, scrub_trace
+
+    options = ScrubOptions(max_context=max_context, keep_side_calls=keep_side_calls, keep_non_model=keep_non_model,
+                           redact_emails=redact_emails, block_size=block_size, hit_rate=hit_rate)  # fmt: skip
+    try:
+        result = scrub_trace(trace, output, options)
+        if report_file is not None:
+            write_json_file(report_file, result.to_json())
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result.to_json())
+    else:
+        out.print(render_report(result))
+
+
+@app.command()
+def anonymize(
+    trace: Annotated[Path, typer.Argument(help="agentx trace (never modified)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="the shareable trace to write")],
+    keep_tools: Annotated[
+        bool, typer.Option("--keep-tools", help="keep tool schemas as they are")
+    ] = False,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            envvar="AGENTX_ANONYMIZE_KEY",
+            help="secret that makes the output reproducible (default: random, never stored)",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Shareable trace: no original text, same token counts and prefix-sharing structure."""
+    from agentx.scrub.anonymize import AnonymizeOptions, anonymize_trace
+
+    options = AnonymizeOptions(key=key.encode() if key is not None else None, keep_tools=keep_tools)
+    try:
+        result = anonymize_trace(trace, output, options)
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result.to_json())
+    else:
+        inexact = f", {result.inexact_segments} not token-exact" if result.inexact_segments else ""
+        out.print(f"anonymized {result.exchanges} exchanges ({result.segments} distinct segments, "
+                  f"{result.leaves} texts{inexact}) -> {result.output}", markup=False)  # fmt: skip
+
+
+@app.command()
+def convert(
+    input_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="IN", help="agentx trace, Weka JSON (file or dir), or Mooncake JSONL"
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="file (agentx, mooncake; weka with one session) or directory (weka)",
+        ),
+    ],
+    to: Annotated[str, typer.Option("--to", help="agentx | mooncake | weka")] = "agentx",
+    skip_bad: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad", help="skip bad records (Mooncake lines, Weka files) and count them"
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""
+    from agentx.scrub.convert import convert as run_convert
+
+    try:
+        result = run_convert(input_path, output, to=to, skip_bad=skip_bad)
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result.to_json())
+        return
+    unit = {"agentx": "exchanges", "mooncake": "lines", "weka": "sessions"}[result.output_format]
+    out.print(f"{result.input} ({result.input_format}) -> {result.output} ({result.output_format}): "
+              f"{result.written} {unit}", markup=False)  # fmt: skip
+    if result.synthesized:
+        out.print(f"synthetic text for {result.synthesized} hash-only exchanges", markup=False)
+    if result.skipped_bad:
+        err.print(
+            f"skipped {result.skipped_bad} bad records; first: {result.first_bad}", markup=False
+        )

@@ -1,0 +1,46 @@
+"""`agentx demo`: the main job end to end on embedded defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentx.cli.app import app, err, fail, out, print_json
+from agentx.errors import AgentxError
+
+
+@app.command()
+def demo(
+    workdir: Annotated[
+        Path, typer.Option("--workdir", help="where the capture, clean trace and results go")
+    ] = Path("results/demo"),
+    sessions: Annotated[int, typer.Option("--sessions", min=1, help="scripted agent sessions")] = 2,
+    turns: Annotated[int, typer.Option("--turns", min=1, help="model calls per agent session")] = 6,
+    json_out: Annotated[bool, typer.Option("--json", help="print the replay summaries")] = False,
+) -> None:
+    """Capture a scripted agent session, scrub it, replay it against serve-sim, print the report."""
+    from agentx.demo.run import run_demo
+    from agentx.report.render import render_summary
+    from agentx.scrub.report import render_report
+
+    try:
+        result = run_demo(
+            workdir,
+            agent_sessions=sessions,
+            agent_turns=turns,
+            say=(lambda msg: err.print(msg, markup=False)),
+        )
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result.replays)
+        return
+    out.print(render_report(result.scrub))
+    for name, summary in result.replays.items():
+        out.rule(f"replay of the {name} trace")
+        out.print(render_summary(summary))
+    out.print(
+        f"results under {result.output_dir}/ (agentx report {result.output_dir}/replay-capture)"
+    )

@@ -1,0 +1,213 @@
+"""Load commands: replay, sweep, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentx.cli import replay_options as o
+from agentx.cli.app import app, err, fail, out, print_json
+from agentx.errors import AgentxError
+
+
+@app.command()
+def replay(
+    trace: o.Trace,
+    endpoint: o.Endpoint,
+    model: o.Model = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="concurrent session lanes (recycled)")
+    ] = 1,
+    duration: o.Duration = None,
+    max_requests: o.MaxRequests = None,
+    sessions: o.Sessions = None,
+    time_scale: o.TimeScale = 1.0,
+    max_think: o.MaxThink = None,
+    assistant: o.Assistant = "recorded",
+    salt: o.Salt = True,
+    warmup: o.Warmup = 0,
+    api: o.Api = "chat",
+    extra_body: o.ExtraBody = None,
+    ignore_eos: o.IgnoreEos = None,
+    metrics_url: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-url", help="Prometheus URL [default: <endpoint>/metrics when it answers]"
+        ),
+    ] = None,
+    no_metrics: o.NoMetrics = False,
+    slo: Annotated[
+        str | None,
+        typer.Option(
+            "--slo", help='checks, e.g. "ttft_p99<=2s,itl_p50<=50ms" (exit 3 when one fails)'
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="client processes sharing the lanes")
+    ] = 1,
+    shard: Annotated[
+        str, typer.Option("--shard", help="I/N: run only sessions i mod N == I (multi-machine)")
+    ] = "0/1",
+    seed: o.Seed = 0,
+    timeout: o.Timeout = 600.0,
+    block_size: o.BlockSize = None,
+    api_key: o.ApiKey = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="results directory [default: results/replay-<time>]",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print summary.json to stdout (no live display)")
+    ] = False,
+) -> None:
+    """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
+    from agentx.replay import ReplayOptions, run_replay
+    from agentx.replay.options import parse_extra_body, parse_shard
+
+    try:
+        options = ReplayOptions(
+            trace=trace, endpoint=endpoint, model=model, concurrency=concurrency, duration_s=duration,
+            max_requests=max_requests, sessions=sessions, time_scale=time_scale, max_think_s=max_think,
+            assistant=assistant,  # type: ignore[arg-type]  # validated by ReplayOptions
+            salt=salt, warmup=warmup,
+            api=api,  # type: ignore[arg-type]
+            extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, metrics_url=metrics_url,
+            scrape_metrics=not no_metrics, slo=slo, workers=workers, shard=parse_shard(shard), seed=seed,
+            timeout_s=timeout, block_size=block_size, api_key=api_key, output_dir=output,
+            progress=not json_out and err.is_terminal,
+        )  # fmt: skip
+        result = run_replay(options)
+    except AgentxError as exc:
+        fail(exc)
+    for warning in result.warnings:
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        print_json(result.summary)
+    else:
+        from agentx.report import render_summary
+
+        out.print(render_summary(result.summary))
+        err.print(
+            f"agentx: results in {result.output_dir}", markup=False, highlight=False, soft_wrap=True
+        )
+    if result.interrupted:
+        raise typer.Exit(130)
+    if result.summary.get("slo", {}).get("passed") is False:
+        raise typer.Exit(3)
+
+
+@app.command()
+def sweep(
+    trace: o.Trace,
+    endpoint: o.Endpoint,
+    concurrency: Annotated[
+        str,
+        typer.Option("--concurrency", help="comma list of session-lane counts, e.g. 1,2,4,8,16"),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o", "--output", help="sweep directory: c{N}/ per level, sweep.json, sweep.svg"
+        ),
+    ],
+    model: o.Model = None,
+    duration: o.Duration = None,
+    max_requests: o.MaxRequests = None,
+    sessions: o.Sessions = None,
+    time_scale: o.TimeScale = 1.0,
+    max_think: o.MaxThink = None,
+    assistant: o.Assistant = "recorded",
+    salt: o.Salt = True,
+    warmup: o.Warmup = 0,
+    api: o.Api = "chat",
+    extra_body: o.ExtraBody = None,
+    ignore_eos: o.IgnoreEos = None,
+    no_metrics: o.NoMetrics = False,
+    seed: o.Seed = 0,
+    timeout: o.Timeout = 600.0,
+    block_size: o.BlockSize = None,
+    api_key: o.ApiKey = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print sweep.json to stdout")] = False,
+) -> None:
+    """One replay per concurrency level; the throughput-interactivity curve (docs/replay.md#sweeps)."""
+    from agentx.replay import ReplayOptions
+    from agentx.replay.options import parse_extra_body
+    from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep
+
+    def level_done(point: dict[str, object]) -> None:
+        if not json_out:
+            err.print(
+                f"agentx: concurrency {point['concurrency']} done -> {output / str(point['results_dir'])}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    try:
+        replay_options = ReplayOptions(
+            trace=trace, endpoint=endpoint, model=model, duration_s=duration, max_requests=max_requests,
+            sessions=sessions, time_scale=time_scale, max_think_s=max_think,
+            assistant=assistant,  # type: ignore[arg-type]  # validated by ReplayOptions
+            salt=salt, warmup=warmup,
+            api=api,  # type: ignore[arg-type]
+            extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, scrape_metrics=not no_metrics,
+            seed=seed, timeout_s=timeout, block_size=block_size, api_key=api_key,
+            progress=not json_out and err.is_terminal,
+        )  # fmt: skip
+        result = run_sweep(
+            SweepOptions(replay_options, parse_levels(concurrency), output), level_done
+        )
+    except AgentxError as exc:
+        fail(exc)
+    for warning in result.warnings:
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        print_json(result.data)
+    else:
+        out.print(render_table(result.data))
+        err.print(
+            f"agentx: sweep in {output} (sweep.json, sweep.svg)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if result.interrupted:
+        raise typer.Exit(130)
+
+
+@app.command()
+def report(
+    results_dir: Annotated[
+        Path, typer.Argument(help="a results directory written by `agentx replay -o`")
+    ],
+    compare_dir: Annotated[
+        Path | None, typer.Option("--compare", help="a base results directory to diff against")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="also write a self-contained HTML report here")
+    ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="print the summary (or the agentx.compare/1 diff) as JSON"),
+    ] = False,
+) -> None:
+    """Re-render saved results; with --compare, the deltas and ratios against a base run."""
+    from agentx.report.command import build_report
+
+    try:
+        result = build_report(results_dir, compare_dir, html)
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result.data)
+    else:
+        out.print(result.renderable)
+    if html is not None:
+        err.print(f"agentx: wrote {html}", markup=False, highlight=False)

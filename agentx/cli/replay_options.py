@@ -1,0 +1,95 @@
+"""The options `agentx replay` and `agentx sweep` share, declared once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Trace = Annotated[
+    Path,
+    typer.Argument(
+        help="trace to replay: agentx Parquet, Weka JSON (file or dir) or Mooncake JSONL"
+    ),
+]
+Endpoint = Annotated[
+    str, typer.Option("--endpoint", help="server base URL, e.g. http://127.0.0.1:8000 or .../v1")
+]
+Model = Annotated[
+    str | None, typer.Option("--model", help="model name [default: the endpoint's first model]")
+]
+Duration = Annotated[
+    float | None,
+    typer.Option("--duration", help="stop new requests after SECONDS, drain in-flight ones"),
+]
+MaxRequests = Annotated[
+    int | None, typer.Option("--max-requests", min=1, help="stop after N measured requests")
+]
+Sessions = Annotated[
+    int | None,
+    typer.Option("--sessions", min=1, help="sample N sessions of the trace (with --seed)"),
+]
+TimeScale = Annotated[
+    float,
+    typer.Option("--time-scale", min=0.0, help="multiply recorded think time (0 = back to back)"),
+]
+MaxThink = Annotated[
+    float | None, typer.Option("--max-think", min=0.0, help="cap one think time, SECONDS")
+]
+Assistant = Annotated[
+    str,
+    typer.Option(
+        "--assistant", help="recorded (captured assistant turns) or live (the server's own replies)"
+    ),
+]
+Salt = Annotated[
+    bool,
+    typer.Option(
+        "--salt/--no-salt", help="per-session cache-bust marker in the first user message"
+    ),
+]
+Warmup = Annotated[
+    int, typer.Option("--warmup", min=0, help="requests per lane sent first, excluded from metrics")
+]
+Api = Annotated[
+    str,
+    typer.Option(
+        "--api", help="chat (convert to OpenAI chat), messages (Anthropic /v1/messages) or native"
+    ),
+]
+ExtraBody = Annotated[
+    str | None, typer.Option("--extra-body", help="JSON object merged into every request body")
+]
+IgnoreEos = Annotated[
+    bool | None,
+    typer.Option(
+        "--ignore-eos/--no-ignore-eos",
+        help="pin output lengths with ignore_eos/min_tokens [default: on for vLLM, SGLang, serve-sim]",
+        show_default=False,
+    ),
+]
+NoMetrics = Annotated[
+    bool, typer.Option("--no-metrics", help="do not scrape the server's Prometheus metrics")
+]
+Seed = Annotated[int, typer.Option("--seed", help="seed of --sessions sampling")]
+Timeout = Annotated[
+    float, typer.Option("--timeout", min=0.001, help="per-request timeout, SECONDS")
+]
+BlockSize = Annotated[
+    int | None,
+    typer.Option(
+        "--block-size",
+        min=1,
+        help="block size of the theoretical hit rate [default: the server's, else 16]",
+        show_default=False,
+    ),
+]
+ApiKey = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="API key [default: $OPENAI_API_KEY]; never printed or written",
+        show_default=False,
+    ),
+]

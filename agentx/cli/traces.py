@@ -1,0 +1,156 @@
+"""Trace analysis commands: stats, simulate, recover."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentx.cli.app import app, err, fail, out, print_json
+from agentx.errors import AgentxError
+
+
+@app.command()
+def stats(
+    trace: Annotated[
+        Path,
+        typer.Argument(help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL"),
+    ],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print the agentx.stats/1 object")
+    ] = False,
+    block_size: Annotated[
+        int | None,
+        typer.Option(
+            "--block-size",
+            min=1,
+            help="prefix-cache block size in tokens (default 16; hash-only traces: the file's "
+            "own, or a multiple of it)",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Sessions, threads, requests, token and think-time distributions, theoretical hit rate."""
+    from agentx import stats as stats_mod
+
+    try:
+        result = stats_mod.compute_stats(trace, block_size=block_size)
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result)
+    else:
+        out.print(stats_mod.render_table(result))
+
+
+@app.command()
+def simulate(
+    trace: Annotated[
+        Path,
+        typer.Argument(help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL"),
+    ],
+    capacity_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--capacity-tokens",
+            help="GPU KV capacities, comma list with K/M suffixes, e.g. 64K,160K,1M [default: 1-2-5 sweep up to the trace's footprint]",
+            show_default=False,
+        ),
+    ] = None,
+    offload_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--offload-tokens",
+            help="also simulate each capacity with a CPU/DRAM offload tier of N tokens (e.g. 2M)",
+            show_default=False,
+        ),
+    ] = None,
+    block_size: Annotated[
+        int | None,
+        typer.Option(
+            "--block-size",
+            min=1,
+            help="block size in tokens (default 16; hash-only traces: the file's own, or a multiple of it)",
+            show_default=False,
+        ),
+    ] = None,
+    pin: Annotated[
+        bool,
+        typer.Option(
+            "--pin/--no-pin",
+            help="a running request's blocks (start to start+e2e) cannot be evicted",
+        ),
+    ] = True,
+    reserve_output: Annotated[
+        bool,
+        typer.Option(
+            "--reserve-output/--no-reserve-output",
+            help="a running request also holds its output's KV blocks",
+        ),
+    ] = True,
+    offload_policy: Annotated[
+        str,
+        typer.Option(
+            "--offload-policy",
+            help="inclusive (write-through, as vLLM's offloading connector, LMCache) or exclusive (DRAM holds only what the GPU does not)",
+        ),
+    ] = "inclusive",
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="stack (one pass, every capacity) or kvcache (serve-sim's KVCache, one replay per capacity; slow)",
+        ),
+    ] = "stack",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print the agentx.simulate/1 object")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="write hit rate vs capacity as an SVG file", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
+    from agentx import sim_offline as so
+
+    try:
+        options = so.SimulateOptions(
+            trace=trace, block_size=block_size, pin=pin, reserve_output=reserve_output,
+            capacities_tokens=so.parse_token_list(capacity_tokens) if capacity_tokens else None,
+            offload_tokens=so.parse_tokens(offload_tokens, "--offload-tokens") if offload_tokens else None,
+            offload_policy=offload_policy,  # type: ignore[arg-type]  # validated by the options
+            engine=engine,  # type: ignore[arg-type]
+        )  # fmt: skip
+        result = so.run_simulate(options)
+        if plot is not None:
+            so.write_plot(result, plot)
+    except AgentxError as exc:
+        fail(exc)
+    if json_out:
+        print_json(result.data)
+    else:
+        out.print(so.render_table(result))
+    if plot is not None:
+        err.print(f"agentx: wrote {plot}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def recover(
+    trace: Annotated[Path, typer.Argument(help="agentx Parquet trace whose writer died")],
+) -> None:
+    """Rebuild a trace from the write-ahead spool its writer left when it was killed."""
+    from agentx import store
+
+    try:
+        n = store.recover(trace)
+        if n is None:
+            store.open_trace(trace)  # nothing to do: say so only if the trace itself is sound
+    except AgentxError as exc:
+        fail(exc)
+    if n is None:
+        out.print(f"{trace}: nothing to recover (no spool)", markup=False, soft_wrap=True)
+    else:
+        out.print(f"{trace}: recovered {n} exchanges", markup=False, soft_wrap=True)
