@@ -44,7 +44,7 @@ def run_demo(
     *,
     agent_sessions: int = 2,
     agent_turns: int = 6,
-    trace: Path | None = None,
+    trace: Path | None = BUNDLED_TRACE,
     concurrency: int = 4,
     time_scale: float = 0.05,
     say: Callable[[str], None] = print,
@@ -80,9 +80,8 @@ def run_demo(
 
     replays: dict[str, dict[str, Any]] = {}
     targets = [("capture", clean_path)]
-    bundled = trace or BUNDLED_TRACE
-    if bundled.exists():
-        targets.append(("example", bundled))
+    if trace is not None:
+        targets.append(("example", trace))
     for name, path in targets:
         say(f"4/4 replay {path.name} against a fresh serve-sim (cold cache)")
         with SimProcess(SimConfig(port=0)) as server:  # own process: the client is measured
