@@ -12,6 +12,7 @@ Items are compared by their serialised JSON, never with Python ``==`` (which cal
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Callable
@@ -82,7 +83,7 @@ def system_key(api: str) -> str:
 def common_prefix_len(a: list[bytes], b: list[bytes]) -> int:
     n = min(len(a), len(b))
     i = 0
-    while i < n and (a[i] is b[i] or a[i] == b[i]):
+    while i < n and a[i] == b[i]:
         i += 1
     return i
 
@@ -92,41 +93,51 @@ def join_items(items: list[bytes]) -> bytes:
 
 
 class DeltaEncoder:
-    """Chooses each row's delta base among recently written rows (bounded memory).
+    """Chooses each row's delta base among earlier rows, in bounded memory.
 
     Candidates are the row's ``parent_request_id`` and the previous row of its thread; the one
-    sharing the longest prefix wins. A base's serialised items are shared with the rows that
-    extend it, so memory holds each distinct item once.
+    sharing the longest prefix wins. Items are compared by a 128-bit digest of their serialised
+    JSON, so what is remembered is ~50 bytes per item, not the items: the latest row of every
+    thread (up to ``keep_threads`` threads, least recently extended forgotten first) and the
+    ``keep_recent`` most recent rows (parents in other threads: forks, subagents). Thousands of
+    sessions interleaved in one file still delta-encode.
     """
 
-    def __init__(self, keep: int = 512) -> None:
+    def __init__(self, keep_recent: int = 512, keep_threads: int = 65536) -> None:
         self._recent: OrderedDict[str, list[bytes]] = OrderedDict()
-        self._last_in_thread: dict[tuple[str, str], str] = {}
-        self._keep = keep
+        self._thread_last: OrderedDict[tuple[str, str], tuple[str, list[bytes]]] = OrderedDict()
+        self._keep_recent = keep_recent
+        self._keep_threads = keep_threads
 
     def encode(self, ex: Exchange) -> Row:
         row = to_row(ex)
         key = row["conversation_key"]
-        items: list[bytes] = [dumps_bytes(m) for m in ex.request[key]] if key else []
+        raw: list[bytes] = [dumps_bytes(m) for m in ex.request[key]] if key else []
+        digests = [hashlib.blake2b(item, digest_size=16).digest() for item in raw]
+        thread = (ex.session_id, ex.thread_id)
+        candidates: list[tuple[str, list[bytes]]] = []
+        if ex.parent_request_id and ex.parent_request_id in self._recent:
+            candidates.append((ex.parent_request_id, self._recent[ex.parent_request_id]))
+        if thread in self._thread_last:
+            candidates.append(self._thread_last[thread])
         base_id: str | None = None
         base_len = 0
-        thread = (ex.session_id, ex.thread_id)
-        for candidate in (ex.parent_request_id, self._last_in_thread.get(thread)):
-            if candidate and candidate in self._recent:
-                n = common_prefix_len(self._recent[candidate], items)
-                if n > base_len:
-                    base_id, base_len = candidate, n
-        if base_id is not None:
-            items[:base_len] = self._recent[base_id][:base_len]
+        for candidate, seen in candidates:
+            n = common_prefix_len(seen, digests)
+            if n > base_len:
+                base_id, base_len = candidate, n
         row["conversation_base_id"] = base_id
         row["conversation_base_len"] = base_len if base_id is not None else None
-        row["conversation_delta"] = join_items(items[base_len:]).decode() if key else None
+        row["conversation_delta"] = join_items(raw[base_len:]).decode() if key else None
         if key:
-            self._recent[ex.request_id] = items
+            self._recent[ex.request_id] = digests
             self._recent.move_to_end(ex.request_id)
-            while len(self._recent) > self._keep:
+            while len(self._recent) > self._keep_recent:
                 self._recent.popitem(last=False)
-        self._last_in_thread[thread] = ex.request_id
+            self._thread_last[thread] = (ex.request_id, digests)
+            self._thread_last.move_to_end(thread)
+            while len(self._thread_last) > self._keep_threads:
+                self._thread_last.popitem(last=False)
         return row
 
 
