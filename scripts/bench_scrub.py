@@ -30,10 +30,38 @@ sys.path.insert(0, str(HERE.parent))
 from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage  # noqa: E402
 from agentx.store import TraceWriter  # noqa: E402
 
-WORDS = (
-    "the parser returns none when input is empty so the caller fails later fix it by "
-    "checking length first then add a regression test for this case module import path"
-).split()
+WORDS = [
+    "the",
+    "parser",
+    "returns",
+    "none",
+    "when",
+    "input",
+    "is",
+    "empty",
+    "so",
+    "the",
+    "caller",
+    "fails",
+    "later",
+    "fix",
+    "it",
+    "by",
+    "checking",
+    "length",
+    "first",
+    "then",
+    "add",
+    "a",
+    "regression",
+    "test",
+    "for",
+    "this",
+    "case",
+    "module",
+    "import",
+    "path",
+]
 
 
 def _prose(rng: random.Random, n: int) -> str:
@@ -46,10 +74,14 @@ def _blob(rng: random.Random, n_bytes: int) -> str:
     return "\n".join(lines[i : i + 76] for i in range(0, len(lines), 76))
 
 
-def session(rng: random.Random, sid: str, turns: int, t0: int, system: str, tools: list[object]) -> list[Exchange]:
+def session(
+    rng: random.Random, sid: str, turns: int, t0: int, system: str, tools: list[object]
+) -> list[Exchange]:
     msgs: list[object] = [{"role": "user", "content": [{"type": "text", "text": _prose(rng, 40)}]}]
     if rng.random() < 0.1:
-        msgs[0]["content"][0]["text"] += " token ghp_" + "".join(rng.choices("abcdef0123456789", k=36))  # type: ignore[index]
+        msgs[0]["content"][0]["text"] += " token ghp_" + "".join(
+            rng.choices("abcdef0123456789", k=36)
+        )  # type: ignore[index]
     out: list[Exchange] = []
     t = t0
     for i in range(turns):
@@ -90,7 +122,10 @@ def session(rng: random.Random, sid: str, turns: int, t0: int, system: str, tool
 def make_trace(path: Path, sessions: int, turns: int, seed: int) -> int:
     rng = random.Random(seed)
     system = _prose(rng, 3000)
-    tools = [{"name": f"Tool{k}", "description": _prose(rng, 400), "input_schema": {"type": "object"}} for k in range(20)]
+    tools = [
+        {"name": f"Tool{k}", "description": _prose(rng, 400), "input_schema": {"type": "object"}}
+        for k in range(20)
+    ]
     n = 0
     with TraceWriter(path) as w:
         # a few sessions interleaved at a time, like concurrent users
@@ -128,7 +163,10 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     try:
         rows = []
-        for label, sessions in (("1x", args.sessions), (f"{args.scale}x", args.sessions * args.scale)):
+        for label, sessions in (
+            ("1x", args.sessions),
+            (f"{args.scale}x", args.sessions * args.scale),
+        ):
             trace = work / f"trace-{label}.parquet"
             t0 = time.perf_counter()
             if not trace.exists():
@@ -138,16 +176,23 @@ def main() -> int:
             from agentx.store import open_trace
 
             n = open_trace(trace).num_rows
-            print(f"{label}: {sessions} sessions, {n} exchanges, {size / 1e6:.0f} MB (generated in {gen:.0f} s)", flush=True)
+            print(
+                f"{label}: {sessions} sessions, {n} exchanges, {size / 1e6:.0f} MB (generated in {gen:.0f} s)",
+                flush=True,
+            )
             for extra in ([], ["--no-hit-rate"]):
                 wall, rss = run_scrub(trace, work / f"clean-{label}.parquet", extra)
                 rows.append((label, " ".join(extra) or "(default)", n, size, wall, rss))
                 print(f"  scrub {' '.join(extra) or '(default)'}: {wall:.1f} s, {n / wall:.0f} exchanges/s, "
                       f"{size / 1e6 / wall:.1f} MB/s, peak RSS {rss / 2**20:.0f} MiB", flush=True)  # fmt: skip
-        print("\n| trace | options | exchanges | Parquet MB | wall s | exchanges/s | peak RSS MiB |")
+        print(
+            "\n| trace | options | exchanges | Parquet MB | wall s | exchanges/s | peak RSS MiB |"
+        )
         print("|---|---|---:|---:|---:|---:|---:|")
         for label, opts, n, size, wall, rss in rows:
-            print(f"| {label} | {opts} | {n} | {size / 1e6:.0f} | {wall:.1f} | {n / wall:.0f} | {rss / 2**20:.0f} |")
+            print(
+                f"| {label} | {opts} | {n} | {size / 1e6:.0f} | {wall:.1f} | {n / wall:.0f} | {rss / 2**20:.0f} |"
+            )
         base = {opts: (size, rss) for label, opts, _, size, _, rss in rows if label == "1x"}
         for label, opts, _, size, _, rss in rows:
             if label != "1x":

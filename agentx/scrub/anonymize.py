@@ -35,6 +35,7 @@ from pathlib import Path
 from agentx.errors import UsageError
 from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange, Response
 from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
+from agentx.scrub.report import trim_token_cache
 from agentx.scrub.rules import IdMemo
 from agentx.scrub.synth import PrefixWords
 from agentx.tokens import (
@@ -94,6 +95,8 @@ class Anonymizer:
 
     def exchange(self, ex: Exchange) -> Exchange:
         self.counts["exchanges"] += 1
+        if self.counts["exchanges"] % 256 == 0:
+            trim_token_cache()
         body = self.body(ex.api, ex.request)
         r = ex.response
         resp = Response(
@@ -148,7 +151,7 @@ class Anonymizer:
             return value
         memo = self._memos.get((api, kind))
         if memo is None:
-            memo = self._memos[(api, kind)] = IdMemo(32768 if kind == "message" else 256)
+            memo = self._memos[(api, kind)] = IdMemo(8192 if kind == "message" else 256)
         render = _render(api, kind)
         return memo.get(value, lambda v: self._segment(v, render))
 

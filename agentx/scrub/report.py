@@ -55,7 +55,17 @@ class BlockSet:
             self._levels.append(level)
             while len(self._levels) > 1 and self._levels[-2].size <= 2 * self._levels[-1].size:
                 top = self._levels.pop()
-                self._levels[-1] = np.union1d(self._levels[-1], top)
+                self._levels[-1] = _merge(self._levels[-1], top)
+
+
+def _merge(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """Sorted union of two sorted arrays (about twice their size in transient memory)."""
+    merged = np.concatenate((a, b))
+    merged.sort(kind="stable")  # two sorted runs: timsort-like merge
+    keep = np.empty(merged.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
 
 
 class CompactPrefixCache:
@@ -85,7 +95,7 @@ class CompactPrefixCache:
 TOKEN_CACHE_LIMIT = 2048  # segments
 
 
-def _trim_token_cache() -> None:
+def trim_token_cache() -> None:
     """Keep ``agentx.tokens``' memo of segment encodings from growing with the trace.
 
     That memo is bounded in entries (131,072), not bytes: over a large trace it holds every
@@ -137,7 +147,7 @@ class HitRateMeter:
         self.last_prompt_tokens = n
         self.requests += 1
         if self.requests % 256 == 0:
-            _trim_token_cache()
+            trim_token_cache()
 
     @property
     def prompt_tokens(self) -> int:

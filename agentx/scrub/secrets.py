@@ -31,7 +31,9 @@ class SecretPattern:
     lower: bool = False  # ...in the lower-cased text
 
 
-def _p(family: str, pattern: str, needles: str, *, lower: bool = False, flags: int = 0) -> SecretPattern:
+def _p(
+    family: str, pattern: str, needles: str, *, lower: bool = False, flags: int = 0
+) -> SecretPattern:
     return SecretPattern(family, re.compile(pattern, flags), tuple(needles.split()), lower)
 
 
@@ -51,10 +53,18 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("anthropic_api_key", r"\bsk-ant-(?P<s>[A-Za-z0-9_\-]{20,})", "sk-ant-"),
     _p("openai_api_key", r"\bsk-(?:proj|svcacct|admin|or-v1)-(?P<s>[A-Za-z0-9_\-]{20,})", "sk-"),
     _p("openai_api_key", r"\bsk-(?P<s>[A-Za-z0-9_\-]{32,})", "sk-"),
-    _p("github_token", r"\b(?:ghp|gho|ghu|ghs|ghr)_(?P<s>[A-Za-z0-9]{36,})", "ghp_ gho_ ghu_ ghs_ ghr_"),
+    _p(
+        "github_token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_(?P<s>[A-Za-z0-9]{36,})",
+        "ghp_ gho_ ghu_ ghs_ ghr_",
+    ),
     _p("github_token", r"\bgithub_pat_(?P<s>[A-Za-z0-9_]{22,})", "github_pat_"),
     _p("gitlab_token", r"\bglpat-(?P<s>[A-Za-z0-9_\-]{20,})", "glpat-"),
-    _p("aws_access_key_id", r"\b(?:AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{16})\b", "AKIA ASIA ABIA ACCA"),
+    _p(
+        "aws_access_key_id",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{16})\b",
+        "AKIA ASIA ABIA ACCA",
+    ),
     _p(
         "aws_secret_access_key",
         r"(?i:aws_secret_access_key|aws_secret_key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?"
@@ -63,7 +73,11 @@ PATTERNS: tuple[SecretPattern, ...] = (
         lower=True,
     ),
     _p("slack_token", r"\bxox[abposr]-(?P<s>[A-Za-z0-9\-]{10,})", "xox"),
-    _p("slack_webhook", r"https://hooks\.slack\.com/services/(?P<s>[A-Za-z0-9/_\-]{20,})", "hooks.slack.com"),
+    _p(
+        "slack_webhook",
+        r"https://hooks\.slack\.com/services/(?P<s>[A-Za-z0-9/_\-]{20,})",
+        "hooks.slack.com",
+    ),
     _p("google_api_key", r"\bAIza(?P<s>[0-9A-Za-z_\-]{35})", "AIza"),
     _p("google_oauth_token", r"\bya29\.(?P<s>[0-9A-Za-z_\-]{20,})", "ya29."),
     _p("huggingface_token", r"\bhf_(?P<s>[A-Za-z0-9]{30,})", "hf_"),
@@ -73,8 +87,14 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("sendgrid_key", r"\bSG\.(?P<s>[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})", "SG."),
     _p("groq_api_key", r"\bgsk_(?P<s>[A-Za-z0-9]{40,})", "gsk_"),
     _p("xai_api_key", r"\bxai-(?P<s>[A-Za-z0-9]{40,})", "xai-"),
-    _p("jwt", r"\beyJ(?P<s>[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})", "eyJ"),
-    _p("azure_storage_key", rf"(?i:AccountKey)=(?P<s>[{_B64}]{{40,}}=*)", "accountkey=", lower=True),
+    _p(
+        "jwt",
+        r"\beyJ(?P<s>[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})",
+        "eyJ",
+    ),
+    _p(
+        "azure_storage_key", rf"(?i:AccountKey)=(?P<s>[{_B64}]{{40,}}=*)", "accountkey=", lower=True
+    ),
     _p("azure_sas_signature", r"[?&]sig=(?P<s>[A-Za-z0-9%+/=]{20,})", "sig="),
     _p(
         "bearer_token",
@@ -132,8 +152,12 @@ class SecretRedactor:
     def __init__(self, *, redact_emails: bool = False) -> None:
         self.patterns = (*PATTERNS, EMAIL) if redact_emails else PATTERNS
         # (needle, pattern index): one substring test per needle, then only the patterns hit
-        self._plain = tuple((n, i) for i, p in enumerate(self.patterns) if not p.lower for n in p.needles)
-        self._lower = tuple((n, i) for i, p in enumerate(self.patterns) if p.lower for n in p.needles)
+        self._plain = tuple(
+            (n, i) for i, p in enumerate(self.patterns) if not p.lower for n in p.needles
+        )
+        self._lower = tuple(
+            (n, i) for i, p in enumerate(self.patterns) if p.lower for n in p.needles
+        )
         self.redact_emails = redact_emails
         self._placeholders: dict[str, str] = {}
         self._distinct: Counter[str] = Counter()

@@ -31,9 +31,50 @@ _WORD = re.compile(r" [a-z]{3,12}")
 _MAX_WORD_ID = 50_000  # frequent tokens only
 # Words a shared dataset should not be full of by chance.
 _BLOCKED = frozenset(
-    "anal boobs bitch cock crap cunt damn dick fag fuck fucked fucking gay hell homosex homosexual "
-    "jew nazi penis piss porn porno pornography pornos puta putas pussy rape raped sex sexe sexo "
-    "sext sexual sexually sexuality sexy shit slut tits vagina whore".split()
+    [
+        "anal",
+        "boobs",
+        "bitch",
+        "cock",
+        "crap",
+        "cunt",
+        "damn",
+        "dick",
+        "fag",
+        "fuck",
+        "fucked",
+        "fucking",
+        "gay",
+        "hell",
+        "homosex",
+        "homosexual",
+        "jew",
+        "nazi",
+        "penis",
+        "piss",
+        "porn",
+        "porno",
+        "pornography",
+        "pornos",
+        "puta",
+        "putas",
+        "pussy",
+        "rape",
+        "raped",
+        "sex",
+        "sexe",
+        "sexo",
+        "sext",
+        "sexual",
+        "sexually",
+        "sexuality",
+        "sexy",
+        "shit",
+        "slut",
+        "tits",
+        "vagina",
+        "whore",
+    ]
 )
 _BLOCK_DOMAIN = b"agentx.synth.block/1"
 _TAIL_DOMAIN = b"agentx.synth.tail/1"

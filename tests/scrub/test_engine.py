@@ -304,8 +304,12 @@ def test_hash_only_rows_pass_untouched() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=10), st.integers(0, 200)), max_size=30))
-def test_compact_prefix_cache_agrees_with_the_reference(requests: list[tuple[list[int], int]]) -> None:
+@given(
+    st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=10), st.integers(0, 200)), max_size=30)
+)
+def test_compact_prefix_cache_agrees_with_the_reference(
+    requests: list[tuple[list[int], int]],
+) -> None:
     from agentx.prefix import UnboundedPrefixCache, chain_ids
     from agentx.scrub.report import CompactPrefixCache
 
