@@ -24,9 +24,9 @@ from agentx.store.schema import (
     META_USER,
     META_WRITER,
 )
-from agentx.store.writer import compact, spool_header, spool_path, try_lock
+from agentx.store.writer import REPEATED_COLUMNS, compact, spool_header, spool_path, try_lock
 
-READ_BATCH_ROWS = 1024
+READ_BATCH_ROWS = 256
 FORMAT_PREFIX = "agentx.trace/"
 
 
@@ -125,12 +125,18 @@ def iter_exchanges(path: str | os.PathLike[str], *, shared: bool = False) -> Ite
 
 def _iter(info: TraceInfo, shared: bool) -> Iterator[Exchange]:
     try:
-        pf = pq.ParquetFile(info.path)
+        pf = pq.ParquetFile(info.path, read_dictionary=list(REPEATED_COLUMNS))
         bases = pf.read(columns=["conversation_base_id"]).column(0).to_pylist()
         decoder = DeltaDecoder(dict(Counter(b for b in bases if b is not None)), shared=shared)
-        for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=list(COLUMNS)):
-            for row in batch.to_pylist():
-                yield decoder.decode(row)
+        # Row group by row group, small slices at a time, the repeated text columns kept
+        # dictionary-encoded in Arrow: memory follows a slice, not the file (iter_batches'
+        # read-ahead grew with the file).
+        for i in range(pf.num_row_groups):
+            table = pf.read_row_group(i, columns=list(COLUMNS))
+            for batch in table.to_batches(max_chunksize=READ_BATCH_ROWS):
+                for row in batch.to_pylist():
+                    yield decoder.decode(row)
+            del table
     except (pa.ArrowException, OSError, KeyError, ValueError, TypeError) as exc:
         raise TraceError(f"{info.path}: corrupt trace ({_first_line(exc)})") from None
 

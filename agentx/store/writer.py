@@ -11,6 +11,7 @@ Compaction streams the spool in row groups, so memory stays bounded for any trac
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 import uuid
@@ -44,7 +45,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: fall back to the writer's pid
     fcntl = None  # type: ignore[assignment]
 
-ROW_GROUP_ROWS = 4096
+ROW_GROUP_ROWS = 1024  # rows repeat ~tens of KB of tools/system text: keep batches small
 SPOOL_MAGIC = "agentx.spool/1"
 
 
@@ -86,6 +87,7 @@ class TraceWriter:
         self.trace_id = trace_id or uuid.uuid4().hex
         self._fsync = fsync
         self._encoder = DeltaEncoder()
+        self._texts = SpoolTexts()
         self._spool_path = spool_path(self.path)
         self.count = 0
         header = {
@@ -126,7 +128,7 @@ class TraceWriter:
             row = self._encoder.encode(ex)
         except TypeError as exc:
             raise TraceError(f"exchange {ex.request_id}: not JSON-serialisable ({exc})") from None
-        line = _row_line(row)
+        line = _row_line(self._texts.pack(row))
         try:
             self._spool.write(line)  # one write of one whole line: a kill tears at most this line
             self._spool.flush()
@@ -177,6 +179,48 @@ def _refuse_existing_spool(path: Path, spool: Path) -> None:
     )
 
 
+# Columns whose value repeats verbatim across a session's rows (tools, system prompt, params).
+# Parquet's dictionary encoding stores each distinct value once; the spool does the same by
+# writing a repeated value as a reference to the row that first carried it.
+REPEATED_COLUMNS = ("request_tools", "request_system", "request_params", "request_key_order")
+_REF = "@"  # suffix of the reference key
+_MIN_REF_CHARS = 256  # shorter values are cheaper written again
+
+
+class SpoolTexts:
+    """Replaces a repeated value by ``{column@: digest}`` (writer) and restores it (reader).
+    Memory: one digest per distinct value written (writer), one text per distinct value (reader)."""
+
+    def __init__(self) -> None:
+        self._seen: set[bytes] = set()
+        self._texts: dict[str, str] = {}
+
+    def pack(self, row: Row) -> Row:
+        for col in REPEATED_COLUMNS:
+            text = row.get(col)
+            if isinstance(text, str) and len(text) >= _MIN_REF_CHARS:
+                digest = hashlib.blake2b(
+                    text.encode("utf-8", "surrogatepass"), digest_size=16
+                ).digest()
+                if digest in self._seen:
+                    row[col] = None
+                    row[col + _REF] = digest.hex()
+                else:
+                    self._seen.add(digest)
+        return row
+
+    def unpack(self, row: Row) -> Row:
+        for col in REPEATED_COLUMNS:
+            ref = row.pop(col + _REF, None)
+            text = row.get(col)
+            if ref is not None:
+                row[col] = self._texts[ref]
+            elif isinstance(text, str) and len(text) >= _MIN_REF_CHARS:
+                digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+                self._texts[digest.hexdigest()] = text
+        return row
+
+
 def _row_line(row: Row) -> bytes:
     try:
         return orjson.dumps(row) + b"\n"
@@ -210,13 +254,15 @@ def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], Iterator[Row
         raise TraceError(f"{spool}: not an agentx spool (bad header)")
 
     def rows() -> Iterator[Row]:
+        texts = SpoolTexts()
         for line in fh:
             if not line.endswith(b"\n"):
                 return  # torn write of the exchange in flight
             try:
-                yield orjson.loads(line)
+                row = orjson.loads(line)
             except orjson.JSONDecodeError:
                 return
+            yield texts.unpack(row)
 
     return header, rows()
 

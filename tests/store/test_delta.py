@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from agentx.models import API_OPENAI_CHAT, Exchange, Timing
+from agentx.store import TraceWriter, read_trace, recover, spool_path
 from agentx.store.codec import DeltaEncoder
 
 
@@ -39,3 +43,27 @@ def test_a_forgotten_thread_falls_back_to_a_full_row() -> None:
     again = enc.encode(_ex(0, 1))  # session 0's thread was forgotten: stored whole, still exact
     assert again["conversation_base_id"] is None
     assert again["conversation_delta"].count('"role"') == 5
+
+
+def test_the_spool_stores_a_repeated_tools_and_system_text_once(tmp_path: Path) -> None:
+
+    tools = [{"name": f"tool{k}", "description": "d" * 2000} for k in range(20)]  # ~40 KB
+    exchanges = []
+    for s in range(3):
+        for t in range(20):
+            ex = _ex(s, t)
+            body = {**ex.request, "tools": tools, "system": f"system prompt {s % 2} " * 40}
+            exchanges.append(_with_body(ex, body))
+    path = tmp_path / "t.parquet"
+    w = TraceWriter(path)
+    for ex in exchanges:
+        w.append(ex)
+    spool_size = spool_path(path).stat().st_size
+    assert spool_size < 3 * 42_000 + 60 * 2_000  # tools once, not 60 times (60 x 40 KB = 2.4 MB)
+    w._spool.close()  # the writer dies without compacting
+    assert recover(path) == len(exchanges)
+    assert [ex.request for ex in read_trace(path)] == [ex.request for ex in exchanges]
+
+
+def _with_body(ex: Exchange, body: dict[str, object]) -> Exchange:
+    return replace(ex, request=body)
