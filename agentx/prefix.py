@@ -103,13 +103,66 @@ class PrefixLookup:
     hit_tokens: int
 
 
+class BlockSet:
+    """A set of 64-bit block hashes at ~8 bytes each (a Python set costs ~60): new hashes collect
+    in a small set, which is sorted into a numpy level when full; levels merge like an LSM tree,
+    so there are O(log n) of them and a lookup is a binary search per level."""
+
+    def __init__(self, buffer: int = 1 << 18) -> None:
+        self._buffer_size = buffer
+        self._buf: set[int] = set()
+        self._levels: list[npt.NDArray[np.uint64]] = []
+
+    def __len__(self) -> int:
+        return len(self._buf) + sum(int(x.size) for x in self._levels)
+
+    def __contains__(self, h: int) -> bool:
+        if h in self._buf:
+            return True
+        key = np.uint64(h)
+        for level in self._levels:
+            i = int(np.searchsorted(level, key))
+            if i < level.size and level[i] == key:
+                return True
+        return False
+
+    def update(self, hashes: list[int]) -> None:
+        if self._levels and hashes:  # keep out what the levels hold: lengths stay exact
+            new = np.asarray(hashes, dtype=np.uint64)
+            fresh = np.ones(new.size, dtype=bool)
+            for level in self._levels:
+                i = np.minimum(np.searchsorted(level, new), level.size - 1)
+                fresh &= level[i] != new
+            hashes = new[fresh].tolist()
+        self._buf.update(hashes)
+        if len(self._buf) >= self._buffer_size:
+            level = np.fromiter(self._buf, dtype=np.uint64, count=len(self._buf))
+            level.sort()
+            self._buf.clear()
+            self._levels.append(level)
+            while len(self._levels) > 1 and self._levels[-2].size <= 2 * self._levels[-1].size:
+                top = self._levels.pop()
+                self._levels[-1] = _merge(self._levels[-1], top)
+
+
+def _merge(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """Sorted union of two sorted arrays (about twice their size in transient memory)."""
+    merged = np.concatenate((a, b))
+    merged.sort(kind="stable")  # two sorted runs: timsort-like merge
+    keep = np.empty(merged.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
 class UnboundedPrefixCache:
     """An unbounded block cache. Since every inserted block brings its whole prefix, presence is
-    monotone along a request's chain, so the hit length is found by binary search."""
+    monotone along a request's chain, so the hit length is found by binary search. Blocks are
+    held in a :class:`BlockSet` (~8 bytes each), so it scales to large traces."""
 
     def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
         self.block_size = block_size
-        self._seen: set[int] = set()
+        self._seen = BlockSet()
         self.prompt_tokens = 0
         self.hit_tokens = 0
 

@@ -6,7 +6,7 @@ are not flagged :data:`NON_MODEL_FLAG`. Input tokens are the server's ``usage.pr
 where it reported them, else agentx's tiktoken count of the rendered request.
 
 The theoretical hit rate replays every request, in trace order, against an unbounded block cache
-(:class:`agentx.prefix.UnboundedPrefixCache`, vLLM's rules). Text rows are hashed from their
+(:class:`agentx.hitrate.HitRateMeter`, vLLM's rules). Text rows are hashed from their
 rendered tokens at ``block_size`` (incrementally, so a long session costs its unique content);
 hash-only rows (Weka, Mooncake) use their own ``hash_ids`` at their own block size, or at a
 multiple of it when ``block_size`` is one. The block size actually used is reported.
@@ -22,17 +22,14 @@ from typing import Any, TypedDict
 import numpy as np
 
 from agentx import tokens
-from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import (
-    DEFAULT_BLOCK_SIZE,
-    HashArray,
-    RequestHasher,
-    UnboundedPrefixCache,
-    chain_ids,
-)
+from agentx.hitrate import NON_MODEL_FLAG as NON_MODEL_FLAG
+from agentx.hitrate import HitRateMeter
+from agentx.hitrate import hash_only_blocks as hash_only_blocks
+from agentx.hitrate import is_model_call as is_model_call
+from agentx.models import Exchange
+from agentx.prefix import DEFAULT_BLOCK_SIZE
 
 SCHEMA = "agentx.stats/1"
-NON_MODEL_FLAG = "non_model"  # set by capture on traffic that is not a model call
 
 
 class Percentiles(TypedDict):
@@ -52,10 +49,6 @@ def percentiles(values: Sequence[float]) -> Percentiles:
     return Percentiles(p50=p50, p90=p90, p99=p99, mean=float(arr.mean()), max=float(arr.max()))
 
 
-def is_model_call(ex: Exchange) -> bool:
-    return ex.api in MODEL_APIS and NON_MODEL_FLAG not in ex.flags
-
-
 def _output_tokens(ex: Exchange) -> int | None:
     if ex.usage.completion_tokens is not None:
         return ex.usage.completion_tokens
@@ -69,77 +62,11 @@ def _output_tokens(ex: Exchange) -> int | None:
     return sum(tokens.count_tokens(p) for p in parts)
 
 
-def hash_only_blocks(ex: Exchange, requested: int | None) -> tuple[HashArray, int, int]:
-    """``(chained block hashes, prompt tokens, block size)`` of a hash-only row (Weka, Mooncake).
-
-    The row's own ``hash_block_size`` is used, or a multiple of it when ``requested`` is one
-    (the blocks are coarsened exactly by :func:`agentx.prefix.chain_ids`). Shared with
-    ``agentx simulate``, so both count the same blocks.
-    """
-    ids = ex.hash_ids or ()
-    native = ex.hash_block_size or 1
-    group = 1
-    if requested is not None and requested % native == 0:
-        group = requested // native
-    n = ex.usage.prompt_tokens
-    if n is None:
-        n = len(ids) * native
-    full = min(len(ids), n // native)  # a last partial block (Mooncake) is never cached
-    return chain_ids(ids[:full], group), n, native * group
-
-
-class _HitCounter:
-    """Unbounded caches, one per block size in use, fed in trace order."""
-
-    def __init__(self, text_block_size: int, requested: int | None) -> None:
-        self.text_block_size = text_block_size
-        self.requested = requested
-        self.hasher = RequestHasher(text_block_size)
-        self.caches: dict[int, UnboundedPrefixCache] = {}
-        self.requests: Counter[int] = Counter()
-
-    def _cache(self, bs: int) -> UnboundedPrefixCache:
-        cache = self.caches.get(bs)
-        if cache is None:
-            cache = self.caches[bs] = UnboundedPrefixCache(bs)
-        return cache
-
-    def text(self, ex: Exchange) -> int:
-        """Feed a text row; returns its rendered token count."""
-        hashes, n = self.hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
-        self._cache(self.text_block_size).observe(hashes, n)
-        self.requests[self.text_block_size] += 1
-        return n
-
-    def hashed(self, ex: Exchange, ids: tuple[int, ...], native: int) -> None:
-        hashes, n, bs = hash_only_blocks(ex, self.requested)
-        self._cache(bs).observe(hashes, n)
-        self.requests[bs] += 1
-
-    def result(self) -> tuple[float | None, int, dict[str, dict[str, int]]]:
-        prompt = sum(c.prompt_tokens for c in self.caches.values())
-        hits = sum(c.hit_tokens for c in self.caches.values())
-        per = {
-            str(bs): {
-                "requests": self.requests[bs],
-                "prompt_tokens": c.prompt_tokens,
-                "hit_tokens": c.hit_tokens,
-            }
-            for bs, c in sorted(self.caches.items())
-        }
-        main = (
-            max(self.caches.items(), key=lambda kv: kv[1].prompt_tokens)[0]
-            if self.caches
-            else self.text_block_size
-        )
-        return (hits / prompt if prompt else None), main, per
-
-
 def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -> dict[str, Any]:
     """The ``agentx.stats/1`` object of a stream of exchanges (in trace order)."""
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be >= 1")
-    hits = _HitCounter(block_size or DEFAULT_BLOCK_SIZE, block_size)
+    hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size)
     sessions: set[str] = set()
     threads: set[tuple[str, str]] = set()
     apis: Counter[str] = Counter()
@@ -156,11 +83,8 @@ def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -
         sessions.add(ex.session_id)
         threads.add((ex.session_id, ex.thread_id))
         apis[ex.api] += 1
-        rendered: int | None = None
-        if ex.hash_ids is not None and ex.hash_block_size:
-            hits.hashed(ex, ex.hash_ids, ex.hash_block_size)
-        elif ex.hash_ids is None:
-            rendered = hits.text(ex)
+        counted = hits.observe(ex)
+        rendered = counted if ex.hash_ids is None else None
         if ex.usage.prompt_tokens is not None:
             input_tokens.append(ex.usage.prompt_tokens)
             sources["usage"] += 1
@@ -174,7 +98,6 @@ def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -
             think.append(ex.think_time_s)
         if ex.usage.cached_tokens is not None:
             cached.append(ex.usage.cached_tokens)
-    rate, used_bs, per_bs = hits.result()
     source = (
         "usage"
         if set(sources) == {"usage"}
@@ -191,8 +114,8 @@ def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -
         "input_tokens": percentiles(input_tokens),
         "output_tokens": percentiles(output_tokens),
         "think_time_s": percentiles(think),
-        "theoretical_hit_rate": rate,
-        "block_size": used_bs,
+        "theoretical_hit_rate": hits.hit_rate,
+        "block_size": hits.main_block_size,
         # extras
         "tokens_source": source if sources else None,
         "totals": {
@@ -200,7 +123,7 @@ def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -
             "output_tokens": sum(output_tokens) if output_tokens else None,
             "cached_tokens": sum(cached) if cached else None,
         },
-        "block_sizes": per_bs,
+        "block_sizes": hits.per_block_size(),
         "non_model_rows": skipped,
     }
 

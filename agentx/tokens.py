@@ -10,6 +10,7 @@ encoded once, not once per turn.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -45,12 +46,44 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
     raise AgentxError(f"tokenizer encoding {name!r} is not available offline{reason}")
 
 
-@lru_cache(maxsize=131072)
-def _encode_cached(text: str, encoding: str) -> TokenArray:
-    ids = get_encoding(encoding).encode_ordinary(text)  # special-token text counts as text
-    arr = np.asarray(ids, dtype=np.int64)
-    arr.setflags(write=False)
-    return arr
+class _EncodeMemo:
+    """LRU memo of segment encodings bounded by the total number of token ids it holds, not by
+    entries: ~8M ids (64 MB of int64) whatever the segments' sizes. A segment longer than
+    ``max_segment_tokens`` is encoded every time rather than evicting everything else."""
+
+    def __init__(self, max_tokens: int = 8 << 20, max_segment_tokens: int = 1 << 20) -> None:
+        self.max_tokens = max_tokens
+        self.max_segment_tokens = max_segment_tokens
+        self._memo: OrderedDict[tuple[str, str], TokenArray] = OrderedDict()
+        self.tokens = 0  # token ids held
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def __call__(self, text: str, encoding: str) -> TokenArray:
+        key = (text, encoding)
+        memo = self._memo
+        arr = memo.get(key)
+        if arr is not None:
+            memo.move_to_end(key)
+            return arr
+        ids = get_encoding(encoding).encode_ordinary(text)  # special-token text counts as text
+        arr = np.asarray(ids, dtype=np.int64)
+        arr.setflags(write=False)
+        if arr.size <= self.max_segment_tokens:
+            memo[key] = arr
+            self.tokens += int(arr.size)
+            while self.tokens > self.max_tokens:
+                _, old = memo.popitem(last=False)
+                self.tokens -= int(old.size)
+        return arr
+
+    def cache_clear(self) -> None:
+        self._memo.clear()
+        self.tokens = 0
+
+
+_encode_cached = _EncodeMemo()
 
 
 def encode(text: str, encoding: str = DEFAULT_ENCODING) -> TokenArray:

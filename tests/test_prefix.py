@@ -150,3 +150,37 @@ def test_powers_table_grows_consistently() -> None:
     big = block_hashes(np.arange(100_000), 8)  # forces the table to grow
     assert np.array_equal(small, big[:5])
     assert prefix._powers_upto(3)[0] == 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=8), max_size=30), st.integers(0, 40))
+def test_block_set_is_a_set(batches: list[list[int]], probe: int) -> None:
+    blocks, ref = prefix.BlockSet(buffer=3), set()  # a tiny buffer: sorted levels and merges
+    for batch in batches:
+        blocks.update(batch)
+        ref.update(batch)
+        assert len(blocks) == len(ref)
+    assert all(h in blocks for h in ref)
+    assert (probe in blocks) == (probe in ref)
+    assert len(blocks._levels) <= 1 + max(1, len(ref)).bit_length()  # merges keep levels few
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=10), st.integers(0, 200)), max_size=30)
+)
+def test_unbounded_cache_agrees_with_a_linear_scan(requests: list[tuple[list[int], int]]) -> None:
+    cache, seen = UnboundedPrefixCache(4), set()
+    cache._seen = prefix.BlockSet(buffer=3)
+    hit_ref = 0
+    for ids, n in requests:
+        hashes = chain_ids(ids).tolist()
+        hit = 0
+        for h in hashes[: hittable_blocks(n, 4)]:
+            if h not in seen:
+                break
+            hit += 1
+        seen.update(hashes)
+        hit_ref += 4 * hit
+        assert cache.observe(chain_ids(ids), n).hit_tokens == 4 * hit
+    assert (cache.hit_tokens, len(cache)) == (hit_ref, len(seen))

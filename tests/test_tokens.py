@@ -117,3 +117,20 @@ def test_total_keeps_unknown_apart_from_zero() -> None:
     assert tokens.total([None, None]) is None
     assert tokens.total([1, None, 2]) == 3
     assert tokens.total([0]) == 0
+
+
+def test_the_encoding_memo_is_bounded_in_tokens() -> None:
+    memo = tokens._EncodeMemo(max_tokens=50, max_segment_tokens=20)
+    texts = [f"segment number {i} of many" for i in range(40)]
+    for text in texts:
+        arr = memo(text, tokens.DEFAULT_ENCODING)
+        assert not arr.flags.writeable
+        assert arr.tolist() == tokens.get_encoding().encode_ordinary(text)
+        assert memo.tokens <= 50
+    assert 0 < len(memo) < len(texts)  # the oldest were evicted
+    assert memo(texts[-1], tokens.DEFAULT_ENCODING) is memo(texts[-1], tokens.DEFAULT_ENCODING)
+    huge = "word " * 100
+    assert memo(huge, tokens.DEFAULT_ENCODING).size > 20
+    assert (huge, tokens.DEFAULT_ENCODING) not in memo._memo  # too large to keep
+    memo.cache_clear()
+    assert (len(memo), memo.tokens) == (0, 0)

@@ -35,7 +35,6 @@ from pathlib import Path
 from agentx.errors import UsageError
 from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange, Response
 from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
-from agentx.scrub.report import trim_token_cache
 from agentx.scrub.rules import IdMemo
 from agentx.scrub.synth import PrefixWords
 from agentx.tokens import (
@@ -95,8 +94,6 @@ class Anonymizer:
 
     def exchange(self, ex: Exchange) -> Exchange:
         self.counts["exchanges"] += 1
-        if self.counts["exchanges"] % 256 == 0:
-            trim_token_cache()
         body = self.body(ex.api, ex.request)
         r = ex.response
         resp = Response(

@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from store.strategies import exchange_sequences
 
 from agentx.errors import UsageError
@@ -301,22 +300,3 @@ def test_hash_only_rows_pass_untouched() -> None:
     out, report = scrub_exchanges(rows)
     assert out == rows  # a streaming + non-streaming pair with equal hash ids is not a retry
     assert report.hit_rate_before == report.hit_rate_after
-
-
-@settings(max_examples=50, deadline=None)
-@given(
-    st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=10), st.integers(0, 200)), max_size=30)
-)
-def test_compact_prefix_cache_agrees_with_the_reference(
-    requests: list[tuple[list[int], int]],
-) -> None:
-    from agentx.prefix import UnboundedPrefixCache, chain_ids
-    from agentx.scrub.report import CompactPrefixCache
-
-    ref, compact = UnboundedPrefixCache(4), CompactPrefixCache(4)
-    compact._seen._buffer_size = 3  # exercise the sorted levels and their merges
-    for ids, n in requests:
-        hashes = chain_ids(ids)
-        ref.observe(hashes, n)
-        compact.observe(hashes, n)
-    assert (compact.hit_tokens, compact.prompt_tokens) == (ref.hit_tokens, ref.prompt_tokens)
