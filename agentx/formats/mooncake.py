@@ -15,7 +15,7 @@ their own. Blank lines are skipped.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -111,9 +111,13 @@ def parse_record(rec: object, line: int, stem: str, block_size: int) -> tuple[st
 
 
 def iter_mooncake(
-    path: str | os.PathLike[str], *, block_size: int = MOONCAKE_BLOCK_SIZE
+    path: str | os.PathLike[str],
+    *,
+    block_size: int = MOONCAKE_BLOCK_SIZE,
+    on_bad: Callable[[FormatError], None] | None = None,
 ) -> Iterator[Exchange]:
-    """Stream the exchanges of a Mooncake JSONL file, in file order."""
+    """Stream the exchanges of a Mooncake JSONL file, in file order. A bad record raises
+    :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped."""
     p = Path(path)
     last_in_session: dict[str, str] = {}
     try:
@@ -131,7 +135,11 @@ def iter_mooncake(
                     raise _Bad(f"not valid JSON ({exc})") from None
                 session, ex = parse_record(rec, line_no, p.stem, block_size)
             except _Bad as exc:
-                raise FormatError(str(p), str(exc), record=line_no) from None
+                bad = FormatError(str(p), str(exc), record=line_no)
+                if on_bad is None:
+                    raise bad from None
+                on_bad(bad)
+                continue
             if session is not None:
                 parent = last_in_session.get(session)
                 last_in_session[session] = ex.request_id

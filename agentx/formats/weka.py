@@ -23,7 +23,7 @@ Requests chain by ``parent_request_id`` within their thread; exchanges come out 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -281,8 +281,11 @@ def weka_files(path: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def iter_weka(path: str | os.PathLike[str]) -> Iterator[Exchange]:
+def iter_weka(
+    path: str | os.PathLike[str], *, on_bad: Callable[[FormatError], None] | None = None
+) -> Iterator[Exchange]:
     """Exchanges of a Weka file, or of every ``*.json`` in a directory (one session per file).
+    A bad file raises :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped.
 
     In a directory, ids of ``local``-scope files are offset by ``k * 2**32`` for the k-th file
     (the first keeps its ids), so blocks of different sessions never look shared; ``global``
@@ -290,7 +293,14 @@ def iter_weka(path: str | os.PathLike[str]) -> Iterator[Exchange]:
     """
     files = weka_files(path)
     for k, f in enumerate(files):
-        doc = _load(f)
-        scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
-        offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
-        yield from parse_weka(doc, f, id_offset=offset).exchanges
+        try:
+            doc = _load(f)
+            scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
+            offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
+            trace = parse_weka(doc, f, id_offset=offset)
+        except FormatError as bad:
+            if on_bad is None:
+                raise
+            on_bad(bad)
+            continue
+        yield from trace.exchanges

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-import orjson
-
 from agentx.errors import FormatError, UsageError
 from agentx.models import MODEL_APIS, Exchange
 from agentx.scrub.synth import hash_id_text
@@ -74,57 +72,12 @@ def read_exchanges(
         return load_exchanges(path, shared=True)
     sink = skipped if skipped is not None else Skipped()
     if fmt == "weka":
-        return _weka_skipping(Path(path), sink)
-    return _mooncake_skipping(Path(path), sink)
+        from agentx.formats.weka import iter_weka
 
+        return iter_weka(path, on_bad=sink.add)
+    from agentx.formats.mooncake import iter_mooncake
 
-def _weka_skipping(path: Path, skipped: Skipped) -> Iterator[Exchange]:
-    from agentx.formats.weka import LOCAL_SCOPE_STRIDE, parse_weka, weka_files
-
-    for k, f in enumerate(weka_files(path)):
-        try:
-            try:
-                doc = orjson.loads(f.read_bytes())
-            except orjson.JSONDecodeError as exc:
-                raise FormatError(str(f), f"not valid JSON ({exc})") from None
-            except OSError as exc:
-                raise FormatError(str(f), f"cannot read: {exc.strerror or exc}") from None
-            scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
-            trace = parse_weka(doc, f, id_offset=k * LOCAL_SCOPE_STRIDE if scope != "global" else 0)
-        except FormatError as exc:
-            skipped.add(exc)
-            continue
-        yield from trace.exchanges
-
-
-def _mooncake_skipping(path: Path, skipped: Skipped) -> Iterator[Exchange]:
-    from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, parse_record
-
-    last_in_session: dict[str, str] = {}
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as exc:
-        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    with fh:
-        for line_no, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                session, ex = parse_record(
-                    orjson.loads(raw), line_no, path.stem, MOONCAKE_BLOCK_SIZE
-                )
-            except orjson.JSONDecodeError as exc:
-                skipped.add(FormatError(str(path), f"not valid JSON ({exc})", record=line_no))
-                continue
-            except Exception as exc:  # the importer's validation error
-                skipped.add(FormatError(str(path), str(exc), record=line_no))
-                continue
-            if session is not None:
-                parent = last_in_session.get(session)
-                last_in_session[session] = ex.request_id
-                if parent is not None:
-                    ex = replace(ex, parent_request_id=parent)
-            yield ex
+    return iter_mooncake(path, on_bad=sink.add)
 
 
 def with_text(ex: Exchange) -> Exchange:
