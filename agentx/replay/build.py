@@ -73,10 +73,16 @@ def salt_marker(salt: str) -> str:
 
 
 def strip_provider_fields(value: JSON) -> JSON:
+    """Drop what only the recording provider understands: cache markers, signatures, encrypted
+    reasoning (keys), and whole ``redacted_thinking`` blocks (opaque encrypted data)."""
     if isinstance(value, dict):
         return {k: strip_provider_fields(v) for k, v in value.items() if k not in _PROVIDER_KEYS}
     if isinstance(value, list):
-        return [strip_provider_fields(v) for v in value]
+        return [
+            strip_provider_fields(v)
+            for v in value
+            if not (isinstance(v, dict) and v.get("type") == "redacted_thinking")
+        ]
     return value
 
 

@@ -153,3 +153,26 @@ def test_live_mode_falls_back_when_the_history_was_rewritten() -> None:
     built = b.build(other, None)
     assert built.live_fallback
     assert b"LIVE" not in built.body
+
+
+def test_strip_provider_fields_drops_markers_signatures_and_redacted_thinking() -> None:
+    from agentx.replay.build import strip_provider_fields
+
+    content = [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+        {"type": "redacted_thinking", "data": "ENCRYPTED"},
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+    ]
+    body = {"messages": [{"role": "assistant", "content": content}], "system": "s"}
+    assert strip_provider_fields(body) == {
+        "messages": [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "hi"},
+                ],
+            }
+        ],
+        "system": "s",
+    }
