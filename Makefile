@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.agentx-installed
 
-.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop clean
+.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,10 @@ vllm:
 
 vllm-stop:
 	bash scripts/vllm_cpu.sh stop
+
+# real coding agents (Claude Code, Codex from npm) captured through agentx; see docs/agents.md
+agents: setup
+	bash scripts/agents/run_agents.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
