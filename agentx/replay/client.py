@@ -263,21 +263,36 @@ def _partial(
     error_type: str,
     error: str,
 ) -> StreamOutcome:
-    end = time.perf_counter_ns()
+    return _outcome(parser, sent_ns, status, ttfb_ns, time.perf_counter_ns(), error_type, error)
+
+
+def _outcome(
+    parser: StreamParser,
+    sent_ns: int,
+    status: int | None,
+    ttfb_ns: int | None,
+    end_ns: int,
+    error_type: str | None,
+    error: str | None,
+    *,
+    ok: bool = False,
+) -> StreamOutcome:
+    """What one stream measured: the parser's timestamps relative to ``sent_ns``."""
     return StreamOutcome(
         sent_ns=sent_ns,
         status=status,
-        ok=False,
+        ok=ok,
         error_type=error_type,
         error=error,
         ttfb_ns=ttfb_ns,
         ttft_ns=_relative(parser.first_token_ns, sent_ns),
         ttfc_ns=_relative(parser.first_content_ns, sent_ns),
-        e2e_ns=end - sent_ns,
+        e2e_ns=end_ns - sent_ns,
         itl_ns=tuple(parser.itl_ns),
         prompt_tokens=parser.prompt_tokens,
         completion_tokens=parser.completion_tokens,
         cached_tokens=parser.cached_tokens,
+        assistant=parser.assistant_message() if ok and parser.live else None,
     )
 
 
@@ -291,22 +306,7 @@ def _complete(
     error_type = error = None
     if not parser.usage_seen:
         error_type, error = ERR_NO_USAGE, "stream ended without a usage block"
-    return StreamOutcome(
-        sent_ns=sent_ns,
-        status=status,
-        ok=True,
-        error_type=error_type,
-        error=error,
-        ttfb_ns=ttfb_ns,
-        ttft_ns=_relative(parser.first_token_ns, sent_ns),
-        ttfc_ns=_relative(parser.first_content_ns, sent_ns),
-        e2e_ns=end_ns - sent_ns,
-        itl_ns=tuple(parser.itl_ns),
-        prompt_tokens=parser.prompt_tokens,
-        completion_tokens=parser.completion_tokens,
-        cached_tokens=parser.cached_tokens,
-        assistant=parser.assistant_message() if parser.live else None,
-    )
+    return _outcome(parser, sent_ns, status, ttfb_ns, end_ns, error_type, error, ok=True)
 
 
 def _non_streamed(sent_ns: int, status: int, ttfb_ns: int, raw: bytes, live: bool) -> StreamOutcome:
