@@ -59,3 +59,17 @@ def warnings(summary: dict[str, Any]) -> list[str]:
             "(add --workers or lower --concurrency)"
         )
     return out
+
+
+STATS = ("p50", "p90", "p99", "mean", "max")  # the columns of a percentile object P
+
+# (label, summary key, formatter) of the latency table, terminal and HTML alike
+LATENCY_ROWS = (
+    ("TTFT", "latency_ms.ttft", ms),
+    ("TTFC", "latency_ms.ttfc", ms),
+    ("ITL", "latency_ms.itl", ms),
+    ("TPOT", "latency_ms.tpot", ms),
+    ("E2E", "latency_ms.e2e", ms),
+    ("output tok/s per user", "per_user_output_tokens_per_s", num),
+    ("dispatch lag", "schedule.dispatch_lag_ms", ms),
+)

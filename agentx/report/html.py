@@ -38,8 +38,6 @@ svg .gr{stroke:#e5e7eb}svg .ax{stroke:#9ca3af}details pre{background:#f9fafb;pad
 .note{color:#6b7280;font-size:12px}
 """
 
-_STATS = ("p50", "p90", "p99", "mean", "max")
-
 
 def _pct_tick(v: float) -> str:
     return f"{100 * v:.0f}%"
@@ -86,17 +84,9 @@ def _header(s: dict[str, Any], title: str) -> str:
 
 def _latency(s: dict[str, Any]) -> str:
     rows = []
-    for label, key, f in (
-        ("TTFT", "latency_ms.ttft", fmt.ms),
-        ("TTFC", "latency_ms.ttfc", fmt.ms),
-        ("ITL", "latency_ms.itl", fmt.ms),
-        ("TPOT", "latency_ms.tpot", fmt.ms),
-        ("E2E", "latency_ms.e2e", fmt.ms),
-        ("output tok/s per user", "per_user_output_tokens_per_s", fmt.num),
-        ("dispatch lag", "schedule.dispatch_lag_ms", fmt.ms),
-    ):
+    for label, key, f in fmt.LATENCY_ROWS:
         p = get(s, key) or {}
-        rows.append([label, *(f(p.get(k)) for k in _STATS)])
+        rows.append([label, *(f(p.get(k)) for k in fmt.STATS)])
     charts = []
     for name in ("ttft", "ttfc", "itl", "tpot", "e2e"):
         p = get(s, f"latency_ms.{name}") or {}
@@ -110,7 +100,7 @@ def _latency(s: dict[str, Any]) -> str:
         )
     return (
         "<h2>Latency</h2>"
-        + _table(["metric", *_STATS], rows)
+        + _table(["metric", *fmt.STATS], rows)
         + f"<div class='charts'>{''.join(charts)}</div>"
     )
 

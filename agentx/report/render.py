@@ -15,17 +15,6 @@ from rich.text import Text
 from agentx.report import fmt
 from agentx.report.fmt import get
 
-_LATENCY_ROWS = (
-    ("TTFT", "latency_ms.ttft", fmt.ms),
-    ("TTFC", "latency_ms.ttfc", fmt.ms),
-    ("ITL", "latency_ms.itl", fmt.ms),
-    ("TPOT", "latency_ms.tpot", fmt.ms),
-    ("E2E", "latency_ms.e2e", fmt.ms),
-    ("output tok/s per user", "per_user_output_tokens_per_s", fmt.num),
-    ("dispatch lag", "schedule.dispatch_lag_ms", fmt.ms),
-)
-_STATS = ("p50", "p90", "p99", "mean", "max")
-
 
 def _table(*headers: str) -> Table:
     t = Table(box=box.MARKDOWN, show_edge=True, pad_edge=True, header_style="bold")
@@ -59,10 +48,10 @@ def _header(s: dict[str, Any]) -> Text:
 
 
 def _latency(s: dict[str, Any]) -> Table:
-    t = _table("latency", *_STATS)
-    for label, key, f in _LATENCY_ROWS:
+    t = _table("latency", *fmt.STATS)
+    for label, key, f in fmt.LATENCY_ROWS:
         p = get(s, key) or {}
-        t.add_row(label, *(f(p.get(k)) for k in _STATS))
+        t.add_row(label, *(f(p.get(k)) for k in fmt.STATS))
     return t
 
 
