@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from agentx.prefix import chain_ids
-from agentx.sim_offline.engine import kvcache_simulate, stack_simulate
-from agentx.sim_offline.workload import RawRequest, Workload, build_workload
+from agentx.simulate.stack import kvcache_simulate, stack_simulate
+from agentx.simulate.workload import RawRequest, Workload, build_workload
 
 BS = 16
 SYSTEM_TOKENS = 20_000

@@ -126,7 +126,7 @@ def convert(
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""
-    from agentx.scrub.convert import convert as run_convert
+    from agentx.formats.convert import convert as run_convert
 
     try:
         result = run_convert(input_path, output, to=to, skip_bad=skip_bad)

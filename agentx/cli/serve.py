@@ -9,7 +9,7 @@ import typer
 
 from agentx.cli.app import app, err, fail
 from agentx.errors import AgentxError
-from agentx.sim.config import SimConfig as _SimConfig  # light: no aiohttp
+from agentx.serve_sim.config import SimConfig as _SimConfig  # light: no aiohttp
 
 _SIM = _SimConfig()  # serve-sim's documented defaults
 
@@ -60,7 +60,7 @@ def serve_sim(
     seed: Annotated[int, typer.Option(help="varies filler text and ids")] = _SIM.seed,
 ) -> None:
     """Embedded OpenAI-compatible simulated server with a prefix cache (docs/serve-sim.md)."""
-    from agentx.sim import serve
+    from agentx.serve_sim import serve
 
     config = _SimConfig(
         host=host, port=port, model=model, block_size=block_size, kv_tokens=kv_tokens,

@@ -114,7 +114,7 @@ def simulate(
     ] = None,
 ) -> None:
     """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
-    from agentx import sim_offline as so
+    from agentx import simulate as so
 
     try:
         options = so.SimulateOptions(

@@ -20,11 +20,11 @@ from agentx.demo.agent import ScriptedAgent
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 from agentx.replay.options import ReplayOptions
 from agentx.replay.run import run_replay
-from agentx.scrub.engine import ScrubOptions, scrub_trace
+from agentx.scrub.pipeline import ScrubOptions, scrub_trace
 from agentx.scrub.report import ScrubReport
-from agentx.sim.config import SimConfig
-from agentx.sim.process import SimProcess
-from agentx.sim.server import SimServer
+from agentx.serve_sim.config import SimConfig
+from agentx.serve_sim.process import SimProcess
+from agentx.serve_sim.server import SimServer
 
 BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "traces" / "example.parquet"
 

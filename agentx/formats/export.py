@@ -6,7 +6,7 @@ the request's cl100k rendering (:func:`agentx.tokens.request_tokens`, the same t
 ``agentx stats`` hashes), chained with :func:`agentx.prefix.block_hashes`, and numbered densely
 in order of first appearance. Hash-only exchanges (imported Weka/Mooncake) at the target block
 size keep their ids; at another block size their blocks are laid out as the synthetic tokens
-``agentx convert`` would give them (:func:`agentx.scrub.synth.hash_id_tokens`) and cut again.
+``agentx convert`` would give them (:func:`agentx.synth.hash_id_tokens`) and cut again.
 
 - Mooncake: one line per model call, ``{"timestamp" (ms since the first), "input_length",
   "output_length", "hash_ids"}`` with 512-token blocks, the last one partial (``ceil(n/512)``
@@ -48,7 +48,7 @@ def is_exported(ex: Exchange) -> bool:
 def exchange_tokens(ex: Exchange) -> TokenArray:
     """The token ids a replay of ``ex`` sends: rendered text, or the synthetic hash-id layout."""
     if ex.hash_ids is not None and ex.hash_block_size:
-        from agentx.scrub.synth import hash_id_tokens
+        from agentx.synth import hash_id_tokens
 
         n = (
             ex.usage.prompt_tokens

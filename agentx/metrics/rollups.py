@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentx.metrics import latency as lat
-from agentx.metrics.stats import percentile, percentiles, ratio
+from agentx.metrics.percentiles import percentile, percentiles, ratio
 from agentx.replay.record import RequestRecord
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from agentx.metrics import latency as lat
 from agentx.metrics import rollups
-from agentx.metrics.prometheus.server import ServerMetrics
+from agentx.metrics.percentiles import P, percentiles, ratio
+from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
-from agentx.metrics.stats import P, percentiles, ratio
 from agentx.replay.record import RequestRecord
 
 SCHEMA = "agentx.summary/1"

@@ -1,6 +1,6 @@
 """Request building: the exact bytes each replayed request sends.
 
-``--api chat`` converts any captured family to OpenAI chat (:mod:`agentx.replay.convert`);
+``--api chat`` converts any captured family to OpenAI chat (:mod:`agentx.replay.translate`);
 ``--api messages`` sends Anthropic requests to ``/v1/messages``; ``--api native`` sends each
 request to its captured family's endpoint. In every mode: the model is replaced, ``max_tokens``
 is the recorded output length, the answer is streamed with usage, ``--extra-body`` is merged
@@ -22,7 +22,7 @@ from agentx.models import (
     JSON,
     Exchange,
 )
-from agentx.replay.convert import Message, ThreadConverter
+from agentx.replay.translate import Message, ThreadConverter
 from agentx.tokens import count_tokens
 
 DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was

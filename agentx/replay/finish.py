@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agentx.errors import AgentxError
-from agentx.replay.engine import EngineResult
+from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
 from agentx.replay.record import RequestRecord
 from agentx.replay.theory import merged, theoretical
@@ -103,7 +103,7 @@ def finish_run(
     started_at: str,
     out_dir: Path,
 ) -> ReplayResult:
-    from agentx.metrics.stats import percentiles
+    from agentx.metrics.percentiles import percentiles
     from agentx.metrics.summary import RunInfo, build_summary
 
     o = setup.options

@@ -56,7 +56,7 @@ class ReplayPlan:
     sessions: tuple[SessionPlan, ...]
     apis: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows
-    synthesized: int = 0  # hash-only rows given synthetic text (agentx.scrub.convert.with_text)
+    synthesized: int = 0  # hash-only rows given synthetic text (agentx.formats.convert.with_text)
 
     @property
     def requests(self) -> int:
@@ -82,7 +82,7 @@ def _with_text(ex: Exchange) -> Exchange:
     """What ``agentx convert`` does to a hash-only row: text laid out block by block from its
     hash ids (identical id, identical block), exactly ``prompt_tokens`` cl100k tokens long."""
     try:
-        from agentx.scrub.convert import with_text
+        from agentx.formats.convert import with_text
     except ImportError:  # pragma: no cover - agentx ships it
         raise TraceError(
             "the trace carries only block hashes, no text: convert it first "

@@ -14,7 +14,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from agentx.replay.engine import Counters
+from agentx.replay.lanes import Counters
 
 
 @dataclass(frozen=True, slots=True)

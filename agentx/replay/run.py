@@ -35,8 +35,8 @@ from agentx.replay.endpoint import (
     default_metrics_url,
     probe,
 )
-from agentx.replay.engine import Engine, EngineConfig
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
+from agentx.replay.lanes import Engine, EngineConfig
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import ProgressView, Snapshot

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentx.replay.client import make_http_client
-from agentx.replay.engine import Engine, EngineResult
+from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import ProgressView, Snapshot
 from agentx.replay.theory import SentLog

@@ -2,8 +2,8 @@
 
 from agentx.report.compare import compare
 from agentx.report.html import render_html, write_html
-from agentx.report.load import load_results, load_summary
 from agentx.report.render import render_compare, render_summary
+from agentx.report.results_dir import load_results, load_summary
 
 __all__ = [
     "compare",

@@ -10,8 +10,8 @@ from rich.console import Group, RenderableType
 
 from agentx.report.compare import compare
 from agentx.report.html import write_html
-from agentx.report.load import load_summary
 from agentx.report.render import render_compare, render_summary
+from agentx.report.results_dir import load_summary
 
 
 @dataclass(frozen=True, slots=True)

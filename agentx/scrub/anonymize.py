@@ -17,7 +17,7 @@ the segment is rendered again, which locates every leaf in the original renderin
 original tokens that start before each leaf gives the token position where the leaf's words must
 begin; leaf ``j`` then gets as many words as the original has tokens up to the next leaf, less
 the framing between them. Words never merge with each other or with the framing (see
-:mod:`agentx.scrub.synth`), so the count is exact. A segment whose layout defeats this (it never
+:mod:`agentx.synth`), so the count is exact. A segment whose layout defeats this (it never
 happened on the captures we have) falls back to per-leaf counts plus a correction, and is
 counted in the report as ``inexact``.
 """
@@ -36,7 +36,7 @@ from agentx.errors import UsageError
 from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange, Response
 from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
 from agentx.scrub.rules import IdMemo
-from agentx.scrub.synth import PrefixWords
+from agentx.synth import PrefixWords
 from agentx.tokens import (
     DEFAULT_ENCODING,
     count_tokens,

@@ -1,7 +1,7 @@
 """The scrub rules: each has a name, an action and a reason, and reports how often it fired.
 
 Per-exchange tests live here; the streaming engine that applies them in order (and keeps the
-cross-exchange state duplicates and retries need) is :mod:`agentx.scrub.engine`.
+cross-exchange state duplicates and retries need) is :mod:`agentx.scrub.pipeline`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from scrub.factory import capture
 
 from agentx.errors import UsageError
 from agentx.formats import load_exchanges
+from agentx.formats.convert import with_text
 from agentx.formats.export import (
     IdMapper,
     _finish_session,
@@ -24,7 +25,6 @@ from agentx.formats.export import (
 from agentx.formats.weka import parse_weka
 from agentx.models import MODEL_APIS, Exchange
 from agentx.prefix import block_hashes
-from agentx.scrub.convert import with_text
 from agentx.stats import compute_stats
 from agentx.tokens import request_tokens
 

@@ -23,7 +23,7 @@ from agentx.metrics.prometheus import (
     render_prometheus,
     snapshot,
 )
-from agentx.metrics.prometheus.server import PREFIXES, Snapshot, counter_deltas, total
+from agentx.metrics.prometheus.server_metrics import PREFIXES, Snapshot, counter_deltas, total
 
 DATA = Path(__file__).parent / "data"
 BEFORE = (DATA / "vllm-0.32.0-before.txt").read_text()

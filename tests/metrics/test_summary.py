@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agentx.metrics.prometheus.server import ServerMetrics
+from agentx.metrics.percentiles import STATS
+from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
-from agentx.metrics.stats import STATS
 from agentx.metrics.summary import SCHEMA, RunInfo, build_summary
 from agentx.replay.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
 

@@ -4,7 +4,7 @@ import io
 
 from rich.console import Console
 
-from agentx.replay.engine import Counters
+from agentx.replay.lanes import Counters
 from agentx.replay.progress import ProgressView, Snapshot
 
 

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from agentx.errors import EndpointError
-from agentx.replay import ReplayOptions, engine, run_replay
+from agentx.replay import ReplayOptions, lanes, run_replay
 from agentx.replay import finish as finish_module
 from agentx.replay.record import (
     ERR_CANCELLED,
@@ -75,7 +75,7 @@ def test_faults_become_typed_errors_and_the_run_goes_on(
 def test_server_dying_mid_run_yields_errors_not_a_crash(
     server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine, "CONNECT_BACKOFF_S", 0.01)
+    monkeypatch.setattr(lanes, "CONNECT_BACKOFF_S", 0.01)
     rows = chat_session("a", turns=4, user_text="fault:die ")
     trace = write(tmp_path / "t.parquet", rows)
     result = run_replay(options(trace, server.url, tmp_path))

@@ -18,6 +18,7 @@ in, Exchanges out), :mod:`.flow` (one response as it streams in), :mod:`.stats` 
 
 from __future__ import annotations
 
+from agentx.capture.recorder.counters import CaptureStats, StatsCounter, summary_line
 from agentx.capture.recorder.exchange import (
     FLAG_HTTP_ERROR,
     FLAG_NO_RESPONSE,
@@ -32,7 +33,6 @@ from agentx.capture.recorder.exchange import (
     detect_agent,
 )
 from agentx.capture.recorder.flow import MAX_MODEL_BODY, MAX_OTHER_BODY, Flow
-from agentx.capture.recorder.stats import CaptureStats, StatsCounter, summary_line
 from agentx.capture.recorder.worker import HOLD_NS, Event, Recorder
 
 __all__ = [

@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 
 from agentx.capture.apis import classify, error_text
+from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
 from agentx.capture.recorder.flow import Flow, body_limit
-from agentx.capture.secrets import Secrets
 from agentx.capture.sessions import (
     Placement,
     Sessions,

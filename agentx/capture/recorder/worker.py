@@ -18,14 +18,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from agentx.capture.credentials import Secrets
+from agentx.capture.recorder.counters import CaptureStats, StatsCounter
 from agentx.capture.recorder.exchange import (
     FLAG_NO_RESPONSE,
     FLAG_PARTIAL,
     ExchangeBuilder,
 )
 from agentx.capture.recorder.flow import Flow
-from agentx.capture.recorder.stats import CaptureStats, StatsCounter
-from agentx.capture.secrets import Secrets
 from agentx.capture.sessions import FLAG_SIDE_CALL, Sessions, has_tools
 from agentx.errors import AgentxError
 from agentx.models import API_OTHER, Exchange

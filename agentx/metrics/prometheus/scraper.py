@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from agentx.metrics.prometheus.parse import parse_prometheus
-from agentx.metrics.prometheus.server import (
+from agentx.metrics.prometheus.server_metrics import (
     PREFIXES,
     SeriesKey,
     ServerMetrics,

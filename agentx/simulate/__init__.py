@@ -1,18 +1,18 @@
 """``agentx simulate``: the offline KV-cache simulator (hit rate vs cache capacity, GPU-only vs
 GPU + DRAM offload). See docs/simulate.md for the model.
 
-    from agentx.sim_offline import SimulateOptions, run_simulate
+    from agentx.simulate import SimulateOptions, run_simulate
     result = run_simulate(SimulateOptions(Path("t.parquet"), capacities_tokens=(160_000,),
                                           offload_tokens=2_000_000))
     result.data["points"]  # the agentx.simulate/1 object
 
 Layout: :mod:`.workload` (trace -> requests in start order, dense block ids),
-:mod:`.engine` (the one-pass LRU stack engine and the :class:`agentx.kvcache.KVCache` replay),
+:mod:`.stack` (the one-pass LRU stack engine and the :class:`agentx.kvcache.KVCache` replay),
 :mod:`.run` (options, capacity lists, the result), :mod:`.render` (table, SVG).
 """
 
-from agentx.sim_offline.render import plot_svg, render_table, write_plot
-from agentx.sim_offline.run import (
+from agentx.simulate.render import plot_svg, render_table, write_plot
+from agentx.simulate.run import (
     SCHEMA,
     SimulateOptions,
     SimulateResult,
@@ -22,7 +22,7 @@ from agentx.sim_offline.run import (
     run_simulate,
     simulate_workload,
 )
-from agentx.sim_offline.workload import Workload, load_workload
+from agentx.simulate.workload import Workload, load_workload
 
 __all__ = [
     "SCHEMA",

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.prefix import UnboundedPrefixCache, block_hashes, chain_ids
-from agentx.scrub.synth import PrefixWords, block_tokens, hash_id_text, hash_id_tokens, vocabulary
+from agentx.synth import PrefixWords, block_tokens, hash_id_text, hash_id_tokens, vocabulary
 from agentx.tokens import encode, get_encoding
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.metrics.stats import STATS, percentile, percentiles, ratio
+from agentx.metrics.percentiles import STATS, percentile, percentiles, ratio
 
 finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)
 

@@ -8,7 +8,7 @@ import anthropic
 import openai
 import pytest
 
-from agentx.sim import SimServer
+from agentx.serve_sim import SimServer
 
 
 @pytest.fixture

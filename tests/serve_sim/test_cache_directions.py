@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from agentx.sim import SimConfig, SimServer
+from agentx.serve_sim import SimConfig, SimServer
 
 from .helpers import QUICK, metric, parse_metrics
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentx.replay import ReplayOptions, run_replay
-from agentx.sim import SimConfig, SimServer
+from agentx.serve_sim import SimConfig, SimServer
 
 from .factory import T0, anthropic_session, chat_session, write
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from agentx.errors import AgentxError
-from agentx.sim import SimConfig, SimServer, running_server
+from agentx.serve_sim import SimConfig, SimServer, running_server
 
 CLI = [sys.executable, "-m", "agentx", "serve-sim"]
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
-from agentx.sim.output import (
+from agentx.serve_sim.output import (
     choose_tool,
     example_value,
     filler_cycle,
@@ -17,7 +17,13 @@ from agentx.sim.output import (
     plan_output,
     token_pieces,
 )
-from agentx.sim.requests import RequestError, context_error, parse_chat, parse_json, parse_messages
+from agentx.serve_sim.requests import (
+    RequestError,
+    context_error,
+    parse_chat,
+    parse_json,
+    parse_messages,
+)
 from agentx.tokens import count_tokens
 
 

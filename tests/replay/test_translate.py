@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
-from agentx.replay.convert import ThreadConverter, to_chat
+from agentx.replay.translate import ThreadConverter, to_chat
 
 from .factory import anthropic_session
 

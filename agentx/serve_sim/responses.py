@@ -12,7 +12,7 @@ from typing import Protocol
 import orjson
 
 from agentx.models import JSON
-from agentx.sim.output import OutputPlan, escaped_cycle, filler_text
+from agentx.serve_sim.output import OutputPlan, escaped_cycle, filler_text
 
 _OPENAI_FINISH = {"stop": "stop", "length": "length", "tool": "tool_calls"}
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "tool": "tool_use"}

@@ -11,8 +11,8 @@ from typing import Any, Literal
 import numpy as np
 
 from agentx.errors import UsageError
-from agentx.sim_offline.engine import kvcache_simulate, stack_simulate
-from agentx.sim_offline.workload import Workload, load_workload
+from agentx.simulate.stack import kvcache_simulate, stack_simulate
+from agentx.simulate.workload import Workload, load_workload
 
 SCHEMA = "agentx.simulate/1"
 OffloadPolicy = Literal["inclusive", "exclusive"]

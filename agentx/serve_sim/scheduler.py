@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 from agentx.kvcache import Allocation, KVCache
 from agentx.prefix import HashArray
-from agentx.sim.config import SimConfig
-from agentx.sim.metrics import Gauges, SimMetrics
-from agentx.sim.metrics import render as render_metrics
+from agentx.serve_sim.config import SimConfig
+from agentx.serve_sim.vllm_metrics import Gauges, SimMetrics
+from agentx.serve_sim.vllm_metrics import render as render_metrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,18 +18,18 @@ from agentx.cli import app
 from agentx.errors import UsageError
 from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
 from agentx.prefix import chain_ids
-from agentx.sim_offline import (
+from agentx.simulate import (
     SimulateOptions,
     default_capacities,
     parse_token_list,
     parse_tokens,
     simulate_workload,
 )
-from agentx.sim_offline.engine import Fenwick, kvcache_simulate, stack_simulate
-from agentx.sim_offline.workload import RawRequest, build_workload, raw_requests
+from agentx.simulate.stack import Fenwick, kvcache_simulate, stack_simulate
+from agentx.simulate.workload import RawRequest, build_workload, raw_requests
 from agentx.stats import compute_stats, summarize
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 WEKA = ROOT / "tests" / "data" / "weka"
 EXAMPLE = ROOT / "traces" / "example.parquet"
 runner = CliRunner()

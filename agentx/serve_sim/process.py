@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import IO
 
 from agentx.errors import AgentxError
-from agentx.sim.config import SimConfig
+from agentx.serve_sim.config import SimConfig
 
 _FLAGS = {
     "model": "--model",

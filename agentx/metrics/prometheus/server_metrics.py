@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentx.metrics.percentiles import P, percentiles, ratio
 from agentx.metrics.prometheus.parse import Sample
-from agentx.metrics.stats import P, percentiles, ratio
 
 Labels = tuple[tuple[str, str], ...]
 SeriesKey = tuple[str, Labels]

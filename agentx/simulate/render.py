@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentx.errors import AgentxError, UsageError
-from agentx.sim_offline.run import SimulateResult
+from agentx.simulate.run import SimulateResult
 
 # the chart classes of agentx.report.svg, styled for an SVG opened on its own
 _STYLE = (

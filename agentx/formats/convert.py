@@ -2,7 +2,7 @@
 
 Importing is :mod:`agentx.formats` (format auto-detected). Going to agentx, hash-only exchanges
 get a prompt made of synthetic text laid out block by block from their hash ids
-(:func:`agentx.scrub.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where
+(:func:`agentx.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where
 an identical hash id always gives an identical block, so a converted Weka trace replays with
 text and the same prefix sharing. The hash ids stay on the exchange, so ``agentx stats`` counts
 the converted trace exactly as it counts the original.
@@ -21,7 +21,7 @@ from typing import Literal
 
 from agentx.errors import FormatError, UsageError
 from agentx.models import MODEL_APIS, Exchange
-from agentx.scrub.synth import hash_id_text
+from agentx.synth import hash_id_text
 
 Target = Literal["agentx", "mooncake", "weka"]
 TARGETS: tuple[Target, ...] = ("agentx", "mooncake", "weka")

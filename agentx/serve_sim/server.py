@@ -6,7 +6,7 @@
   synchronous code and tests (``srv.url``).
 
 Port 0 picks a free port; the chosen one is in ``url``/``port``. The application itself
-(handlers, timing headers) is :mod:`agentx.sim.app`.
+(handlers, timing headers) is :mod:`agentx.serve_sim.app`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from types import TracebackType
 from aiohttp import web
 
 from agentx.errors import AgentxError
-from agentx.sim.app import create_app, engine_of, warm_up
-from agentx.sim.config import SimConfig
-from agentx.sim.engine import Engine
+from agentx.serve_sim.app import create_app, engine_of, warm_up
+from agentx.serve_sim.config import SimConfig
+from agentx.serve_sim.scheduler import Engine
 
 __all__ = ["RunningServer", "SimServer", "create_app", "running_server", "serve"]
 

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from agentx.sim import SimConfig, SimServer
+from agentx.serve_sim import SimConfig, SimServer
 from agentx.tokens import count_tokens
 
 from .helpers import QUICK, metric, parse_metrics

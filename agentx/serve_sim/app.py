@@ -9,7 +9,7 @@ SDKs) just before its terminator (``data: [DONE]`` / ``message_stop``)::
 
 ``ttft_ms`` runs from the handler's start (request head parsed, before the body is read) to the
 moment the first token chunk is handed to the socket; ``e2e_ms`` to the terminator.
-Running the application: :mod:`agentx.sim.server`.
+Running the application: :mod:`agentx.serve_sim.server`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,9 @@ from aiohttp import web
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, JSON
 from agentx.prefix import HashArray, block_hashes
-from agentx.sim.config import SimConfig
-from agentx.sim.engine import Admission, Engine
-from agentx.sim.output import OutputPlan, plan_output
-from agentx.sim.requests import (
+from agentx.serve_sim.config import SimConfig
+from agentx.serve_sim.output import OutputPlan, plan_output
+from agentx.serve_sim.requests import (
     RequestError,
     SimRequest,
     context_error,
@@ -38,7 +37,7 @@ from agentx.sim.requests import (
     parse_json,
     parse_messages,
 )
-from agentx.sim.responses import (
+from agentx.serve_sim.responses import (
     AnthropicEmitter,
     Emitter,
     OpenAIChatEmitter,
@@ -46,9 +45,10 @@ from agentx.sim.responses import (
     anthropic_error,
     openai_error,
 )
+from agentx.serve_sim.scheduler import Admission, Engine
 from agentx.tokens import request_tokens
 
-log = logging.getLogger("agentx.sim")
+log = logging.getLogger("agentx.serve_sim")
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 TOKENIZE_IN_THREAD_BYTES = 16 * 1024  # bodies above this are tokenized off the event loop

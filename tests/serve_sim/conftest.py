@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentx.sim import SimConfig, SimServer
+from agentx.serve_sim import SimConfig, SimServer
 
 from .helpers import QUICK
 

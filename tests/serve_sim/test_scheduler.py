@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from agentx.prefix import block_hashes
-from agentx.sim.config import SimConfig
-from agentx.sim.engine import Engine
+from agentx.serve_sim.config import SimConfig
+from agentx.serve_sim.scheduler import Engine
 
 BS = 16
 

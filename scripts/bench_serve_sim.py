@@ -12,7 +12,7 @@
    and server CPU per request with the default KV capacity (the sessions do not fit: LRU
    thrashes) and with one that holds them all.
 
-Usage: .venv/bin/python scripts/bench_sim.py [--quick]
+Usage: .venv/bin/python scripts/bench_serve_sim.py [--quick]
 """
 
 from __future__ import annotations

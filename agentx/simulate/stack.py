@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from agentx.kvcache import Allocation, KVCache
 from agentx.prefix import hittable_blocks
-from agentx.sim_offline.workload import SimRequest, Workload
+from agentx.simulate.workload import SimRequest, Workload
 
 Int64Array = npt.NDArray[np.int64]
 INF_DEPTH = 1 << 62  # "never seen": a miss at any capacity
