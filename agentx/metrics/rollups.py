@@ -14,7 +14,7 @@ from typing import Any
 
 from agentx.metrics import latency as lat
 from agentx.metrics.percentiles import percentile, percentiles, ratio
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 
 def _sum_known(values: Iterable[int | None]) -> int | None:

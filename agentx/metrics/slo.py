@@ -31,7 +31,7 @@ from typing import Any
 from agentx.errors import UsageError
 from agentx.metrics import latency as lat
 from agentx.metrics.percentiles import STATS, Values, percentile
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,

@@ -19,7 +19,7 @@ from agentx.metrics import rollups
 from agentx.metrics.percentiles import P, percentiles, ratio
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 SCHEMA = "agentx.summary/1"
 

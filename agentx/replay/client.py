@@ -6,7 +6,7 @@ server, httpx's default transport (httpcore) consumes several times fewer chunks
 in ``docs/benchmarks.md``.
 
 Every failure of one request becomes data on its row (``error_type`` from
-:mod:`agentx.replay.record`); nothing here raises for a per-request fault.
+:mod:`agentx.record`); nothing here raises for a per-request fault.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from agentx.models import JSON
-from agentx.replay.record import (
+from agentx.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,

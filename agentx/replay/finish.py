@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agentx.errors import AgentxError
+from agentx.record import RequestRecord
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
-from agentx.replay.record import RequestRecord
 from agentx.replay.theory import merged, theoretical
 
 if TYPE_CHECKING:

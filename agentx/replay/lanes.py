@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from agentx.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
 from agentx.replay.build import BuildConfig, ThreadBuilder
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.plan import SessionPlan, ThreadPlan
-from agentx.replay.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
 from agentx.replay.theory import SentLog
 
 NS_PER_S = 1_000_000_000

@@ -10,7 +10,7 @@ import orjson
 
 from agentx.errors import AgentxError
 from agentx.metrics.summary import SCHEMA
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 SUMMARY = "summary.json"
 REQUESTS = "requests.parquet"

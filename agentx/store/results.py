@@ -1,4 +1,4 @@
-"""``requests.parquet``: one row per replayed request (:class:`agentx.replay.record.RequestRecord`).
+"""``requests.parquet``: one row per replayed request (:class:`agentx.record.RequestRecord`).
 
 The Arrow schema is derived from the record's fields, so a field added to the record (with a
 default) becomes a column without touching this file; files written before it read back with
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx.errors import TraceError
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 FORMAT = "agentx.requests/1"
 META_FORMAT = b"agentx.format"

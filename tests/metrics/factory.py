@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 MS = 1_000_000
 S = 1_000_000_000

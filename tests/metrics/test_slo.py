@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from agentx.errors import UsageError
 from agentx.metrics.slo import evaluate, goodput, parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 
 from .factory import MS, S, failed, rec, streamed
 

@@ -11,7 +11,7 @@ from agentx.metrics.percentiles import STATS
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import SCHEMA, RunInfo, build_summary
-from agentx.replay.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
+from agentx.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
 
 from .factory import MS, S, failed, rec, streamed
 

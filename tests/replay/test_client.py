@@ -12,8 +12,7 @@ import httpx
 import orjson
 import pytest
 
-from agentx.replay.client import StreamOutcome, classify, make_http_client, stream_request
-from agentx.replay.record import (
+from agentx.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,
@@ -22,6 +21,7 @@ from agentx.replay.record import (
     ERR_RESET,
     ERR_TIMEOUT,
 )
+from agentx.replay.client import StreamOutcome, classify, make_http_client, stream_request
 
 from .fault_server import FaultServer
 

@@ -14,9 +14,7 @@ import orjson
 import pytest
 
 from agentx.errors import EndpointError
-from agentx.replay import ReplayOptions, lanes, run_replay
-from agentx.replay import finish as finish_module
-from agentx.replay.record import (
+from agentx.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,
@@ -24,6 +22,8 @@ from agentx.replay.record import (
     ERR_PROTOCOL,
     ERR_RESET,
 )
+from agentx.replay import ReplayOptions, lanes, run_replay
+from agentx.replay import finish as finish_module
 from agentx.store.results import read_requests
 
 from .factory import T0, chat_session, write

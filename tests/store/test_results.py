@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.errors import TraceError
-from agentx.replay.record import RequestRecord
+from agentx.record import RequestRecord
 from agentx.store.results import read_requests, write_requests
 
 i64 = st.integers(min_value=-(2**62), max_value=2**62)

@@ -1,6 +1,8 @@
 """One replayed request, as measured by the client: the row of ``requests.parquet``.
 
-Produced by the replay lanes, consumed by ``agentx.metrics`` and ``agentx.report``.
+Produced by the replay lanes, stored by ``agentx.store.results``, consumed by ``agentx.metrics``
+and ``agentx.report``: it lives below all of them, so none imports upwards. The error kinds
+(``ERR_*``) are the closed vocabulary of ``RequestRecord.error_type``.
 All ``*_ns`` durations are ``time.perf_counter_ns`` differences from ``sent_ns``; ``sent_ns`` and
 ``scheduled_ns`` are perf-counter instants of this run (only their difference is meaningful);
 ``start_wall_ns`` is wall clock and only orders and labels rows. Unknown is ``None``, never 0.
