@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from agentx.flags import FLAG_NON_MODEL
 from agentx.models import MODEL_APIS, Exchange
 from agentx.prefix import (
     DEFAULT_BLOCK_SIZE,
@@ -21,11 +22,9 @@ from agentx.prefix import (
     chain_ids,
 )
 
-NON_MODEL_FLAG = "non_model"  # set by capture on traffic that is not a model call
-
 
 def is_model_call(ex: Exchange) -> bool:
-    return ex.api in MODEL_APIS and NON_MODEL_FLAG not in ex.flags
+    return ex.api in MODEL_APIS and FLAG_NON_MODEL not in ex.flags
 
 
 def hash_only_blocks(ex: Exchange, requested: int | None) -> tuple[HashArray, int, int]:

@@ -96,7 +96,7 @@ class Exchange:
     client: str | None = None  # User-Agent
     agent: str | None = None  # e.g. "claude-code", "codex", "aider"
     credentials: tuple[Credential, ...] = ()
-    flags: tuple[str, ...] = ()  # capture and scrub flags, e.g. "partial", "side_call", "subagent"
+    flags: tuple[str, ...] = ()  # trace flags: names in agentx.flags
     error: str | None = None
     hash_ids: tuple[int, ...] | None = None
     hash_block_size: int | None = None

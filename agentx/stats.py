@@ -2,7 +2,7 @@
 hit rate an unbounded cache would reach on it.
 
 Only model calls count: rows whose ``api`` is one of :data:`agentx.models.MODEL_APIS` and that
-are not flagged :data:`NON_MODEL_FLAG`. Input tokens are the server's ``usage.prompt_tokens``
+are not flagged :data:`agentx.flags.FLAG_NON_MODEL`. Input tokens are the server's ``usage.prompt_tokens``
 where it reported them, else agentx's tiktoken count of the rendered request.
 
 The theoretical hit rate replays every request, in trace order, against an unbounded block cache
@@ -22,10 +22,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from agentx import tokens
-from agentx.hitrate import NON_MODEL_FLAG as NON_MODEL_FLAG
-from agentx.hitrate import HitRateMeter
-from agentx.hitrate import hash_only_blocks as hash_only_blocks
-from agentx.hitrate import is_model_call as is_model_call
+from agentx.hitrate import HitRateMeter, is_model_call
 from agentx.models import Exchange
 from agentx.prefix import DEFAULT_BLOCK_SIZE
 

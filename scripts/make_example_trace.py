@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentx import tokens
+from agentx.flags import FLAG_SIDE_CALL, FLAG_SUBAGENT
 from agentx.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
@@ -443,7 +444,7 @@ def build(seed: int = SEED) -> list[Exchange]:
                     "temperature": 0,
                     "stream": True,
                 },
-                flags=("side_call",),
+                flags=(FLAG_SIDE_CALL,),
                 decode_tps=150.0,
             )
             side.user(spec["turns"][0].user or "")
@@ -473,7 +474,7 @@ def build(seed: int = SEED) -> list[Exchange]:
                 rng,
                 sub_clock,
                 sub_base,
-                flags=("subagent",),
+                flags=(FLAG_SUBAGENT,),
                 decode_tps=140.0,
             )
             report = run_thread(sub, spec["subagent"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from agentx.hitrate import NON_MODEL_FLAG, HitRateMeter
+from agentx.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
+from agentx.hitrate import HitRateMeter
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OTHER, Exchange, Timing, Usage
 from agentx.prefix import block_hashes, theoretical_hit_rate
 from agentx.tokens import request_tokens

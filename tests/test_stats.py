@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agentx.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OTHER, Exchange, Response, Timing, Usage
 from agentx.prefix import block_hashes, theoretical_hit_rate
-from agentx.stats import NON_MODEL_FLAG, compute_stats, percentiles, summarize
+from agentx.stats import compute_stats, percentiles, summarize
 from agentx.store import write_trace
 from agentx.tokens import request_tokens
 

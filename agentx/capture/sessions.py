@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from agentx.capture.apis import max_output_tokens
+from agentx.flags import FLAG_COMPACTION, FLAG_FORK, FLAG_RETRY, FLAG_SIDE_CALL, FLAG_SUBAGENT
 from agentx.models import API_OPENAI_RESPONSES, JSON, Response
 from agentx.tokens import conversation
 
@@ -38,12 +39,6 @@ _COMPACTION_MARKERS = (
     "summary of the conversation so far",
     "conversation is summarized below",
 )
-
-FLAG_SIDE_CALL = "side_call"
-FLAG_SUBAGENT = "subagent"
-FLAG_COMPACTION = "compaction"
-FLAG_RETRY = "retry"
-FLAG_FORK = "fork"
 
 
 def new_id(prefix: str) -> str:

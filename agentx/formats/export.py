@@ -31,8 +31,11 @@ import numpy as np
 import orjson
 
 from agentx.errors import TraceError, UsageError
-from agentx.models import JSON, MODEL_APIS, Exchange
+from agentx.flags import FLAG_SUBAGENT, weka_values
+from agentx.hitrate import is_model_call
+from agentx.models import JSON, Exchange
 from agentx.prefix import HashArray, block_hashes, chain_ids
+from agentx.synth import hash_id_tokens
 from agentx.tokens import TokenArray, conversation, count_tokens, request_tokens
 
 MOONCAKE_BLOCK_SIZE = 512
@@ -40,16 +43,9 @@ WEKA_BLOCK_SIZE = 64
 _ID_STRIDE = 1 << 32  # the Weka importer offsets the k-th local-scope file's ids by k * 2**32
 
 
-def is_exported(ex: Exchange) -> bool:
-    """Model calls only (what ``agentx stats`` counts)."""
-    return ex.api in MODEL_APIS and "non_model" not in ex.flags
-
-
 def exchange_tokens(ex: Exchange) -> TokenArray:
     """The token ids a replay of ``ex`` sends: rendered text, or the synthetic hash-id layout."""
     if ex.hash_ids is not None and ex.hash_block_size:
-        from agentx.synth import hash_id_tokens
-
         n = (
             ex.usage.prompt_tokens
             if ex.usage.prompt_tokens is not None
@@ -144,7 +140,7 @@ def write_mooncake(exchanges: Iterable[Exchange], path: str | os.PathLike[str], 
         p.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
             for ex in exchanges:
-                if not is_exported(ex):
+                if not is_model_call(ex):
                     continue
                 start = ex.timing.start_wall_ns
                 t0 = start if t0 is None else t0
@@ -176,13 +172,8 @@ class _Req:
     flags: tuple[str, ...]
 
 
-def _flag(flags: tuple[str, ...], name: str) -> list[str]:
-    prefix = f"weka.{name}="
-    return [f[len(prefix) :] for f in flags if f.startswith(prefix)]
-
-
 def _input_types(ex: Exchange) -> list[str]:
-    found = _flag(ex.flags, "in")
+    found = weka_values(ex.flags, "in")
     if found or ex.hash_ids is not None:
         return found
     conv = conversation(ex.api, ex.request)
@@ -205,7 +196,7 @@ def _input_types(ex: Exchange) -> list[str]:
 
 
 def _output_types(ex: Exchange) -> list[str]:
-    found = _flag(ex.flags, "out")
+    found = weka_values(ex.flags, "out")
     if found or ex.hash_ids is not None:
         return found
     r = ex.response
@@ -228,7 +219,7 @@ def weka_request(ex: Exchange, mapper: IdMapper) -> _Req:
     native = ex.hash_ids is not None and ex.hash_block_size == WEKA_BLOCK_SIZE
     n, keys = block_keys(ex, WEKA_BLOCK_SIZE, partial=False)
     ids = list((ex.hash_ids or ())[: len(keys)]) if native else mapper(keys)
-    kind = _flag(ex.flags, "type")
+    kind = weka_values(ex.flags, "type")
     stream = isinstance(ex.request, dict) and ex.request.get("stream") is True
     row: dict[str, Any] = {
         "t": None,
@@ -250,7 +241,7 @@ def weka_request(ex: Exchange, mapper: IdMapper) -> _Req:
         row["think_time"] = ex.think_time_s
     start = ex.timing.start_wall_ns
     return _Req(ex.thread_id, start, start + (ex.timing.e2e_ns or 0), row, native,
-                "subagent" in ex.flags, ex.flags)  # fmt: skip
+                FLAG_SUBAGENT in ex.flags, ex.flags)  # fmt: skip
 
 
 def _timed(req: _Req, base_ns: int) -> dict[str, Any]:
@@ -273,10 +264,10 @@ def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) 
         entry: dict[str, Any] = {
             "t": round((start - base) / 1e9, 6),
             "type": "subagent",
-            "agent_id": (_flag(flags, "agent_id") or [rs[0].thread.rsplit("/", 1)[-1]])[0],
+            "agent_id": (weka_values(flags, "agent_id") or [rs[0].thread.rsplit("/", 1)[-1]])[0],
         }
         for key in ("subagent_type", "status"):
-            found = _flag(flags, key)
+            found = weka_values(flags, key)
             if found:
                 entry[key] = found[0]
         entry["duration_ms"] = round((max(r.end_ns for r in rs) - start) / 1e6)
@@ -335,7 +326,7 @@ def write_weka(exchanges: Iterable[Exchange], path: str | os.PathLike[str]) -> i
     their Weka fields as they are read; the documents are written at the end."""
     sessions: dict[str, tuple[list[_Req], IdMapper]] = {}
     for ex in exchanges:
-        if is_exported(ex):
+        if is_model_call(ex):
             reqs, mapper = sessions.setdefault(ex.session_id, ([], IdMapper(1)))
             reqs.append(weka_request(ex, mapper))
     p = Path(path)

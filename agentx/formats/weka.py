@@ -31,9 +31,10 @@ from typing import Any, TypeGuard
 import orjson
 
 from agentx.errors import FormatError
+from agentx.flags import FLAG_SUBAGENT, weka_flag
 from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
 
-SUBAGENT = "subagent"
+SUBAGENT = "subagent"  # the Weka record type of a child thread
 LOCAL_SCOPE_STRIDE = 1 << 32  # per-file id offset when a directory mixes local-scope files
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _MAX_SECONDS = 4e9  # t + subagent start must still fit in int64 nanoseconds
@@ -155,11 +156,11 @@ class _Builder:
         while agent in self.agents or agent == "main":  # thread ids stay unique
             agent += "'"
         self.agents.add(agent)
-        flags = [SUBAGENT, f"weka.agent_id={agent}"]
+        flags = [FLAG_SUBAGENT, weka_flag("agent_id", agent)]
         for key in ("subagent_type", "status"):
             value = _str(entry, key, where)
             if value is not None:
-                flags.append(f"weka.{key}={value}")
+                flags.append(weka_flag(key, value))
         self.thread(
             entry.get("requests"),
             f"{where}.requests",
@@ -185,9 +186,9 @@ class _Builder:
         stop = _str(req, "stop", where)
         flags = [*thread_flags]
         if kind is not None:
-            flags.append(f"weka.type={kind}")
-        flags.extend(f"weka.in={x}" for x in _strs(req, "input_types", where))
-        flags.extend(f"weka.out={x}" for x in _strs(req, "output_types", where))
+            flags.append(weka_flag("type", kind))
+        flags.extend(weka_flag("in", x) for x in _strs(req, "input_types", where))
+        flags.extend(weka_flag("out", x) for x in _strs(req, "output_types", where))
         return Exchange(
             request_id=f"{thread}/{n}",
             session_id=self.session,

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from agentx.flags import FLAG_PROVIDER_FIELDS
 from agentx.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
@@ -180,7 +181,7 @@ class ThreadBuilder:
         cfg = self.config
         api = ex.api
         body: dict[str, Any] = dict(ex.request)
-        if "provider_fields" in ex.flags:
+        if FLAG_PROVIDER_FIELDS in ex.flags:
             body = strip_provider_fields(body)
         key = "input" if api == API_OPENAI_RESPONSES else "messages"
         if salt and isinstance(body.get(key), list):

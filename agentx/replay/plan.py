@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentx.errors import TraceError, UsageError
+from agentx.flags import FLAG_NON_MODEL, FLAG_PARTIAL
 from agentx.models import API_ANTHROPIC_MESSAGES, MODEL_APIS, Exchange
 from agentx.tokens import conversation
 
-SKIP_FLAGS = ("non_model", "partial")
+SKIP_FLAGS = (FLAG_NON_MODEL, FLAG_PARTIAL)
 NS_PER_S = 1_000_000_000
 
 

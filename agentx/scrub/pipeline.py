@@ -16,15 +16,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentx.errors import UsageError
+from agentx.flags import (
+    FLAG_NON_MODEL,
+    FLAG_PROVIDER_FIELDS,
+    FLAG_REPAIRED,
+    FLAG_SECRET_REDACTED,
+    FLAG_SIDE_CALL,
+    has,
+)
 from agentx.models import JSON, Exchange, Response
 from agentx.scrub import toolpairs
 from agentx.scrub.report import HitRateMeter, RuleCount, ScrubReport
 from agentx.scrub.rules import (
-    FLAG_NON_MODEL,
-    FLAG_PROVIDER_FIELDS,
-    FLAG_REDACTED,
-    FLAG_REPAIRED,
-    FLAG_SIDE_CALL,
     RULES,
     IdMemo,
     Rule,
@@ -159,8 +162,8 @@ class Scrubber:
             out, body, redacted = self._redact(ex, body)
             if redacted:
                 self.counts["secrets"] += 1
-                if FLAG_REDACTED not in flags:
-                    flags.append(FLAG_REDACTED)
+                if not has(flags, FLAG_SECRET_REDACTED):  # or its old spelling "redacted"
+                    flags.append(FLAG_SECRET_REDACTED)
         parent = ex.parent_request_id
         if parent is not None and parent in self._dropped:
             parent = self._resolve(parent)

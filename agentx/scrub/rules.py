@@ -15,18 +15,9 @@ from typing import TypeVar
 
 import orjson
 
+from agentx.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPARSEABLE_FLAGS
 from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange
 from agentx.tokens import conversation, render_content
-
-# Flags scrub sets (and honours when set by capture). Replay must strip provider-only fields
-# from requests flagged FLAG_PROVIDER_FIELDS and skip FLAG_NON_MODEL rows.
-FLAG_PROVIDER_FIELDS = "provider_fields"
-FLAG_SIDE_CALL = "side_call"
-FLAG_NON_MODEL = "non_model"
-FLAG_REPAIRED = "repaired"
-FLAG_REDACTED = "redacted"
-PARTIAL_FLAGS = frozenset({"partial", "aborted", "truncated", "incomplete"})
-UNPARSEABLE_FLAGS = frozenset({"unparseable", "bad_json", "bad_request_body", "bad_response_body"})
 
 # Keys an OpenAI-compatible server does not know: Anthropic prompt-cache markers, thinking
 # signatures, encrypted reasoning (Anthropic redacted_thinking, OpenAI Responses).
@@ -75,7 +66,7 @@ def response_rule(ex: Exchange) -> str | None:
             return "transport_error"
     elif not 200 <= ex.status < 300:
         return "http_error"
-    if PARTIAL_FLAGS.intersection(ex.flags):
+    if INCOMPLETE_FLAGS.intersection(ex.flags):
         return "partial"
     if UNPARSEABLE_FLAGS.intersection(ex.flags):
         return "unparseable"

@@ -1,7 +1,7 @@
 """A trace as the simulator sees it: model calls in start order, each a run of dense block ids.
 
 Which rows count, and how a row becomes blocks, is exactly what ``agentx stats`` does
-(:func:`agentx.stats.is_model_call`, :func:`agentx.stats.hash_only_blocks`, and
+(:func:`agentx.hitrate.is_model_call`, :func:`agentx.hitrate.hash_only_blocks`, and
 :class:`agentx.prefix.RequestHasher` keyed by ``(session, thread)`` for text rows), so the
 unbounded limit of the simulation is ``agentx stats``' theoretical hit rate.
 
@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentx.errors import AgentxError, UsageError
+from agentx.hitrate import hash_only_blocks, is_model_call
 from agentx.models import Exchange
 from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, RequestHasher
 
@@ -90,8 +91,6 @@ def raw_requests(
     Raises :class:`UsageError` when rows need different block sizes (a text row at 16 and a
     hash-only row at 64, say): the simulated cache has one block size.
     """
-    from agentx.stats import hash_only_blocks, is_model_call
-
     text_bs = block_size or DEFAULT_BLOCK_SIZE
     hasher: RequestHasher | None = None
     out: list[RawRequest] = []

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from store.strategies import exchange_sequences
 
 from agentx.errors import UsageError
+from agentx.flags import FLAG_PROVIDER_FIELDS, FLAG_REPAIRED, FLAG_SIDE_CALL
+from agentx.flags import FLAG_SECRET_REDACTED as FLAG_REDACTED
 from agentx.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
@@ -24,13 +26,7 @@ from agentx.models import (
     Usage,
 )
 from agentx.scrub import ScrubOptions, scrub_exchanges, scrub_trace
-from agentx.scrub.rules import (
-    FLAG_PROVIDER_FIELDS,
-    FLAG_REDACTED,
-    FLAG_REPAIRED,
-    FLAG_SIDE_CALL,
-    RULES,
-)
+from agentx.scrub.rules import RULES
 from agentx.store import read_trace, write_trace
 
 from .factory import openai_session

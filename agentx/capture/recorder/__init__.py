@@ -20,14 +20,6 @@ from __future__ import annotations
 
 from agentx.capture.recorder.counters import CaptureStats, StatsCounter, summary_line
 from agentx.capture.recorder.exchange import (
-    FLAG_HTTP_ERROR,
-    FLAG_NO_RESPONSE,
-    FLAG_NON_MODEL,
-    FLAG_PARTIAL,
-    FLAG_REDACTED,
-    FLAG_RESOLVED,
-    FLAG_UNPARSED,
-    FLAG_UNRESOLVED,
     KEEP_RESPONSES,
     ExchangeBuilder,
     detect_agent,
@@ -36,14 +28,6 @@ from agentx.capture.recorder.flow import MAX_MODEL_BODY, MAX_OTHER_BODY, Flow
 from agentx.capture.recorder.worker import HOLD_NS, Event, Recorder
 
 __all__ = [
-    "FLAG_HTTP_ERROR",
-    "FLAG_NON_MODEL",
-    "FLAG_NO_RESPONSE",
-    "FLAG_PARTIAL",
-    "FLAG_REDACTED",
-    "FLAG_RESOLVED",
-    "FLAG_UNPARSED",
-    "FLAG_UNRESOLVED",
     "HOLD_NS",
     "KEEP_RESPONSES",
     "MAX_MODEL_BODY",

@@ -25,19 +25,20 @@ from agentx.capture.sessions import (
     new_id,
     session_hint,
 )
+from agentx.flags import (
+    FLAG_HTTP_ERROR,
+    FLAG_NO_RESPONSE,
+    FLAG_NON_MODEL,
+    FLAG_PARTIAL,
+    FLAG_PREVIOUS_RESOLVED,
+    FLAG_PREVIOUS_UNRESOLVED,
+    FLAG_SECRET_REDACTED,
+    FLAG_UNPARSED_BODY,
+)
 from agentx.models import API_OPENAI_RESPONSES, API_OTHER, JSON, Exchange, Response, Timing, Usage
 from agentx.tokens import conversation
 
 KEEP_RESPONSES = 512
-
-FLAG_PARTIAL = "partial"
-FLAG_NON_MODEL = "non_model"
-FLAG_NO_RESPONSE = "no_response"
-FLAG_HTTP_ERROR = "http_error"
-FLAG_RESOLVED = "previous_response_resolved"
-FLAG_UNRESOLVED = "previous_response_unresolved"
-FLAG_UNPARSED = "unparsed_body"
-FLAG_REDACTED = "secret_redacted"
 
 
 def _text(v: str | bytes) -> str:
@@ -114,7 +115,7 @@ class ExchangeBuilder:
             except (ValueError, orjson.JSONDecodeError):
                 body = None
                 if api != API_OTHER:
-                    flags.append(FLAG_UNPARSED)
+                    flags.append(FLAG_UNPARSED_BODY)
         credentials = self.secrets.from_headers(headers)
         path, query_creds = self.secrets.scrub_path(path)
         credentials += query_creds
@@ -182,7 +183,7 @@ class ExchangeBuilder:
             return body, None
         prev = self._responses.get(prev_id)
         if prev is None:
-            flags.append(FLAG_UNRESOLVED)
+            flags.append(FLAG_PREVIOUS_UNRESOLVED)
             return body, None
         parent_request, context = prev
         full = context + conversation(API_OPENAI_RESPONSES, body)
@@ -193,7 +194,7 @@ class ExchangeBuilder:
             out[k] = full if k == "input" else v
         if "input" not in out:
             out["input"] = full
-        flags.append(FLAG_RESOLVED)
+        flags.append(FLAG_PREVIOUS_RESOLVED)
         return out, parent_request
 
     # ------------------------------------------------------------------ rows
@@ -326,5 +327,5 @@ class ExchangeBuilder:
                 stop_reason=r.stop_reason,
                 message=clean(r.message),
             ),
-            flags=(*ex.flags, FLAG_REDACTED),
+            flags=(*ex.flags, FLAG_SECRET_REDACTED),
         )

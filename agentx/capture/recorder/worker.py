@@ -20,21 +20,17 @@ from typing import Any
 
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder.counters import CaptureStats, StatsCounter
-from agentx.capture.recorder.exchange import (
-    FLAG_NO_RESPONSE,
-    FLAG_PARTIAL,
-    ExchangeBuilder,
-)
+from agentx.capture.recorder.exchange import ExchangeBuilder
 from agentx.capture.recorder.flow import Flow
-from agentx.capture.sessions import FLAG_SIDE_CALL, Sessions, has_tools
+from agentx.capture.sessions import Sessions, has_tools
 from agentx.errors import AgentxError
+from agentx.flags import FLAG_NO_RESPONSE, FLAG_PARTIAL, FLAG_SIDE_CALL, THREAD_FLAGS
 from agentx.models import API_OTHER, Exchange
 from agentx.store import TraceWriter
 
 log = logging.getLogger("agentx.capture")
 
 Event = tuple[Any, ...]
-_THREAD_FLAGS = frozenset({"side_call", "subagent", "compaction", "fork", "retry"})
 HOLD_NS = 60 * 1_000_000_000  # how long a tool-less first call waits to learn what it was
 
 
@@ -198,7 +194,7 @@ class Recorder:
         if (
             flow.api != API_OTHER
             and ex.parent_request_id is None
-            and not set(ex.flags) & _THREAD_FLAGS
+            and not THREAD_FLAGS.intersection(ex.flags)
             and not has_tools(flow.body)
             and not self.sessions.uses_tools(ex.session_id)
         ):
