@@ -21,12 +21,10 @@ import orjson
 
 from agentx.errors import AgentxError
 from agentx.models import API_OPENAI_RESPONSES, JSON
+from agentx.provider_fields import PROVIDER_KEYS, without_keys
 
 DEFAULT_ENCODING = "cl100k_base"
 TokenArray = npt.NDArray[np.int64]
-
-# Keys that do not reach the model's context: provider cache markers and opaque signatures.
-_NON_CONTEXT_KEYS = frozenset({"cache_control", "signature", "encrypted_content"})
 
 
 @lru_cache(maxsize=8)
@@ -96,11 +94,8 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
 
 
 def _strip(value: JSON) -> JSON:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in _NON_CONTEXT_KEYS}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
+    """Without the provider keys: they do not reach the model's context."""
+    return without_keys(value, PROVIDER_KEYS)
 
 
 def _dump(value: JSON) -> str:
@@ -143,7 +138,7 @@ def render_message(message: JSON) -> str:
     extra = {
         k: v
         for k, v in message.items()
-        if k not in ("role", "content", "type", "id", "status") and k not in _NON_CONTEXT_KEYS
+        if k not in ("role", "content", "type", "id", "status") and k not in PROVIDER_KEYS
     }
     if extra:  # tool_calls, tool_call_id, function-call items, ...
         body = f"{body}\n{_dump(extra)}" if body else _dump(extra)

@@ -29,6 +29,7 @@ import orjson
 from agentx.capture.apis import max_output_tokens
 from agentx.flags import FLAG_COMPACTION, FLAG_FORK, FLAG_RETRY, FLAG_SIDE_CALL, FLAG_SUBAGENT
 from agentx.models import API_OPENAI_RESPONSES, JSON, Response
+from agentx.provider_fields import CACHE_MARKER_KEYS, without_keys
 from agentx.tokens import conversation
 
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
@@ -68,17 +69,10 @@ def session_hint(headers: dict[str, str], body: JSON) -> str | None:
     return None
 
 
-def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
 def _digest(value: Any) -> bytes:
     return hashlib.blake2b(
-        orjson.dumps(_strip(value), option=orjson.OPT_SORT_KEYS), digest_size=16
+        orjson.dumps(without_keys(value, CACHE_MARKER_KEYS), option=orjson.OPT_SORT_KEYS),
+        digest_size=16,
     ).digest()
 
 

@@ -23,6 +23,7 @@ from agentx.models import (
     JSON,
     Exchange,
 )
+from agentx.provider_fields import strip_provider_fields
 from agentx.replay.translate import Message, ThreadConverter
 from agentx.tokens import count_tokens
 
@@ -32,7 +33,6 @@ PATHS = {
     API_ANTHROPIC_MESSAGES: "/v1/messages",
     API_OPENAI_RESPONSES: "/v1/responses",
 }
-_PROVIDER_KEYS = frozenset({"cache_control", "signature", "encrypted_content"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +71,6 @@ def max_tokens_of(ex: Exchange) -> int:
 
 def salt_marker(salt: str) -> str:
     return f"[{salt}] "
-
-
-def strip_provider_fields(value: JSON) -> JSON:
-    """Drop what only the recording provider understands: cache markers, signatures, encrypted
-    reasoning (keys), and whole ``redacted_thinking`` blocks (opaque encrypted data)."""
-    if isinstance(value, dict):
-        return {k: strip_provider_fields(v) for k, v in value.items() if k not in _PROVIDER_KEYS}
-    if isinstance(value, list):
-        return [
-            strip_provider_fields(v)
-            for v in value
-            if not (isinstance(v, dict) and v.get("type") == "redacted_thinking")
-        ]
-    return value
 
 
 def _salted_content(content: JSON, marker: str) -> JSON:

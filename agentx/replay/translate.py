@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, JSON
+from agentx.provider_fields import CACHE_MARKER_KEYS
 
 Message = dict[str, Any]
 
@@ -58,7 +59,7 @@ def text_of(content: JSON) -> str:
             elif kind == "tool_result":
                 parts.append(text_of(part.get("content")))
             else:
-                parts.append(_dump({k: v for k, v in part.items() if k != "cache_control"}))
+                parts.append(_dump({k: v for k, v in part.items() if k not in CACHE_MARKER_KEYS}))
         return "\n".join(parts)
     return _dump(content)
 

@@ -25,6 +25,7 @@ from agentx.flags import (
     has,
 )
 from agentx.models import JSON, Exchange, Response
+from agentx.provider_fields import has_provider_fields
 from agentx.scrub import toolpairs
 from agentx.scrub.report import HitRateMeter, RuleCount, ScrubReport
 from agentx.scrub.rules import (
@@ -32,7 +33,6 @@ from agentx.scrub.rules import (
     IdMemo,
     Rule,
     dumps,
-    has_provider_fields,
     is_non_model,
     is_side_call,
     kept_flagged,

@@ -19,11 +19,6 @@ from agentx.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPAR
 from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange
 from agentx.tokens import conversation, render_content
 
-# Keys an OpenAI-compatible server does not know: Anthropic prompt-cache markers, thinking
-# signatures, encrypted reasoning (Anthropic redacted_thinking, OpenAI Responses).
-PROVIDER_KEYS = frozenset({"cache_control", "signature", "encrypted_content"})
-PROVIDER_BLOCK_TYPES = frozenset({"redacted_thinking"})
-
 DROP, REPAIR, FLAG, REDACT = "dropped", "repaired", "flagged", "redacted"
 
 
@@ -107,16 +102,6 @@ def is_side_call(ex: Exchange) -> bool:
         if isinstance(msg, dict):
             texts.append(render_content(msg.get("content"))[:2000])
     return any(_TITLE.search(t) for t in texts)
-
-
-def has_provider_fields(value: JSON) -> bool:
-    if isinstance(value, dict):
-        if PROVIDER_KEYS.intersection(value) or value.get("type") in PROVIDER_BLOCK_TYPES:
-            return True
-        return any(has_provider_fields(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_provider_fields(v) for v in value)
-    return False
 
 
 def dumps(value: JSON) -> bytes:

@@ -156,7 +156,7 @@ def test_live_mode_falls_back_when_the_history_was_rewritten() -> None:
 
 
 def test_strip_provider_fields_drops_markers_signatures_and_redacted_thinking() -> None:
-    from agentx.replay.build import strip_provider_fields
+    from agentx.provider_fields import strip_provider_fields
 
     content = [
         {"type": "thinking", "thinking": "hmm", "signature": "sig"},
