@@ -34,7 +34,8 @@ from agentx.record import (
     ERR_RESET,
     ERR_TIMEOUT,
 )
-from agentx.replay.sse import StreamParser, StreamProtocolError, cached_from_usage, parser_for
+from agentx.replay.sse import StreamParser, StreamProtocolError, parser_for
+from agentx.usage import usage_from
 
 USER_AGENT = "agentx-replay"
 CONNECT_TIMEOUT_S = 30.0
@@ -200,7 +201,7 @@ async def stream_request(
                 ctype = response.headers.get("content-type", "")
                 if "json" in ctype and "event-stream" not in ctype:
                     raw = await response.aread()
-                    return _non_streamed(sent_ns, status, ttfb_ns, raw, live)
+                    return _non_streamed(api, sent_ns, status, ttfb_ns, raw, live)
                 streaming = True
                 feed = parser.feed
                 clock = time.perf_counter_ns
@@ -309,7 +310,9 @@ def _complete(
     return _outcome(parser, sent_ns, status, ttfb_ns, end_ns, error_type, error, ok=True)
 
 
-def _non_streamed(sent_ns: int, status: int, ttfb_ns: int, raw: bytes, live: bool) -> StreamOutcome:
+def _non_streamed(
+    api: str, sent_ns: int, status: int, ttfb_ns: int, raw: bytes, live: bool
+) -> StreamOutcome:
     """A server that ignored ``stream: true`` and answered with one JSON body."""
     end = time.perf_counter_ns() - sent_ns
     try:
@@ -321,15 +324,7 @@ def _non_streamed(sent_ns: int, status: int, ttfb_ns: int, raw: bytes, live: boo
             sent_ns, status, False, ERR_PROTOCOL, "response is not an object", ttfb_ns
         )
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
-    prompt = completion = cached = None
-    if usage:
-        prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
-        completion = usage.get("completion_tokens", usage.get("output_tokens"))
-        cached = cached_from_usage(usage)
-        if "cache_read_input_tokens" in usage and isinstance(prompt, int):
-            prompt += (usage.get("cache_read_input_tokens") or 0) + (
-                usage.get("cache_creation_input_tokens") or 0
-            )
+    tokens = usage_from(api, usage, obj.get("timings"))
     assistant: JSON = None
     if live:
         choices = obj.get("choices") or [{}]
@@ -344,8 +339,8 @@ def _non_streamed(sent_ns: int, status: int, ttfb_ns: int, raw: bytes, live: boo
         ttft_ns=end,
         ttfc_ns=end,
         e2e_ns=end,
-        prompt_tokens=prompt if isinstance(prompt, int) else None,
-        completion_tokens=completion if isinstance(completion, int) else None,
-        cached_tokens=cached,
+        prompt_tokens=tokens.prompt_tokens,
+        completion_tokens=tokens.completion_tokens,
+        cached_tokens=tokens.cached_tokens,
         assistant=assistant,
     )

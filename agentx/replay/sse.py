@@ -16,36 +16,12 @@ from typing import Any
 
 import orjson
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, JSON
+from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, JSON, Usage
+from agentx.usage import merge_usage, usage_from
 
 
 class StreamProtocolError(Exception):
     """The stream is not the SSE/JSON it should be, or the server sent an error event."""
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def cached_from_usage(usage: dict[str, Any]) -> int | None:
-    """Cached prompt tokens under every vendor name this client knows; ``None`` when absent."""
-    for key in ("prompt_tokens_details", "input_tokens_details"):
-        details = usage.get(key)
-        if isinstance(details, dict):
-            value = _int(details.get("cached_tokens"))
-            if value is not None:
-                return value
-            split = details.get("cached_tokens_details")
-            if isinstance(split, dict):
-                return sum(_int(v) or 0 for v in split.values())
-    for key in ("cache_read_input_tokens", "prompt_cache_hit_tokens", "cached_tokens"):
-        value = _int(usage.get(key))
-        if value is not None:
-            return value
-    split = usage.get("cached_tokens_details")  # SGLang HiCache: {"device": n, "host": m, ...}
-    if isinstance(split, dict):
-        return sum(_int(v) or 0 for v in split.values())
-    return None
 
 
 class StreamParser:
@@ -166,6 +142,11 @@ class StreamParser:
             ]
         return message
 
+    def _set(self, usage: Usage) -> None:
+        self.prompt_tokens = usage.prompt_tokens
+        self.completion_tokens = usage.completion_tokens
+        self.cached_tokens = usage.cached_tokens
+
     def _tool_delta(self, index: int, call_id: Any, name: Any, arguments: Any) -> None:
         call = self.tool_calls.setdefault(index, {})
         if isinstance(call_id, str) and call_id:
@@ -190,7 +171,7 @@ class ChatStreamParser(StreamParser):
     """
 
     __slots__ = ()
-    api = "openai.chat"
+    api = API_OPENAI_CHAT
 
     def feed(self, data: bytes, t_ns: int) -> None:
         buf = self._buf + data if self._buf else data
@@ -265,14 +246,12 @@ class ChatStreamParser(StreamParser):
 
     def _usage(self, obj: dict[str, Any]) -> None:
         usage = obj.get("usage")
+        timings = obj.get("timings")  # llama.cpp reports its prompt cache here
         if isinstance(usage, dict) and usage:
             self.usage_seen = True
-            self.prompt_tokens = _int(usage.get("prompt_tokens"))
-            self.completion_tokens = _int(usage.get("completion_tokens"))
-            self.cached_tokens = cached_from_usage(usage)
-        timings = obj.get("timings")  # llama.cpp reports its prompt cache here
-        if isinstance(timings, dict) and self.cached_tokens is None:
-            self.cached_tokens = _int(timings.get("cache_n"))
+            self._set(usage_from(API_OPENAI_CHAT, usage, timings))
+        elif isinstance(timings, dict) and self.cached_tokens is None:
+            self.cached_tokens = usage_from(API_OPENAI_CHAT, None, timings).cached_tokens
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
         """The generic path: multi-line events, ``[DONE]``, malformed data."""
@@ -291,26 +270,17 @@ class ChatStreamParser(StreamParser):
 class MessagesStreamParser(StreamParser):
     """Anthropic ``/v1/messages``. Prompt total = input + cache reads + cache writes."""
 
-    __slots__ = ("_cache_write", "_input")
+    __slots__ = ("_usage_raw",)
     api = API_ANTHROPIC_MESSAGES
 
     def __init__(self, live: bool = False) -> None:
         super().__init__(live)
-        self._input: int | None = None
-        self._cache_write: int | None = None
+        self._usage_raw: dict[str, Any] = {}  # message_start's usage, updated by message_delta's
 
     def _usage(self, usage: dict[str, Any]) -> None:
         self.usage_seen = True
-        if (v := _int(usage.get("input_tokens"))) is not None:
-            self._input = v
-        if (v := _int(usage.get("cache_creation_input_tokens"))) is not None:
-            self._cache_write = v
-        if (v := _int(usage.get("cache_read_input_tokens"))) is not None:
-            self.cached_tokens = v
-        if (v := _int(usage.get("output_tokens"))) is not None:
-            self.completion_tokens = v
-        if self._input is not None:
-            self.prompt_tokens = self._input + (self.cached_tokens or 0) + (self._cache_write or 0)
+        merge_usage(self._usage_raw, usage)
+        self._set(usage_from(API_ANTHROPIC_MESSAGES, self._usage_raw))
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
         obj = self._load(payload)
@@ -382,9 +352,7 @@ class ResponsesStreamParser(StreamParser):
             usage = response.get("usage")
             if isinstance(usage, dict):
                 self.usage_seen = True
-                self.prompt_tokens = _int(usage.get("input_tokens"))
-                self.completion_tokens = _int(usage.get("output_tokens"))
-                self.cached_tokens = cached_from_usage(usage)
+                self._set(usage_from(API_OPENAI_RESPONSES, usage))
             self.finish_reason = response.get("status") or kind
             if kind == "response.failed":
                 raise StreamProtocolError(f"response failed: {_error_text(response.get('error'))}")

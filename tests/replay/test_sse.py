@@ -10,8 +10,8 @@ from agentx.replay.sse import (
     MessagesStreamParser,
     ResponsesStreamParser,
     StreamProtocolError,
-    cached_from_usage,
 )
+from agentx.usage import cached_from_usage
 
 
 def ev(obj: object) -> bytes:

@@ -18,7 +18,8 @@ from agentx.capture.apis.common import (
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import JSON, Response, Usage
+from agentx.models import API_ANTHROPIC_MESSAGES, JSON, Response
+from agentx.usage import merge_usage, usage_from
 
 
 class AnthropicAssembler(AssemblerBase):
@@ -95,9 +96,7 @@ class AnthropicAssembler(AssemblerBase):
             self.blocks[i]["input"] = orjson.loads(raw)
 
     def _usage(self, u: Any) -> None:
-        for k, v in as_obj(u).items():
-            if as_int(v) is not None:
-                self.usage_raw[k] = v
+        merge_usage(self.usage_raw, u)
 
     def body(self, obj: JSON) -> None:
         d = as_obj(obj)
@@ -126,11 +125,6 @@ class AnthropicAssembler(AssemblerBase):
                 parts = self.partial_json.get(i)
                 args = "".join(parts) if parts else orjson.dumps(b.get("input") or {}).decode()
                 calls.append({"id": b.get("id"), "name": b.get("name"), "arguments": args})
-        u = self.usage_raw
-        inp = as_int(u.get("input_tokens"))
-        created = as_int(u.get("cache_creation_input_tokens"))
-        read = as_int(u.get("cache_read_input_tokens"))
-        prompt = None if inp is None else inp + (created or 0) + (read or 0)
         message = {"role": "assistant", "content": content} if content else None
         return self._assembled(
             response=Response(
@@ -140,10 +134,5 @@ class AnthropicAssembler(AssemblerBase):
                 stop_reason=self.stop_reason,
                 message=message,
             ),
-            usage=Usage(
-                prompt_tokens=prompt,
-                cached_tokens=read,
-                cache_creation_tokens=created,
-                completion_tokens=as_int(u.get("output_tokens")),
-            ),
+            usage=usage_from(API_ANTHROPIC_MESSAGES, self.usage_raw),
         )

@@ -9,6 +9,7 @@ import orjson
 
 from agentx.capture.sse import SSEEvent
 from agentx.models import JSON, Response, Usage
+from agentx.usage import as_int as as_int
 
 Obj = dict[str, Any]
 
@@ -56,10 +57,6 @@ def loads_obj(data: str) -> Obj | None:
     except orjson.JSONDecodeError:
         return None
     return v if isinstance(v, dict) else None
-
-
-def as_int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def as_obj(v: Any) -> Obj:

@@ -13,7 +13,8 @@ from agentx.capture.apis.common import (
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import JSON, Response, Usage
+from agentx.models import API_OPENAI_CHAT, JSON, Response
+from agentx.usage import usage_from
 
 
 class ChatAssembler(AssemblerBase):
@@ -26,6 +27,7 @@ class ChatAssembler(AssemblerBase):
         self.calls: dict[int, Obj] = {}
         self.finish: str | None = None
         self.usage_raw: Obj = {}
+        self.timings_raw: Obj | None = None  # llama.cpp reports its prompt cache here
         self.refusal: str | None = None
 
     def event(self, ev: SSEEvent) -> bool:
@@ -42,6 +44,8 @@ class ChatAssembler(AssemblerBase):
         self.model = d.get("model") or self.model
         if isinstance(d.get("usage"), dict):
             self.usage_raw = d["usage"]
+        if isinstance(d.get("timings"), dict):
+            self.timings_raw = d["timings"]
         token = False
         for ch in d.get("choices") or []:
             if not isinstance(ch, dict) or (as_int(ch.get("index")) or 0) != 0:
@@ -82,6 +86,8 @@ class ChatAssembler(AssemblerBase):
         self.id = d.get("id")
         self.model = d.get("model")
         self.usage_raw = as_obj(d.get("usage"))
+        if isinstance(d.get("timings"), dict):
+            self.timings_raw = d["timings"]
         choices = [c for c in d.get("choices") or [] if isinstance(c, dict)]
         if choices:
             msg = as_obj(choices[0].get("message"))
@@ -103,14 +109,6 @@ class ChatAssembler(AssemblerBase):
             message = {"role": "assistant", "content": text}
             if calls:
                 message["tool_calls"] = calls
-        u = self.usage_raw
-        pdet, cdet = (
-            as_obj(u.get("prompt_tokens_details")),
-            as_obj(u.get("completion_tokens_details")),
-        )
-        cached = as_int(pdet.get("cached_tokens"))
-        if cached is None:
-            cached = as_int(u.get("prompt_cache_hit_tokens"))
         return self._assembled(
             response=Response(
                 text=text,
@@ -126,10 +124,5 @@ class ChatAssembler(AssemblerBase):
                 stop_reason=self.finish,
                 message=message,
             ),
-            usage=Usage(
-                prompt_tokens=as_int(u.get("prompt_tokens")),
-                cached_tokens=cached,
-                completion_tokens=as_int(u.get("completion_tokens")),
-                reasoning_tokens=as_int(cdet.get("reasoning_tokens")),
-            ),
+            usage=usage_from(API_OPENAI_CHAT, self.usage_raw, self.timings_raw),
         )

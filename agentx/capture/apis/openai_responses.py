@@ -15,7 +15,8 @@ from agentx.capture.apis.common import (
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import JSON, Response, Usage
+from agentx.models import API_OPENAI_RESPONSES, JSON, Response
+from agentx.usage import usage_from
 
 _TOKEN_DELTAS = {
     "response.output_text.delta": "text",
@@ -143,7 +144,6 @@ class ResponsesAssembler(AssemblerBase):
                 if kind == "text" and not any(_oi == k for k in self.items):
                     texts.append("".join(parts))
         final = self.final or {}
-        u = as_obj(final.get("usage"))
         stop = final.get("status")
         if stop == "incomplete":
             stop = as_obj(final.get("incomplete_details")).get("reason") or stop
@@ -155,12 +155,5 @@ class ResponsesAssembler(AssemblerBase):
                 stop_reason=stop,
                 message=output or None,
             ),
-            usage=Usage(
-                prompt_tokens=as_int(u.get("input_tokens")),
-                cached_tokens=as_int(as_obj(u.get("input_tokens_details")).get("cached_tokens")),
-                completion_tokens=as_int(u.get("output_tokens")),
-                reasoning_tokens=as_int(
-                    as_obj(u.get("output_tokens_details")).get("reasoning_tokens")
-                ),
-            ),
+            usage=usage_from(API_OPENAI_RESPONSES, as_obj(final.get("usage"))),
         )
