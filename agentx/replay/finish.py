@@ -7,18 +7,22 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from agentx.errors import AgentxError
+from agentx.metrics.percentiles import percentiles
+from agentx.metrics.prometheus import ServerMetrics
+from agentx.metrics.slo import SloCheck
+from agentx.metrics.summary import RunInfo, build_summary
 from agentx.record import RequestRecord
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
+from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
-
-if TYPE_CHECKING:
-    from agentx.replay.run import RunSetup
+from agentx.report import write_html
+from agentx.store.results import write_requests
 
 SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
 SATURATED_LAG_P99_MS = 50.0
@@ -47,12 +51,15 @@ class Collected:
     sessions_completed: int
     live_fallbacks: int
     interrupted: bool
-    server_metrics: Any = None
+    server_metrics: ServerMetrics | None = None
     warnings: list[str] = field(default_factory=list)
 
 
 def collect(
-    results: Sequence[EngineResult], logs: list[Path], server_metrics: Any, warnings: list[str]
+    results: Sequence[EngineResult],
+    logs: list[Path],
+    server_metrics: ServerMetrics | None,
+    warnings: list[str],
 ) -> Collected:
     records = sorted((r for res in results for r in res.records), key=lambda r: r.sent_ns)
     started = min(res.started_ns for res in results)
@@ -99,13 +106,10 @@ def finish_run(
     setup: RunSetup,
     plan: ReplayPlan,
     c: Collected,
-    slo_checks: list[Any],
+    slo_checks: list[SloCheck],
     started_at: str,
     out_dir: Path,
 ) -> ReplayResult:
-    from agentx.metrics.percentiles import percentiles
-    from agentx.metrics.summary import RunInfo, build_summary
-
     o = setup.options
     records = _with_theory(c.records, c.sent_logs, setup.block_size)
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
@@ -167,8 +171,6 @@ def finish_run(
 
 
 def write_results(out_dir: Path, summary: dict[str, Any], records: Sequence[RequestRecord]) -> None:
-    from agentx.store.results import write_requests
-
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         write_requests(out_dir / "requests.parquet", records)
@@ -177,8 +179,4 @@ def write_results(out_dir: Path, summary: dict[str, Any], records: Sequence[Requ
         )
     except OSError as exc:
         raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
-    try:
-        from agentx.report import write_html
-    except ImportError:
-        return
     write_html(summary, out_dir / "report.html")

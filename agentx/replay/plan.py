@@ -19,6 +19,8 @@ from pathlib import Path
 
 from agentx.errors import TraceError, UsageError
 from agentx.flags import FLAG_NON_MODEL, FLAG_PARTIAL
+from agentx.formats import load_exchanges as load_any
+from agentx.formats.convert import with_text
 from agentx.models import API_ANTHROPIC_MESSAGES, MODEL_APIS, Exchange
 from agentx.tokens import conversation
 
@@ -74,21 +76,12 @@ def load_exchanges(path: Path) -> list[Exchange]:
     Bodies share their conversation items between rows (``shared=True``): replay never mutates
     a captured body, it builds new ones.
     """
-    from agentx.formats import load_exchanges as load_any
-
     return list(load_any(path, shared=True))
 
 
 def _with_text(ex: Exchange) -> Exchange:
     """What ``agentx convert`` does to a hash-only row: text laid out block by block from its
     hash ids (identical id, identical block), exactly ``prompt_tokens`` cl100k tokens long."""
-    try:
-        from agentx.formats.convert import with_text
-    except ImportError:  # pragma: no cover - agentx ships it
-        raise TraceError(
-            "the trace carries only block hashes, no text: convert it first "
-            "(agentx convert TRACE -o CONVERTED.parquet)"
-        ) from None
     return with_text(ex)
 
 

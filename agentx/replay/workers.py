@@ -20,26 +20,59 @@ import queue
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
-from typing import Any
 
-from agentx.replay.client import make_http_client
+from agentx.errors import AgentxError
+from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import ProgressView, Snapshot
+from agentx.replay.setup import RunSetup, engine_config, http_client, start_scraper
 from agentx.replay.theory import SentLog
 
 READY_TIMEOUT_S = 600.0
+PROGRESS_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
-    setup: Any  # agentx.replay.run.RunSetup (picklable)
+    setup: RunSetup  # picklable: sent to the worker process
     worker: int
     workers: int
     tmp: Path
+
+
+# What a worker tells the parent, in order: Ready, then Progress..., then Done (or Failed).
+@dataclass(frozen=True, slots=True)
+class Ready:
+    worker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    worker: int
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    worker: int
+    records_path: str  # the pickled EngineResult
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    worker: int
+    message: str
+
+
+WorkerEvent = Ready | Progress | Done | Failed
+Events = Queue[WorkerEvent]
 
 
 def _share(total: int | None, worker: int, workers: int) -> int | None:
@@ -48,7 +81,7 @@ def _share(total: int | None, worker: int, workers: int) -> int | None:
     return total // workers + (1 if worker < total % workers else 0)
 
 
-def worker_main(spec: WorkerSpec, events: Any, go: MpEvent) -> None:
+def worker_main(spec: WorkerSpec, events: Events, go: MpEvent) -> None:
     """Entry point of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until the loop installs its own handler
     try:
@@ -56,19 +89,17 @@ def worker_main(spec: WorkerSpec, events: Any, go: MpEvent) -> None:
         plan = build_plan(
             load_exchanges(o.trace), sessions=o.sessions, seed=o.seed, shard=o.shard, api_mode=o.api
         )
-        events.put(("ready", spec.worker, None))
+        events.put(Ready(spec.worker))
         go.wait()
         result = asyncio.run(_worker_run(spec, plan, events))
         path = spec.tmp / f"records-{spec.worker}.pickle"
         path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-        events.put(("done", spec.worker, str(path)))
+        events.put(Done(spec.worker, str(path)))
     except BaseException as exc:  # reported to the parent, which fails the run with it
-        events.put(("error", spec.worker, f"{type(exc).__name__}: {exc}"))
+        events.put(Failed(spec.worker, f"{type(exc).__name__}: {exc}"))
 
 
-async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Any) -> EngineResult:
-    from agentx.replay.run import engine_config
-
+async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Events) -> EngineResult:
     setup = spec.setup
     o = setup.options
     lanes = tuple(range(spec.worker, o.concurrency, spec.workers))
@@ -77,12 +108,7 @@ async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Any) -> Engine
     config = engine_config(
         setup, lanes, _share(o.max_requests, spec.worker, spec.workers), spec.worker
     )
-    async with make_http_client(
-        setup.root_url,
-        timeout_s=o.timeout_s,
-        max_connections=setup.max_connections,
-        headers=setup.headers,
-    ) as client:
+    async with http_client(setup) as client:
         engine = Engine(sessions, config, client, log)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
@@ -91,14 +117,9 @@ async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Any) -> Engine
 
         async def report() -> None:
             while True:
-                events.put(
-                    (
-                        "progress",
-                        spec.worker,
-                        Snapshot.of(engine.counters, time.thread_time() - cpu0),
-                    )
-                )
-                await asyncio.sleep(0.5)
+                snap = Snapshot.of(engine.counters, time.thread_time() - cpu0)
+                events.put(Progress(spec.worker, snap))
+                await asyncio.sleep(PROGRESS_INTERVAL_S)
 
         reporter = asyncio.create_task(report())
         try:
@@ -108,14 +129,11 @@ async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Any) -> Engine
             log.close()
 
 
-def run_workers(setup: Any, plan: ReplayPlan, tmp: Path) -> Any:
-    """Run ``setup.options.workers`` worker processes; returns the merged ``Collected``."""
-    from agentx.errors import AgentxError
-    from agentx.replay.finish import collect
-
+def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
+    """Run ``setup.options.workers`` worker processes; returns what they measured, merged."""
     o = setup.options
     ctx = mp.get_context("spawn")
-    events = ctx.Queue()
+    events: Events = ctx.Queue()
     go = ctx.Event()
     procs = [
         ctx.Process(
@@ -129,9 +147,7 @@ def run_workers(setup: Any, plan: ReplayPlan, tmp: Path) -> Any:
     for p in procs:
         p.start()
     try:
-        return asyncio.run(_supervise(setup, procs, events, go, tmp, collect))
-    except AgentxError:
-        raise
+        return asyncio.run(_supervise(setup, procs, events, go, tmp))
     finally:
         for p in procs:
             p.join(timeout=5)
@@ -140,33 +156,33 @@ def run_workers(setup: Any, plan: ReplayPlan, tmp: Path) -> Any:
                 p.join()
 
 
-async def _supervise(
-    setup: Any, procs: list[Any], events: Any, go: MpEvent, tmp: Path, collect: Any
-) -> Any:
-    from agentx.errors import AgentxError
-    from agentx.replay.run import start_scraper
+async def _next_event(events: Events, timeout: float) -> WorkerEvent | None:
+    try:
+        return await asyncio.to_thread(events.get, True, timeout)
+    except queue.Empty:
+        return None
 
-    o = setup.options
-    n = len(procs)
 
-    async def next_event(timeout: float) -> tuple[str, int, Any] | None:
-        try:
-            event: tuple[str, int, Any] = await asyncio.to_thread(events.get, True, timeout)
-            return event
-        except queue.Empty:
-            return None
-
+async def _wait_ready(procs: Sequence[BaseProcess], events: Events) -> None:
     ready = 0
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while ready < n:
-        ev = await next_event(1.0)
+    while ready < len(procs):
+        ev = await _next_event(events, 1.0)
         if ev is None:
             if time.monotonic() > deadline or not all(p.is_alive() for p in procs):
                 raise AgentxError("a replay worker did not start")
             continue
-        if ev[0] == "error":
-            raise AgentxError(f"replay worker {ev[1]} failed: {ev[2]}")
-        ready += ev[0] == "ready"
+        if isinstance(ev, Failed):
+            raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")
+        ready += isinstance(ev, Ready)
+
+
+async def _supervise(
+    setup: RunSetup, procs: Sequence[BaseProcess], events: Events, go: MpEvent, tmp: Path
+) -> Collected:
+    o = setup.options
+    n = len(procs)
+    await _wait_ready(procs, events)
 
     loop = asyncio.get_running_loop()
     interrupted = False
@@ -178,9 +194,7 @@ async def _supervise(
 
     if sys.platform != "win32":
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-    async with make_http_client(
-        setup.root_url, timeout_s=o.timeout_s, max_connections=4, headers=setup.headers
-    ) as client:
+    async with http_client(setup, max_connections=4) as client:
         scraper = await start_scraper(setup, client)
         go.set()
         snaps: dict[int, Snapshot] = {}
@@ -190,29 +204,28 @@ async def _supervise(
             view.__enter__()
         try:
             while len(done) < n:
-                ev = await next_event(0.5)
+                ev = await _next_event(events, 0.5)
                 if ev is None:
                     if any(not p.is_alive() and w not in done for w, p in enumerate(procs)):
                         await asyncio.sleep(0.5)  # its last message may still be in the pipe
                         if events.empty():
                             raise AgentxError("a replay worker died")
                     continue
-                kind, w, payload = ev
-                if kind == "progress":
-                    snaps[w] = payload
+                if isinstance(ev, Progress):
+                    snaps[ev.worker] = ev.snapshot
                     if view is not None:
                         view.update(sum(snaps.values(), Snapshot()))
-                elif kind == "done":
-                    done[w] = payload
-                elif kind == "error":
-                    raise AgentxError(f"replay worker {w} failed: {payload}")
+                elif isinstance(ev, Done):
+                    done[ev.worker] = ev.records_path
+                elif isinstance(ev, Failed):
+                    raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")
         finally:
             if view is not None:
                 view.__exit__(None, None, None)
             if sys.platform != "win32":
                 loop.remove_signal_handler(signal.SIGINT)
         server_metrics = await scraper.stop() if scraper is not None else None
-    results = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
+    results: list[EngineResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
     collected = collect(results, [tmp / f"sent-{w}.log" for w in range(n)], server_metrics, [])
     collected.interrupted = collected.interrupted or interrupted
     return collected

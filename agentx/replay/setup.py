@@ -1,0 +1,142 @@
+"""What a run decides before its lanes start, shared by the parent and every worker process.
+
+:func:`probe_setup` asks the endpoint what it serves and fixes the run's :class:`RunSetup`
+(model, server kind, block size, request shape, headers); :func:`engine_config` turns it into one
+process's :class:`~agentx.replay.lanes.EngineConfig`; :func:`start_scraper` starts the Prometheus
+scraper when the server has a metrics page. ``run`` (one process) and ``workers`` (N processes)
+both build on this module and never on each other.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+import httpx
+
+from agentx.errors import EndpointError
+from agentx.metrics.prometheus import MetricsScraper
+from agentx.models import API_ANTHROPIC_MESSAGES
+from agentx.prefix import DEFAULT_BLOCK_SIZE
+from agentx.replay.build import BuildConfig
+from agentx.replay.client import make_http_client
+from agentx.replay.endpoint import (
+    IGNORE_EOS_SERVERS,
+    ServerInfo,
+    base_url,
+    default_metrics_url,
+    probe,
+)
+from agentx.replay.lanes import EngineConfig
+from agentx.replay.options import ReplayOptions
+from agentx.replay.plan import ReplayPlan
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    """What the probe decided, shared with worker processes (picklable)."""
+
+    options: ReplayOptions
+    root_url: str
+    model: str
+    server: ServerInfo
+    build: BuildConfig
+    block_size: int
+    headers: dict[str, str] = field(repr=False)  # carries the API key: never printed
+    max_connections: int
+    nonce: str
+    metrics_url: str | None
+
+
+def auth_headers(options: ReplayOptions) -> dict[str, str]:
+    key = options.resolved_api_key()
+    if not key:
+        return {}
+    headers = {"authorization": f"Bearer {key}"}
+    if options.api == "messages" or options.api == "native":
+        headers["x-api-key"] = key
+    return headers
+
+
+async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
+    """Probe the endpoint and fix the run's set-up. Raises ``EndpointError``."""
+    root = base_url(options.endpoint)
+    headers = auth_headers(options)
+    metrics_url = (
+        (options.metrics_url or default_metrics_url(options.endpoint))
+        if options.scrape_metrics
+        else None
+    )
+    async with make_http_client(
+        root, timeout_s=options.timeout_s, max_connections=4, headers=headers
+    ) as client:
+        info = await probe(client, options.endpoint, metrics_url)
+    model = options.model or (info.models[0] if info.models else None)
+    if not model:
+        raise EndpointError(f"{options.endpoint} lists no models on /v1/models: pass --model")
+    if options.api == "messages" or (
+        options.api == "native" and API_ANTHROPIC_MESSAGES in plan.apis
+    ):
+        headers.setdefault("anthropic-version", "2023-06-01")
+    ignore_eos = (
+        options.ignore_eos if options.ignore_eos is not None else info.kind in IGNORE_EOS_SERVERS
+    )
+    build = BuildConfig(
+        api_mode=options.api,
+        model=model,
+        extra_body=dict(options.extra_body),
+        ignore_eos=ignore_eos,
+        live=options.assistant == "live",
+    )
+    lanes_per_worker = -(-options.concurrency // options.workers)
+    return RunSetup(
+        options=options,
+        root_url=root,
+        model=model,
+        server=info,
+        build=build,
+        block_size=options.block_size or info.block_size or DEFAULT_BLOCK_SIZE,
+        headers=headers,
+        max_connections=lanes_per_worker * plan.max_threads + 8,
+        nonce=secrets.token_hex(3),
+        metrics_url=metrics_url if info.metrics_text else None,
+    )
+
+
+def engine_config(
+    setup: RunSetup, lanes: tuple[int, ...], max_requests: int | None, worker: int
+) -> EngineConfig:
+    """The lanes config of one process (``worker`` 0 when the run has one process)."""
+    o = setup.options
+    return EngineConfig(
+        build=setup.build,
+        lanes=lanes,
+        warmup=o.warmup,
+        duration_s=o.duration_s,
+        max_requests=max_requests,
+        time_scale=o.time_scale,
+        max_think_s=o.max_think_s,
+        timeout_s=o.timeout_s,
+        salt=o.salt,
+        recycle=o.duration_s is not None or o.max_requests is not None,
+        nonce=f"{setup.nonce}{o.shard[0]:x}{worker:x}-",
+        id_prefix=f"{o.shard[0]}.{worker}.",
+    )
+
+
+def http_client(setup: RunSetup, max_connections: int | None = None) -> httpx.AsyncClient:
+    """The client the lanes (or, with ``max_connections=4``, the scraper) talk through."""
+    return make_http_client(
+        setup.root_url,
+        timeout_s=setup.options.timeout_s,
+        max_connections=setup.max_connections if max_connections is None else max_connections,
+        headers=setup.headers,
+    )
+
+
+async def start_scraper(setup: RunSetup, client: httpx.AsyncClient) -> MetricsScraper | None:
+    if not setup.metrics_url:
+        return None
+    scraper = MetricsScraper(setup.metrics_url, client)
+    await scraper.start()
+    return scraper
