@@ -19,6 +19,14 @@ from typing import Any
 from mitmproxy import ctx, http
 
 from agentx.capture.recorder import Recorder, summary_line
+from agentx.capture.recorder.events import (
+    Event,
+    FlowError,
+    RequestSent,
+    ResponseData,
+    ResponseEnd,
+    ResponseHeaders,
+)
 from agentx.store import TraceWriter
 
 log = logging.getLogger("agentx.capture")
@@ -40,7 +48,7 @@ class ChunkTap:
 
     __slots__ = ("end_ns", "key", "submit")
 
-    def __init__(self, submit: Callable[[tuple[Any, ...]], None], key: str) -> None:
+    def __init__(self, submit: Callable[[Event], None], key: str) -> None:
         self.submit = submit
         self.key = key
         self.end_ns: int | None = None
@@ -49,7 +57,7 @@ class ChunkTap:
         try:
             t = time.monotonic_ns()
             if data:
-                self.submit(("data", self.key, t, data))
+                self.submit(ResponseData(self.key, t, data))
             else:
                 self.end_ns = t
         except Exception:  # never let a recording problem touch the stream
@@ -68,7 +76,7 @@ class CaptureAddon:
         self.recorder = recorder
         self._standalone = recorder is None
         self.identity = identity
-        self._submit: Callable[[tuple[Any, ...]], None] | None = (
+        self._submit: Callable[[Event], None] | None = (
             recorder.submit if recorder is not None else None
         )
 
@@ -132,17 +140,16 @@ class CaptureAddon:
         req = flow.request
         peer = flow.client_conn.peername
         submit(
-            (
-                "req",
-                flow.id,
-                t0,
-                wall,
-                req.method,
-                req.path,
-                req.headers.fields,
-                req.raw_content or b"",
-                (str(peer[0]), int(peer[1])) if peer else None,
-                flow.client_conn.id,
+            RequestSent(
+                key=flow.id,
+                start_ns=t0,
+                wall_ns=wall,
+                method=req.method,
+                path=req.path,
+                headers=req.headers.fields,
+                raw_body=req.raw_content or b"",
+                peer=(str(peer[0]), int(peer[1])) if peer else None,
+                conn_id=flow.client_conn.id,
             )
         )
 
@@ -158,13 +165,12 @@ class CaptureAddon:
             resp.stream = tap
         flow.metadata["agentx_tap"] = tap
         submit(
-            (
-                "hdr",
-                flow.id,
-                t,
-                resp.status_code,
-                resp.headers.get("content-type"),
-                resp.headers.get("content-encoding"),
+            ResponseHeaders(
+                key=flow.id,
+                t_ns=t,
+                status=resp.status_code,
+                content_type=resp.headers.get("content-type"),
+                content_encoding=resp.headers.get("content-encoding"),
             )
         )
 
@@ -175,7 +181,7 @@ class CaptureAddon:
             return
         tap = flow.metadata.get("agentx_tap")
         t = tap.end_ns if isinstance(tap, ChunkTap) and tap.end_ns else time.monotonic_ns()
-        submit(("end", flow.id, t))
+        submit(ResponseEnd(flow.id, t))
 
     @_safe
     def error(self, flow: http.HTTPFlow) -> None:
@@ -183,4 +189,4 @@ class CaptureAddon:
         if submit is None:
             return
         msg = flow.error.msg if flow.error else "connection error"
-        submit(("err", flow.id, time.monotonic_ns(), msg))
+        submit(FlowError(flow.id, time.monotonic_ns(), msg))

@@ -18,6 +18,7 @@ from agentx.capture.apis import classify, error_text
 from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
+from agentx.capture.recorder.events import RequestSent
 from agentx.capture.recorder.flow import Flow, body_limit
 from agentx.capture.sessions import (
     Placement,
@@ -87,30 +88,20 @@ class ExchangeBuilder:
 
     # ------------------------------------------------------------------ requests
 
-    def request(
-        self,
-        key: str,
-        start_ns: int,
-        wall_ns: int,
-        method: str,
-        path: str,
-        headers: Any,
-        raw: bytes,
-        peer: tuple[str, int] | None,
-        conn_id: str,
-    ) -> Flow | None:
-        """Start tracking a request under ``key``; ``None`` when it is dropped by option."""
-        headers = [(_text(k).lower(), _text(v)) for k, v in headers]
-        api = classify(method, path)
+    def request(self, ev: RequestSent) -> Flow | None:
+        """Start tracking a request under ``ev.key``; ``None`` when it is dropped by option."""
+        key, start_ns, path, peer = ev.key, ev.start_ns, ev.path, ev.peer
+        headers = [(_text(k).lower(), _text(v)) for k, v in ev.headers]
+        api = classify(ev.method, path)
         if api == API_OTHER and not self.keep_non_model:
             self.ignored.add(key)
             return None
         hdrs = dict(headers)
         flags: list[str] = []
         body: JSON = None
-        if raw:
+        if ev.raw_body:
             try:
-                data = decode_body(raw, hdrs.get("content-encoding"))
+                data = decode_body(ev.raw_body, hdrs.get("content-encoding"))
                 body = orjson.loads(data) if len(data) <= body_limit(api) else None
             except (ValueError, orjson.JSONDecodeError):
                 body = None
@@ -119,14 +110,14 @@ class ExchangeBuilder:
         credentials = self.secrets.from_headers(headers)
         path, query_creds = self.secrets.scrub_path(path)
         credentials += query_creds
-        proc = self._process(conn_id, peer)
+        proc = self._process(ev.conn_id, peer)
         ua = hdrs.get("user-agent", "")
         flow = Flow(
             request_id=new_id("r-"),
             api=api,
             start_ns=start_ns,
-            wall_ns=wall_ns,
-            method=method,
+            wall_ns=ev.wall_ns,
+            method=ev.method,
             path=path,
             body=body,
             client=ua or None,

@@ -16,10 +16,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder.counters import CaptureStats, StatsCounter
+from agentx.capture.recorder.events import (
+    Event,
+    FlowError,
+    RequestSent,
+    ResponseData,
+    ResponseEnd,
+    ResponseHeaders,
+)
 from agentx.capture.recorder.exchange import ExchangeBuilder
 from agentx.capture.recorder.flow import Flow
 from agentx.capture.sessions import Sessions, has_tools
@@ -30,7 +37,6 @@ from agentx.store import TraceWriter
 
 log = logging.getLogger("agentx.capture")
 
-Event = tuple[Any, ...]
 HOLD_NS = 60 * 1_000_000_000  # how long a tool-less first call waits to learn what it was
 
 
@@ -116,7 +122,7 @@ class Recorder:
                     self.process(ev)
         now = time.monotonic_ns()
         for key in list(self.exchanges.flows):
-            self.process(("err", key, now, "capture stopped before the response ended"))
+            self.process(FlowError(key, now, "capture stopped before the response ended"))
         for session_id in list(self._held):
             self._release(session_id)
         if self.writer is not None:
@@ -149,27 +155,29 @@ class Recorder:
 
     def process(self, ev: Event) -> None:
         """Handle one event; never raises (a broken exchange is logged and dropped)."""
-        kind, key = ev[0], ev[1]
+        key = ev.key
         flows = self.exchanges.flows
         try:
-            if self._held and kind in ("req", "end", "err"):
-                self._release_expired(ev[2])
-            if kind == "req":
-                self._on_request(*ev[1:])
+            if isinstance(ev, ResponseData):  # the common case first
+                if (flow := flows.get(key)) is not None:
+                    flow.on_data(ev.t_ns, ev.chunk)
+                return
+            if self._held and isinstance(ev, RequestSent | ResponseEnd | FlowError):
+                self._release_expired(ev.start_ns if isinstance(ev, RequestSent) else ev.t_ns)
+            if isinstance(ev, RequestSent):
+                self._on_request(ev)
             elif key in self.exchanges.ignored:
-                if kind in ("end", "err"):
+                if isinstance(ev, ResponseEnd | FlowError):
                     self.exchanges.ignored.discard(key)
             elif (flow := flows.get(key)) is not None:
-                if kind == "hdr":
-                    flow.on_headers(*ev[2:])
-                elif kind == "data":
-                    flow.on_data(ev[2], ev[3])
-                elif kind == "end":
+                if isinstance(ev, ResponseHeaders):
+                    flow.on_headers(ev.t_ns, ev.status, ev.content_type, ev.content_encoding)
+                elif isinstance(ev, ResponseEnd):
                     del flows[key]
-                    self._finish(flow, ev[2], None)
-                elif kind == "err":
+                    self._finish(flow, ev.t_ns, None)
+                else:
                     del flows[key]
-                    self._finish(flow, ev[2], str(ev[3]))
+                    self._finish(flow, ev.t_ns, str(ev.message))
         except Exception as exc:
             flows.pop(key, None)
             self._stats.bump(errors=1)
@@ -179,9 +187,8 @@ class Recorder:
                 f"agentx capture: internal error ({type(exc).__name__}: {exc}); the exchange was not recorded",
             )
 
-    def _on_request(self, *fields: Any) -> None:
-        """A ``req`` event's fields after its kind: ``key, start_ns, wall_ns, ...``."""
-        flow = self.exchanges.request(*fields)
+    def _on_request(self, ev: RequestSent) -> None:
+        flow = self.exchanges.request(ev)
         if flow is None:
             self._stats.bump(dropped=1)
             return

@@ -1,0 +1,110 @@
+"""The recorder fed its typed events directly (no proxy): what the addon would hand it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from agentx.capture.recorder import Recorder
+from agentx.capture.recorder.events import (
+    Event,
+    FlowError,
+    RequestSent,
+    ResponseData,
+    ResponseEnd,
+    ResponseHeaders,
+)
+from agentx.flags import FLAG_NON_MODEL, FLAG_PARTIAL
+from agentx.models import API_OPENAI_CHAT, API_OTHER, Exchange
+from agentx.store import TraceWriter, read_trace
+
+MS = 1_000_000
+BODY = {
+    "model": "m",
+    "stream": True,
+    "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"type": "function", "function": {"name": "ls", "parameters": {}}}],
+}
+
+
+def _chunk(obj: object) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _request(key: str, t: int, path: str = "/v1/chat/completions") -> RequestSent:
+    return RequestSent(
+        key=key,
+        start_ns=t,
+        wall_ns=1_700_000_000_000_000_000 + t,
+        method="POST",
+        path=path,
+        headers=[(b"content-type", b"application/json"), (b"user-agent", b"claude-cli/2.0")],
+        raw_body=orjson.dumps(BODY),
+        peer=None,
+        conn_id="c1",
+    )
+
+
+def _record(tmp_path: Path, *events: Event, keep_non_model: bool = True) -> list[Exchange]:
+    path = tmp_path / "t.parquet"
+    rec = Recorder(TraceWriter(path), keep_non_model=keep_non_model, resolve_processes=False)
+    for ev in events:
+        rec.process(ev)
+    rec.close()
+    return read_trace(path)
+
+
+def test_a_streamed_exchange_becomes_one_row_with_its_timings(tmp_path: Path) -> None:
+    (ex,) = _record(
+        tmp_path,
+        _request("f1", 0),
+        ResponseHeaders("f1", 5 * MS, 200, "text/event-stream", None),
+        ResponseData("f1", 7 * MS, _chunk({"choices": [{"index": 0, "delta": {"content": "he"}}]})),
+        ResponseData("f1", 9 * MS, _chunk({"choices": [{"index": 0, "delta": {"content": "y"}}]})),
+        ResponseData(
+            "f1",
+            10 * MS,
+            _chunk({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 2}})
+            + b"data: [DONE]\n\n",
+        ),
+        ResponseEnd("f1", 11 * MS),
+    )
+    assert ex.api == API_OPENAI_CHAT and ex.status == 200 and ex.response.text == "hey"
+    assert ex.timing.ttfb_ns == 5 * MS and ex.timing.ttft_ns == 7 * MS
+    assert ex.timing.e2e_ns == 11 * MS
+    assert ex.timing.chunk_offsets_ns == (7 * MS, 9 * MS, 10 * MS)
+    assert ex.usage.prompt_tokens == 12 and ex.usage.completion_tokens == 2
+    assert ex.agent == "claude-code" and FLAG_PARTIAL not in ex.flags
+
+
+def test_a_broken_stream_is_a_partial_row_and_other_traffic_is_flagged(tmp_path: Path) -> None:
+    rows = _record(
+        tmp_path,
+        _request("f1", 0),
+        _request("f2", 1 * MS, path="/v1/models"),
+        ResponseHeaders("f1", 5 * MS, 200, "text/event-stream", None),
+        ResponseData("f1", 7 * MS, _chunk({"choices": [{"index": 0, "delta": {"content": "x"}}]})),
+        FlowError("f1", 8 * MS, "connection reset"),
+        ResponseHeaders("f2", 2 * MS, 200, "application/json", None),
+        ResponseData("f2", 3 * MS, b'{"data": []}'),
+        ResponseEnd("f2", 3 * MS),
+    )
+    by_path = {ex.path: ex for ex in rows}
+    broken = by_path["/v1/chat/completions"]
+    assert FLAG_PARTIAL in broken.flags and broken.error == "connection reset"
+    other = by_path["/v1/models"]
+    assert other.api == API_OTHER and FLAG_NON_MODEL in other.flags
+
+
+def test_other_traffic_dropped_by_option_leaves_no_row_and_no_state(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    rec = Recorder(TraceWriter(path), keep_non_model=False, resolve_processes=False)
+    rec.process(_request("f2", 0, path="/v1/models"))
+    rec.process(ResponseHeaders("f2", 1, 200, "application/json", None))
+    rec.process(ResponseData("f2", 2, b"{}"))
+    assert "f2" in rec.exchanges.ignored
+    rec.process(ResponseEnd("f2", 3))
+    assert not rec.exchanges.ignored and not rec.exchanges.flows
+    stats = rec.close()
+    assert stats.dropped == 1 and read_trace(path) == []
