@@ -16,34 +16,16 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any, TypedDict
-
-import numpy as np
+from collections.abc import Iterable
+from typing import Any
 
 from agentx import tokens
 from agentx.hitrate import HitRateMeter, is_model_call
+from agentx.metrics.percentiles import percentiles
 from agentx.models import Exchange
 from agentx.prefix import DEFAULT_BLOCK_SIZE
 
 SCHEMA = "agentx.stats/1"
-
-
-class Percentiles(TypedDict):
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    mean: float | None
-    max: float | None
-
-
-def percentiles(values: Sequence[float]) -> Percentiles:
-    """p50/p90/p99 (linear interpolation), mean and max; all ``None`` for no values."""
-    if not values:
-        return Percentiles(p50=None, p90=None, p99=None, mean=None, max=None)
-    arr = np.asarray(values, dtype=np.float64)
-    p50, p90, p99 = (float(x) for x in np.percentile(arr, [50, 90, 99]))
-    return Percentiles(p50=p50, p90=p90, p99=p99, mean=float(arr.mean()), max=float(arr.max()))
 
 
 def _output_tokens(ex: Exchange) -> int | None:

@@ -37,9 +37,9 @@ STAGES: list[list[str]] = [
     ],
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert
-    ["agentx.capture", "agentx.scrub", "agentx.stats"],  # produce / clean / describe traces
+    ["agentx.capture", "agentx.scrub"],  # produce and clean traces
     ["agentx.metrics"],  # percentiles, latency, Prometheus, SLOs, summary.json
-    ["agentx.report"],  # terminal and HTML reports of a results directory
+    ["agentx.report", "agentx.stats"],  # reports of a results directory; the shape of a trace
     ["agentx.replay"],  # the load generator: plans, lanes, and its results directory
     ["agentx.serve_sim", "agentx.simulate"],  # the simulated server, the offline simulator
     ["agentx.sweep", "agentx.demo"],  # commands built from the others

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from agentx.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
+from agentx.metrics.percentiles import percentiles
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OTHER, Exchange, Response, Timing, Usage
 from agentx.prefix import block_hashes, theoretical_hit_rate
-from agentx.stats import compute_stats, percentiles, summarize
+from agentx.stats import compute_stats, summarize
 from agentx.store import write_trace
 from agentx.tokens import request_tokens
 
