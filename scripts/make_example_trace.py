@@ -1,4 +1,4 @@
-"""Build traces/example.parquet: a small, realistic coding-agent trace (deterministic, seeded).
+"""Build the bundled ``example`` trace: a small, realistic coding-agent trace (deterministic, seeded).
 
 Five sessions on a made-up Python project ("ledgerlite"), in the shapes real agents send:
 
@@ -14,7 +14,8 @@ Requests carry a system prompt and tool schemas of a few thousand tokens, tool c
 results (file contents, command output) and a growing history; rows carry plausible usage
 (prompt/cached/cache-write/completion/reasoning tokens), timing (TTFB, TTFT, per-chunk offsets,
 end) and think times. The largest request stays under 30K tokens (it is replayed against a CPU
-vLLM in CI). Usage: ``python scripts/make_example_trace.py [-o traces/example.parquet]``.
+vLLM in CI). Usage: ``python scripts/make_example_trace.py [-o OUT]``; the default OUT,
+``agentx/data/example.parquet``, is the bundled file, rebuilt byte for byte.
 """
 
 from __future__ import annotations
@@ -492,7 +493,9 @@ def build(seed: int = SEED) -> list[Exchange]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "-o", "--out", default=str(Path(__file__).parents[1] / "traces" / "example.parquet")
+        "-o",
+        "--out",
+        default=str(Path(__file__).parents[1] / "agentx" / "data" / "example.parquet"),
     )
     ap.add_argument("--seed", type=int, default=SEED)
     args = ap.parse_args()

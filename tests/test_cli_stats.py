@@ -12,10 +12,11 @@ from store.test_bad_input import BAD
 from typer.testing import CliRunner
 
 from agentx.cli import app
+from agentx.examples import example_path
 
 ROOT = Path(__file__).parents[1]
-EXAMPLE = ROOT / "traces" / "example.parquet"
-WEKA = ROOT / "tests" / "data" / "weka" / "trace_0001.json"
+EXAMPLE = example_path("example")
+WEKA = example_path("weka") / "trace_0001.json"
 P_KEYS = {"p50", "p90", "p99", "mean", "max"}
 
 runner = CliRunner()

@@ -1,4 +1,4 @@
-"""The bundled traces/example.parquet: the shape replay and the demo rely on, and up to date."""
+"""The bundled example trace (agentx/data/example.parquet): the shape replay and the demo rely on, and up to date."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
+from agentx.examples import example_path
 from agentx.store import open_trace, read_trace
 
 ROOT = Path(__file__).parents[1]
-EXAMPLE = ROOT / "traces" / "example.parquet"
+EXAMPLE = example_path("example")
 
 
 def test_example_has_a_realistic_agent_shape() -> None:

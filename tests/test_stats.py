@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agentx.examples import example_path
 from agentx.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
 from agentx.metrics.percentiles import percentiles
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OTHER, Exchange, Response, Timing, Usage
@@ -18,7 +19,7 @@ from agentx.stats import compute_stats, summarize
 from agentx.store import write_trace
 from agentx.tokens import request_tokens
 
-WEKA = Path(__file__).parent / "data" / "weka"
+WEKA = example_path("weka")
 CONTRACT_KEYS = {
     "schema",
     "sessions",

@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 
 from agentx.cli import app
 from agentx.errors import UsageError
+from agentx.examples import example_path
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.sweep import POINT_KEYS, SCHEMA, parse_levels, sweep_point
 
-EXAMPLE = Path(__file__).parents[1] / "traces" / "example.parquet"
+EXAMPLE = example_path("example")
 runner = CliRunner()
 
 

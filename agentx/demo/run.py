@@ -17,6 +17,7 @@ from typing import Any
 
 from agentx.capture.runner import Capture, CaptureConfig
 from agentx.demo.agent import ScriptedAgent
+from agentx.examples import EXAMPLES
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 from agentx.replay.options import ReplayOptions
 from agentx.replay.run import run_replay
@@ -26,7 +27,7 @@ from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.process import SimProcess
 from agentx.serve_sim.server import SimServer
 
-BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "traces" / "example.parquet"
+BUNDLED_TRACE = EXAMPLES["example"].path
 
 
 @dataclass(frozen=True, slots=True)

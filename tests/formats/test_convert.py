@@ -14,12 +14,13 @@ from typer.testing import CliRunner
 
 from agentx.cli import app
 from agentx.errors import AgentxError
+from agentx.examples import example_path
 from agentx.formats.convert import convert
 from agentx.prefix import UnboundedPrefixCache, block_hashes, chain_ids
 from agentx.store import read_trace, write_trace
 from agentx.tokens import encode
 
-DATA = Path(__file__).parents[1] / "data" / "weka"
+DATA = example_path("weka")
 runner = CliRunner()
 
 

@@ -10,11 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from agentx.errors import FormatError, TraceError
+from agentx.examples import example_path
 from agentx.formats import detect_format, load_exchanges
 from agentx.models import Exchange, Timing
 from agentx.store import TraceWriter, spool_path, write_trace
 
-WEKA = Path(__file__).parents[1] / "data" / "weka" / "trace_0001.json"
+WEKA = example_path("weka") / "trace_0001.json"
 
 
 def _agentx(path: Path) -> Path:

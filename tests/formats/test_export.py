@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scrub.factory import capture
 
 from agentx.errors import UsageError
+from agentx.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.formats.convert import with_text
 from agentx.formats.export import (
@@ -28,7 +29,7 @@ from agentx.prefix import block_hashes
 from agentx.stats import compute_stats
 from agentx.tokens import request_tokens
 
-DATA = Path(__file__).parent.parent / "data" / "weka"
+DATA = example_path("weka")
 REQUEST_FIELDS = ("t", "type", "model", "in", "out", "hash_ids", "input_types", "output_types", "stop",
                   "api_time", "ttft", "think_time")  # fmt: skip
 SUBAGENT_FIELDS = ("t", "type", "agent_id", "subagent_type", "status")

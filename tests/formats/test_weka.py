@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentx.errors import FormatError
+from agentx.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.formats.weka import LOCAL_SCOPE_STRIDE, iter_weka, parse_weka, read_weka_file
 from agentx.store import read_trace, write_trace
 
-DATA = Path(__file__).parents[1] / "data" / "weka"
+DATA = example_path("weka")
 T1 = DATA / "trace_0001.json"
 T10 = DATA / "trace_0010_head.json"
 

@@ -19,13 +19,14 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
+from agentx.examples import example_path
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Exchange
 from agentx.replay.plan import load_exchanges
 from agentx.store import write_trace
 from agentx.store.results import read_requests
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "traces" / "example.parquet"
+EXAMPLE = example_path("example")
 SESSIONS = "3"  # enough sessions for shared prefixes, few enough for a 2-core CPU
 
 

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from agentx.errors import EndpointError
+from agentx.examples import example_path
 from agentx.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
@@ -244,7 +245,7 @@ def test_live_assistant_threads_server_replies(server: FaultServer, tmp_path: Pa
 
 
 def test_weka_trace_replays_with_synthetic_text(server: FaultServer, tmp_path: Path) -> None:
-    weka = Path(__file__).parents[1] / "data" / "weka" / "trace_0010_head.json"
+    weka = example_path("weka") / "trace_0010_head.json"
     result = run_replay(options(weka, server.url, tmp_path, max_requests=3, salt=False))
     assert [r.ok for r in result.records] == [True] * 3
     assert result.summary["config"]["synthesized_rows"] == 35

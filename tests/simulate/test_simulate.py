@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from agentx.cli import app
 from agentx.errors import UsageError
+from agentx.examples import example_path
 from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
 from agentx.prefix import chain_ids
 from agentx.simulate import (
@@ -30,8 +31,8 @@ from agentx.simulate.workload import RawRequest, build_workload, raw_requests
 from agentx.stats import compute_stats, summarize
 
 ROOT = Path(__file__).parents[2]
-WEKA = ROOT / "tests" / "data" / "weka"
-EXAMPLE = ROOT / "traces" / "example.parquet"
+WEKA = example_path("weka")
+EXAMPLE = example_path("example")
 runner = CliRunner()
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from agentx.examples import example_path
 from agentx.store import read_trace
 
-EXAMPLE = str(Path(__file__).parents[2] / "traces" / "example.parquet")
+EXAMPLE = str(example_path("example"))
 
 
 def bodies(path: str) -> Iterator[tuple[str, Any]]:
