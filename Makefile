@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml scripts/find_python.sh
 	@PYBIN=$$(bash scripts/find_python.sh) || exit 1; \
 	  if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$PYBIN"; $$PYBIN -m venv $(VENV); fi
 	$(PY) -m pip install -q --upgrade pip
+	@# the distribution was called agentx before it became agentx-replay: drop a stale install
+	@if $(PY) -m pip show -q agentx >/dev/null 2>&1; then $(PY) -m pip uninstall -q -y agentx; fi
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
+from agentx import DISTRIBUTION, __version__
 from agentx.errors import AgentxError, TraceError
 
 app = typer.Typer(
@@ -23,6 +24,27 @@ app = typer.Typer(
 )
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"{DISTRIBUTION} {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help=f"print the distribution and version ({DISTRIBUTION} {__version__}) and exit",
+        ),
+    ] = False,
+) -> None:
+    pass
 
 
 def fail(exc: AgentxError) -> NoReturn:
