@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentx import __version__
 from agentx.metrics import latency as lat
 from agentx.metrics import rollups
 from agentx.metrics.percentiles import P, percentiles, ratio
@@ -79,7 +80,7 @@ def build_summary(
     block_size: int,
 ) -> dict[str, Any]:
     """The ``summary.json`` object: the contract's keys first, then agentx's extra keys
-    (``windows``, ``errors_by_type``, ``rollups``, ``server``, ``config``)."""
+    (``windows``, ``errors_by_type``, ``rollups``, ``server``, ``config``, ``agentx_version``)."""
     measured = lat.measured(records)
     drained = lat.drained(records)
     ok = [r for r in measured if r.ok]
@@ -147,6 +148,7 @@ def build_summary(
     }
     summary["server"] = _server_block(server)
     summary["config"] = run.config
+    summary["agentx_version"] = __version__  # the agentx that measured the run
     return summary
 
 

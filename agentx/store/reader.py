@@ -22,6 +22,7 @@ from agentx.store.schema import (
     META_FORMAT,
     META_TRACE_ID,
     META_USER,
+    META_VERSION,
     META_WRITER,
 )
 from agentx.store.writer import REPEATED_COLUMNS, compact, spool_header, spool_path, try_lock
@@ -39,6 +40,7 @@ class TraceInfo:
     metadata: dict[str, str]
     num_rows: int
     writer: str = ""
+    version: str | None = None  # the agentx version that wrote it (None: not stamped)
 
 
 def recover(path: str | os.PathLike[str], *, force: bool = False) -> int | None:
@@ -104,6 +106,7 @@ def open_trace(path: str | os.PathLike[str]) -> TraceInfo:
         metadata=metadata if isinstance(metadata, dict) else {},
         num_rows=pf.metadata.num_rows,
         writer=meta.get(META_WRITER, b"").decode(errors="replace"),
+        version=meta[META_VERSION].decode(errors="replace") if META_VERSION in meta else None,
     )
 
 

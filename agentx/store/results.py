@@ -16,11 +16,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agentx import __version__
 from agentx.errors import TraceError
+<<<<<<< HEAD
 from agentx.record import RequestRecord
+=======
+from agentx.replay.record import RequestRecord
+from agentx.store.schema import META_FORMAT, META_VERSION
+>>>>>>> bd60cab (version stamps: summary.json agentx_version, requests.parquet and trace metadata agentx.version (trace agentx.writer names the distribution); example trace rebuilt)
 
 FORMAT = "agentx.requests/1"
-META_FORMAT = b"agentx.format"
 
 
 def _arrow_type(annotation: str) -> pa.DataType:
@@ -40,7 +45,8 @@ def _arrow_type(annotation: str) -> pa.DataType:
 
 FIELDS = tuple(dataclasses.fields(RequestRecord))
 SCHEMA = pa.schema(
-    [(f.name, _arrow_type(str(f.type))) for f in FIELDS], metadata={META_FORMAT: FORMAT.encode()}
+    [(f.name, _arrow_type(str(f.type))) for f in FIELDS],
+    metadata={META_FORMAT: FORMAT.encode(), META_VERSION: __version__.encode()},
 )
 
 

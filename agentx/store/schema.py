@@ -8,7 +8,8 @@ FORMAT = "agentx.trace/1"
 META_FORMAT = b"agentx.format"
 META_TRACE_ID = b"agentx.trace_id"
 META_CREATED_AT = b"agentx.created_at"
-META_WRITER = b"agentx.writer"
+META_WRITER = b"agentx.writer"  # "<distribution> <version>", e.g. "agentx-replay 0.1.0"
+META_VERSION = b"agentx.version"  # the writer's agentx version alone, e.g. "0.1.0"
 META_USER = b"agentx.metadata"
 
 _str = pa.string()

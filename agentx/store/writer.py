@@ -26,7 +26,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentx import __version__
+from agentx import DISTRIBUTION, __version__
 from agentx.errors import TraceError
 from agentx.models import Exchange
 from agentx.store.codec import DeltaEncoder, Row
@@ -36,6 +36,7 @@ from agentx.store.schema import (
     META_FORMAT,
     META_TRACE_ID,
     META_USER,
+    META_VERSION,
     META_WRITER,
     SCHEMA,
 )
@@ -96,7 +97,8 @@ class TraceWriter:
             "trace_id": self.trace_id,
             "created_at": created_at or datetime.now(UTC).isoformat(),
             "metadata": metadata or {},
-            "writer": f"agentx {__version__}",
+            "writer": f"{DISTRIBUTION} {__version__}",
+            "version": __version__,
             "pid": os.getpid(),
         }
         if self._spool_path.exists():
@@ -280,6 +282,8 @@ def compact(spool: Path, path: Path) -> int:
             META_WRITER: str(header.get("writer", "")).encode(),
             META_USER: orjson.dumps(header.get("metadata") or {}),
         }
+        if header.get("version"):  # spools written before the version stamp have none
+            meta[META_VERSION] = str(header["version"]).encode()
         n = _write_rows(path, rows, meta)
     spool.unlink()
     return n

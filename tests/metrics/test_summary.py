@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentx import __version__
 from agentx.metrics.percentiles import STATS
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
@@ -56,6 +57,7 @@ class TestContractShape:
         ):
             assert key in s
         assert set(s["latency_ms"]) == {"ttft", "ttfc", "itl", "tpot", "e2e"}
+        assert s["agentx_version"] == __version__  # added to the contract: who measured
         for p in (*s["latency_ms"].values(), s["per_user_output_tokens_per_s"]):
             assert set(p) == set(STATS)
         assert s["sessions"] == {"started": 3, "completed": 2}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agentx import __version__
 from agentx.cli import app
 from agentx.errors import TraceError
 from agentx.store import TraceWriter, open_trace, read_trace, recover, spool_path
@@ -68,7 +69,8 @@ def test_sigkilled_writer_is_recovered_on_next_open(tmp_path: Path, acks: int) -
         assert _same(ex.request, want.request)
         assert ex.usage == want.usage and ex.trace_id == "crash"
     assert path.exists() and not spool_path(path).exists()
-    assert open_trace(path).num_rows == len(got)
+    info = open_trace(path)
+    assert info.num_rows == len(got) and info.version == __version__  # the stamp survives
 
 
 def test_stale_spool_blocks_a_new_writer_until_recovered(tmp_path: Path) -> None:

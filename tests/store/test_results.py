@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx import __version__
 from agentx.errors import TraceError
 from agentx.record import RequestRecord
 from agentx.store.results import read_requests, write_requests
@@ -80,6 +81,14 @@ def test_itl_is_a_list_of_int64_and_nulls_stay_null(tmp_path: Path) -> None:
     table = pq.read_table(tmp_path / "r.parquet")
     assert table.schema.field("itl_ns").type == pa.list_(pa.int64())
     assert table.column("cached_tokens").to_pylist() == [None]
+
+
+def test_format_and_version_are_in_the_metadata(tmp_path: Path) -> None:
+    row = RequestRecord("r", "s", 0, "sess", "t", 0, False, 1, 2, 3, 200, True)
+    write_requests(tmp_path / "r.parquet", [row])
+    meta = pq.read_schema(tmp_path / "r.parquet").metadata
+    assert meta[b"agentx.format"] == b"agentx.requests/1"
+    assert meta[b"agentx.version"] == __version__.encode()
 
 
 def test_reads_files_written_before_a_field_was_added(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from agentx import DISTRIBUTION, __version__
 from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Timing
 from agentx.store import TraceWriter, iter_exchanges, open_trace, read_trace, write_trace
 from agentx.store.codec import DeltaDecoder, DeltaEncoder
@@ -155,8 +156,10 @@ def test_metadata_and_version_are_in_the_file(tmp_path: Path) -> None:
         {"agent": "claude-code"},
         2,
     )
+    assert (info.version, info.writer) == (__version__, f"{DISTRIBUTION} {__version__}")
     meta = pq.read_schema(path).metadata
     assert meta[b"agentx.format"] == b"agentx.trace/1"
+    assert meta[b"agentx.version"] == __version__.encode()
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
     assert all(ex.trace_id == "abc" for ex in read_trace(path))
 
