@@ -18,6 +18,14 @@ def demo(
     ] = Path("results/demo"),
     sessions: Annotated[int, typer.Option("--sessions", min=1, help="scripted agent sessions")] = 2,
     turns: Annotated[int, typer.Option("--turns", min=1, help="model calls per agent session")] = 6,
+    fast: Annotated[
+        bool,
+        typer.Option(
+            "--fast",
+            help="serve-sim without modelled latency, no think time: checks an install in seconds "
+            "(same hit rates; loopback latencies)",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the replay summaries")] = False,
 ) -> None:
     """Capture a scripted agent session, scrub it, replay it against serve-sim, print the report."""
@@ -30,6 +38,7 @@ def demo(
             workdir,
             agent_sessions=sessions,
             agent_turns=turns,
+            fast=fast,
             say=(lambda msg: err.print(msg, markup=False)),
         )
     except AgentxError as exc:

@@ -48,8 +48,11 @@ def run_demo(
     trace: Path | None = BUNDLED_TRACE,
     concurrency: int = 4,
     time_scale: float = 0.05,
+    fast: bool = False,
     say: Callable[[str], None] = print,
 ) -> DemoResult:
+    """``fast``: serve-sim without modelled latency and no think time (seconds, not a minute: a
+    check that an install works); the hit rates are the same, the latencies are loopback's."""
     workdir.mkdir(parents=True, exist_ok=True)
     capture_path = workdir / "capture.parquet"
     clean_path = workdir / "capture.clean.parquet"
@@ -85,13 +88,13 @@ def run_demo(
         targets.append(("example", trace))
     for name, path in targets:
         say(f"4/4 replay {path.name} against a fresh serve-sim (cold cache)")
-        with SimProcess(SimConfig(port=0)) as server:  # own process: the client is measured
+        with SimProcess(SimConfig(port=0, fast=fast)) as server:  # own process: client measured
             result = run_replay(
                 ReplayOptions(
                     trace=path,
                     endpoint=server.url,
                     concurrency=concurrency,
-                    time_scale=time_scale,
+                    time_scale=0.0 if fast else time_scale,
                     max_think_s=2.0,
                     output_dir=workdir / f"replay-{name}",
                     progress=False,
