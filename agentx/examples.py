@@ -34,8 +34,8 @@ EXAMPLES: dict[str, Example] = {
         Example(
             "example",
             "example.parquet",
-            "5 scripted coding-agent sessions, 48 requests (agentx Parquet trace; "
-            "rebuilt by scripts/make_example_trace.py in the source tree)",
+            "5 scripted coding-agent sessions, 48 requests over Anthropic Messages, OpenAI Chat "
+            "and Responses (agentx Parquet trace)",
         ),
         Example(
             "weka",

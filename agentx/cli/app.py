@@ -47,6 +47,16 @@ def _root(
     pass
 
 
+BUNDLED_HELP = "; or a bundled example by name: example, weka (see agentx example-path)"
+
+
+def trace_path(value: Path) -> Path:
+    """Callback of every trace argument: a bundled example's name stands for its path."""
+    from agentx.examples import resolve_trace
+
+    return resolve_trace(value)
+
+
 def fail(exc: AgentxError) -> NoReturn:
     err.print(f"agentx: error: {exc}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)

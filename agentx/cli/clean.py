@@ -7,13 +7,27 @@ from typing import Annotated
 
 import typer
 
-from agentx.cli.app import app, err, fail, out, print_json, write_json_file
+from agentx.cli.app import (
+    BUNDLED_HELP,
+    app,
+    err,
+    fail,
+    out,
+    print_json,
+    trace_path,
+    write_json_file,
+)
 from agentx.errors import AgentxError
 
 
 @app.command()
 def scrub(
-    trace: Annotated[Path, typer.Argument(help="agentx trace to clean (never modified)")],
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help="agentx trace to clean (never modified)" + BUNDLED_HELP, callback=trace_path
+        ),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="the clean trace to write")],
     report_file: Annotated[
         Path | None, typer.Option("--report", help="also write the report as JSON")
@@ -69,7 +83,10 @@ def scrub(
 
 @app.command()
 def anonymize(
-    trace: Annotated[Path, typer.Argument(help="agentx trace (never modified)")],
+    trace: Annotated[
+        Path,
+        typer.Argument(help="agentx trace (never modified)" + BUNDLED_HELP, callback=trace_path),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="the shareable trace to write")],
     keep_tools: Annotated[
         bool, typer.Option("--keep-tools", help="keep tool schemas as they are")
@@ -105,7 +122,9 @@ def convert(
     input_path: Annotated[
         Path,
         typer.Argument(
-            metavar="IN", help="agentx trace, Weka JSON (file or dir), or Mooncake JSONL"
+            metavar="IN",
+            help="agentx trace, Weka JSON (file or dir), or Mooncake JSONL" + BUNDLED_HELP,
+            callback=trace_path,
         ),
     ],
     output: Annotated[

@@ -136,7 +136,7 @@ def sweep(
     api_key: o.ApiKey = None,
     json_out: Annotated[bool, typer.Option("--json", help="print sweep.json to stdout")] = False,
 ) -> None:
-    """One replay per concurrency level; the throughput-interactivity curve (docs/replay.md#sweeps)."""
+    """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.replay import ReplayOptions
     from agentx.replay.options import parse_extra_body
     from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep

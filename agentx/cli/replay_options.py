@@ -7,10 +7,14 @@ from typing import Annotated
 
 import typer
 
+from agentx.cli.app import BUNDLED_HELP, trace_path
+
 Trace = Annotated[
     Path,
     typer.Argument(
         help="trace to replay: agentx Parquet, Weka JSON (file or dir) or Mooncake JSONL"
+        + BUNDLED_HELP,
+        callback=trace_path,
     ),
 ]
 Endpoint = Annotated[

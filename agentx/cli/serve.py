@@ -59,7 +59,7 @@ def serve_sim(
     ] = False,
     seed: Annotated[int, typer.Option(help="varies filler text and ids")] = _SIM.seed,
 ) -> None:
-    """Embedded OpenAI-compatible simulated server with a prefix cache (docs/serve-sim.md)."""
+    """Embedded OpenAI-compatible simulated server with a modelled prefix cache and latency."""
     from agentx.serve_sim import serve
 
     config = _SimConfig(

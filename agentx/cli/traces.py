@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from agentx.cli.app import app, err, fail, out, print_json
+from agentx.cli.app import BUNDLED_HELP, app, err, fail, out, print_json, trace_path
 from agentx.errors import AgentxError
 
 
@@ -15,7 +16,10 @@ from agentx.errors import AgentxError
 def stats(
     trace: Annotated[
         Path,
-        typer.Argument(help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL"),
+        typer.Argument(
+            help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL" + BUNDLED_HELP,
+            callback=trace_path,
+        ),
     ],
     json_out: Annotated[
         bool, typer.Option("--json", help="print the agentx.stats/1 object")
@@ -48,7 +52,10 @@ def stats(
 def simulate(
     trace: Annotated[
         Path,
-        typer.Argument(help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL"),
+        typer.Argument(
+            help="agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL" + BUNDLED_HELP,
+            callback=trace_path,
+        ),
     ],
     capacity_tokens: Annotated[
         str | None,
@@ -154,3 +161,26 @@ def recover(
         out.print(f"{trace}: nothing to recover (no spool)", markup=False, soft_wrap=True)
     else:
         out.print(f"{trace}: recovered {n} exchanges", markup=False, soft_wrap=True)
+
+
+@app.command("example-path")
+def example_path(
+    name: Annotated[
+        str, typer.Argument(help="example (the bundled agentx trace) or weka (Weka JSON samples)")
+    ] = "example",
+    list_all: Annotated[
+        bool, typer.Option("--list", help="list every bundled example: name, path, what it is")
+    ] = False,
+) -> None:
+    """Print where a bundled example is. Trace arguments also take its name: `agentx stats example`."""
+    from agentx import examples
+
+    if list_all:
+        for ex in examples.EXAMPLES.values():
+            sys.stdout.write(f"{ex.name}\t{ex.path}\t{ex.description}\n")  # tab-separated
+        return
+    try:
+        path = examples.example_path(name)
+    except AgentxError as exc:
+        fail(exc)
+    sys.stdout.write(f"{path}\n")
