@@ -1,0 +1,142 @@
+"""What a pip user gets: build the sdist and the wheel (the wheel from the sdist, so the sdist is
+complete), install the wheel into a fresh venv outside the source tree, and run the README's
+first commands from an empty directory. Select it alone with ``pytest -m wheel``.
+
+The install resolves the wheel's dependencies from the index like a user's ``pip install`` would
+(pip's cache makes reruns fast; ``make setup`` has already filled it on a fresh machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from agentx import DISTRIBUTION, __version__
+
+pytestmark = pytest.mark.wheel
+
+ROOT = Path(__file__).parents[1]
+DIST = DISTRIBUTION.replace("-", "_")
+DATA = (
+    "agentx/data/example.parquet",
+    "agentx/data/weka/LICENSE",
+    "agentx/data/weka/NOTICE.md",
+    "agentx/data/weka/trace_0001.json",
+    "agentx/data/weka/trace_0010_head.json",
+)
+
+
+def run(
+    cmd: list[str | Path],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+    assert res.returncode == 0, (
+        f"{cmd} -> {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    )
+    return res
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "build", "--outdir", out, ROOT], timeout=300)
+    (sdist,) = out.glob(f"{DIST}-{__version__}.tar.gz")
+    (wheel,) = out.glob(f"{DIST}-{__version__}-py3-none-any.whl")
+    return sdist, wheel
+
+
+@pytest.fixture(scope="module")
+def venv(dists: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding the wheel and its dependencies, and nothing of the source tree."""
+    venv = tmp_path_factory.mktemp("venv")
+    run([sys.executable, "-m", "venv", "--without-pip", venv], timeout=120)
+    python = venv / "bin" / "python"
+    # this environment's pip installs into the new venv (no pip bootstrap there); no .pyc
+    # compilation up front: the first import of each module writes it
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "-q",
+            "--no-compile",
+            dists[1],
+        ],
+        timeout=900,
+    )
+    return venv
+
+
+def user_env(venv: Path) -> dict[str, str]:
+    """The venv's bin first on PATH, and no path into the source tree."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_sdist_holds_the_license_and_the_data(dists: tuple[Path, Path]) -> None:
+    with tarfile.open(dists[0]) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"LICENSE", "README.md", "pyproject.toml", *DATA} <= names
+
+
+def test_wheel_holds_the_license_data_metadata_and_command(dists: tuple[Path, Path]) -> None:
+    info = f"{DIST}-{__version__}.dist-info"
+    with zipfile.ZipFile(dists[1]) as whl:
+        names = set(whl.namelist())
+        metadata = whl.read(f"{info}/METADATA").decode()
+        entry_points = whl.read(f"{info}/entry_points.txt").decode()
+    assert {*DATA, "agentx/py.typed", f"{info}/licenses/LICENSE"} <= names
+    assert f"{info}/licenses/agentx/data/weka/LICENSE" in names  # the samples' own licence
+    assert not any(n.startswith(("tests/", "scripts/", "traces/", "docs/")) for n in names)
+    assert f"Name: {DISTRIBUTION}\n" in metadata and f"Version: {__version__}\n" in metadata
+    assert "License-Expression: Apache-2.0\n" in metadata and "Project-URL: Source, " in metadata
+    assert "agentx = agentx.cli:main" in entry_points
+
+
+def test_installed_agentx_runs_the_readme_commands_from_an_empty_dir(
+    venv: Path, tmp_path: Path
+) -> None:
+    cwd, env = tmp_path / "empty", user_env(venv)
+    cwd.mkdir()
+    where = run(
+        ["python", "-c", "import agentx; print(agentx.__file__)"], timeout=60, cwd=cwd, env=env
+    )
+    assert Path(where.stdout.strip()).is_relative_to(venv)  # not the source tree
+
+    version = run(["agentx", "--version"], timeout=60, cwd=cwd, env=env)
+    assert version.stdout == f"{DISTRIBUTION} {__version__}\n"
+
+    path = run(["agentx", "example-path"], timeout=60, cwd=cwd, env=env)
+    assert Path(path.stdout.strip()).is_relative_to(venv) and Path(path.stdout.strip()).is_file()
+
+    stats = json.loads(
+        run(["agentx", "stats", "example", "--json"], timeout=120, cwd=cwd, env=env).stdout
+    )
+    assert (stats["sessions"], stats["requests"]) == (5, 48)
+
+    demo = run(
+        ["agentx", "demo", "--fast", "--sessions", "1", "--turns", "2", "--json"],
+        timeout=300,
+        cwd=cwd,
+        env=env,
+    )
+    replays = json.loads(demo.stdout)
+    assert replays["example"]["requests"]["ok"] == 48  # the bundled trace, found and replayed
+    assert replays["capture"]["requests"]["ok"] == 2
+    assert replays["example"]["agentx_version"] == __version__
+    assert sorted(p.name for p in cwd.iterdir()) == ["results"]  # wrote only where documented
