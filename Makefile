@@ -21,8 +21,8 @@ demo: setup
 	$(VENV)/bin/agentx demo
 
 lint: setup
-	$(VENV)/bin/ruff check agentx tests scripts
-	$(VENV)/bin/ruff format --check agentx tests scripts
+	$(VENV)/bin/ruff check agentx tests scripts examples
+	$(VENV)/bin/ruff format --check agentx tests scripts examples
 
 typecheck: setup
 	$(VENV)/bin/mypy
