@@ -139,4 +139,13 @@ def test_installed_agentx_runs_the_readme_commands_from_an_empty_dir(
     assert replays["example"]["requests"]["ok"] == 48  # the bundled trace, found and replayed
     assert replays["capture"]["requests"]["ok"] == 2
     assert replays["example"]["agentx_version"] == __version__
-    assert sorted(p.name for p in cwd.iterdir()) == ["results"]  # wrote only where documented
+
+    # more of the README's commands, on what the demo left
+    run(
+        ["agentx", "report", "results/demo/replay-example", "--html", "report.html"],
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
+    run(["agentx", "convert", "weka", "-o", "weka.parquet"], timeout=120, cwd=cwd, env=env)
+    assert sorted(p.name for p in cwd.iterdir()) == ["report.html", "results", "weka.parquet"]
