@@ -92,6 +92,14 @@ def test_sdist_holds_the_license_and_the_data(dists: tuple[Path, Path]) -> None:
     with tarfile.open(dists[0]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert {"LICENSE", "README.md", "pyproject.toml", *DATA} <= names
+    # the whole project for a packager: the examples, docs, tests and the scripts they use
+    assert {
+        "Makefile",
+        "examples/ci/slo-gate.sh",
+        "docs/cli.md",
+        "scripts/make_example_trace.py",
+    } <= names
+    assert any(n.startswith("tests/") for n in names)
 
 
 def test_wheel_holds_the_license_data_metadata_and_command(dists: tuple[Path, Path]) -> None:
