@@ -34,6 +34,7 @@ STAGES: list[list[str]] = [
         "agentx.synth",
         "agentx.hitrate",
         "agentx.kvcache",
+        "agentx.examples",
     ],
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert

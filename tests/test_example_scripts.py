@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agentx.sim.config import SimConfig
-from agentx.sim.server import SimServer
+from agentx.serve_sim.config import SimConfig
+from agentx.serve_sim.server import SimServer
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 QUICK = ["--concurrency", "4", "--time-scale", "0", "--max-requests", "12"]

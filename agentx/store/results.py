@@ -18,12 +18,8 @@ import pyarrow.parquet as pq
 
 from agentx import __version__
 from agentx.errors import TraceError
-<<<<<<< HEAD
 from agentx.record import RequestRecord
-=======
-from agentx.replay.record import RequestRecord
 from agentx.store.schema import META_FORMAT, META_VERSION
->>>>>>> bd60cab (version stamps: summary.json agentx_version, requests.parquet and trace metadata agentx.version (trace agentx.writer names the distribution); example trace rebuilt)
 
 FORMAT = "agentx.requests/1"
 
