@@ -158,7 +158,7 @@ class Params:
 
 DEFAULT_PARAMS = Params()
 # The realisation closest to issue 10's figures among seeds 0-5 at 700 traces (docs/corpus.md):
-# the long-context sessions make p90 and max swing between seeds (p90 179K-244K).
+# the long-context sessions make p90 and max swing between seeds (p90 179K-246K).
 DEFAULT_SEED = 2
 # subagent types: (weight, model or None for the parent's, tool tokens, system tokens)
 SUBAGENT_TYPES: tuple[tuple[str, float, str | None, int, int], ...] = (
