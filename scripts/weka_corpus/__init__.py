@@ -1,7 +1,7 @@
 """Realistic Weka-format agent corpora (Claude Code sessions as 64-token block hashes).
 
 ``generate_corpus(out_dir, n_traces, seed)`` writes ``trace_0001.json`` ... one session per file,
-in the format of the samples in ``tests/data/weka`` (kv-cache-tester ``traces/``): ``block_size``
+in the format of the samples in ``agentx/data/weka`` (kv-cache-tester ``traces/``): ``block_size``
 64, ``hash_id_scope`` local, requests with ``t``, ``type`` (``n`` non-streaming, ``s``
 streaming), ``model``, ``in``, ``out``, ``hash_ids``, ``input_types``, ``output_types``,
 ``stop``, ``api_time``, ``ttft`` (streamed rows), ``think_time``; ``subagent`` entries with

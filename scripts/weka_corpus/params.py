@@ -1,6 +1,6 @@
 """The generator's parameters, and the measurements behind them.
 
-Measured on the four Weka samples (/work/shared/fixtures/weka = tests/data/weka's sources: 290
+Measured on the four Weka samples (/work/shared/fixtures/weka = agentx/data/weka's sources: 290
 requests, 4 traces, 4 subagents) with the analysis in docs/corpus.md; "tuned" parameters were
 then set so that a 700-trace corpus lands on issue 10's figures for the 710-session corpus
 (49,334 requests, input p50 ~104K, p90 ~234K, max ~894K tokens, 6.0e9 input tokens, theoretical

@@ -20,11 +20,12 @@ from weka_corpus import (
     trace_name,
 )
 
+from agentx.examples import example_path
 from agentx.formats import detect_format, load_exchanges
 from agentx.formats.weka import read_weka_file, weka_files
 from agentx.stats import compute_stats
 
-FIXTURES = Path(__file__).parents[1] / "data" / "weka"
+FIXTURES = example_path("weka")
 
 
 @pytest.fixture(scope="module")
