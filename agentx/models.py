@@ -16,8 +16,25 @@ JSON = Any  # a value orjson can round-trip: dict, list, str, int, float, bool o
 API_OPENAI_CHAT = "openai.chat"
 API_OPENAI_RESPONSES = "openai.responses"
 API_ANTHROPIC_MESSAGES = "anthropic.messages"
+API_GEMINI = "gemini.generate_content"  # :generateContent and :streamGenerateContent
 API_OTHER = "other"
-MODEL_APIS = (API_OPENAI_CHAT, API_OPENAI_RESPONSES, API_ANTHROPIC_MESSAGES)
+MODEL_APIS = (API_OPENAI_CHAT, API_OPENAI_RESPONSES, API_ANTHROPIC_MESSAGES, API_GEMINI)
+
+# Where each family keeps its growing conversation and its out-of-band system prompt (every
+# family not named here: "messages" and "system").
+_CONVERSATION_KEYS = {API_OPENAI_RESPONSES: "input", API_GEMINI: "contents"}
+_SYSTEM_KEYS = {API_OPENAI_RESPONSES: "instructions", API_GEMINI: "systemInstruction"}
+
+
+def conversation_key(api: str) -> str:
+    """The body key of ``api``'s conversation: ``messages``, ``input`` or ``contents``."""
+    return _CONVERSATION_KEYS.get(api, "messages")
+
+
+def system_key(api: str) -> str:
+    """The body key of ``api``'s system prompt: ``system``, ``instructions`` or
+    ``systemInstruction`` (OpenAI chat keeps it in ``messages``: its ``system`` is unused)."""
+    return _SYSTEM_KEYS.get(api, "system")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Provider-only request fields: what only the provider that recorded a request understands.
 
 Anthropic prompt-cache markers (``cache_control``), thinking signatures (``signature``),
-encrypted reasoning (``encrypted_content``: Anthropic ``redacted_thinking``, OpenAI Responses)
-and whole ``redacted_thinking`` blocks. An OpenAI-compatible server does not know them and
+encrypted reasoning (``encrypted_content``: Anthropic ``redacted_thinking``, OpenAI Responses),
+Gemini's thought signatures (``thoughtSignature``) and whole ``redacted_thinking`` blocks. An OpenAI-compatible server does not know them and
 none of them reaches the model's context. Declared once, here: the tokenizer skips them, capture
 ignores the cache markers when it matches conversations, scrub flags requests that hold them
 (``provider_fields``) and keeps opaque blobs out of anonymised text, replay strips them.
@@ -13,7 +13,8 @@ from __future__ import annotations
 from agentx.models import JSON
 
 CACHE_MARKER_KEYS = frozenset({"cache_control"})  # agents move them from turn to turn
-OPAQUE_KEYS = frozenset({"signature", "encrypted_content"})  # signatures, encrypted reasoning
+# signatures (Anthropic, Gemini), encrypted reasoning
+OPAQUE_KEYS = frozenset({"signature", "encrypted_content", "thoughtSignature"})
 PROVIDER_KEYS = CACHE_MARKER_KEYS | OPAQUE_KEYS
 PROVIDER_BLOCK_TYPES = frozenset({"redacted_thinking"})  # a whole block of encrypted data
 

@@ -20,7 +20,7 @@ import numpy.typing as npt
 import orjson
 
 from agentx.errors import AgentxError
-from agentx.models import API_OPENAI_RESPONSES, JSON
+from agentx.models import JSON, conversation_key, system_key
 from agentx.provider_fields import PROVIDER_KEYS, without_keys
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -146,11 +146,10 @@ def render_message(message: JSON) -> str:
 
 
 def conversation(api: str, body: JSON) -> list[JSON]:
-    """The request's growing list: ``messages``, or ``input`` for the Responses API."""
+    """The request's growing list: ``messages``, ``input`` (Responses) or ``contents`` (Gemini)."""
     if not isinstance(body, dict):
         return []
-    key = "input" if api == API_OPENAI_RESPONSES else "messages"
-    items = body.get(key)
+    items = body.get(conversation_key(api))
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
     return list(items) if isinstance(items, list) else []
@@ -170,7 +169,7 @@ def head_sources(api: str, body: JSON) -> list[Source]:
     tools = body.get("tools")
     if tools:
         sources.append(("tools", tools))
-    system = body.get("instructions") if api == API_OPENAI_RESPONSES else body.get("system")
+    system = body.get(system_key(api))
     if system:
         sources.append(("system", system))
     return sources

@@ -15,10 +15,14 @@ knows, the other knows too. The mapping is the table in docs/trace-format.md ("U
   ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``; ``cached_tokens`` is
   the cache read, ``cache_creation_tokens`` the cache write.
 
-A family is one function of :data:`_FAMILIES`; another (Gemini's ``usageMetadata``:
-``promptTokenCount``, ``cachedContentTokenCount``, ``candidatesTokenCount``,
-``thoughtsTokenCount``) is one more entry once agentx knows that API. Unknown is ``None``,
-never 0; a value that is not an int (a bool, a string) is unknown.
+- Gemini ``usageMetadata``: ``promptTokenCount`` is the whole prompt (cached content
+  included) plus ``toolUsePromptTokenCount`` (the results of server-side tools), ``cached_tokens``
+  is ``cachedContentTokenCount``; the output is ``candidatesTokenCount`` *plus*
+  ``thoughtsTokenCount`` (Gemini counts thoughts apart; OpenAI's completion tokens include the
+  reasoning), ``reasoning_tokens`` the thoughts.
+
+A family is one function of :data:`_FAMILIES`. Unknown is ``None``, never 0; a value that is
+not an int (a bool, a string) is unknown.
 """
 
 from __future__ import annotations
@@ -26,7 +30,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, Usage
+from agentx.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    Usage,
+)
 
 Raw = Mapping[str, Any]
 
@@ -108,10 +118,27 @@ def anthropic_usage(raw: Raw, timings: Raw | None = None) -> Usage:
     )
 
 
+def gemini_usage(raw: Raw, timings: Raw | None = None) -> Usage:
+    prompt = as_int(raw.get("promptTokenCount"))
+    tool_use = as_int(raw.get("toolUsePromptTokenCount"))
+    candidates = as_int(raw.get("candidatesTokenCount"))
+    thoughts = as_int(raw.get("thoughtsTokenCount"))
+    output = (
+        None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+    )
+    return Usage(
+        prompt_tokens=None if prompt is None else prompt + (tool_use or 0),
+        cached_tokens=as_int(raw.get("cachedContentTokenCount")),
+        completion_tokens=output,
+        reasoning_tokens=thoughts,
+    )
+
+
 _FAMILIES: dict[str, Callable[[Raw, Raw | None], Usage]] = {
     API_OPENAI_CHAT: chat_usage,
     API_OPENAI_RESPONSES: responses_usage,
     API_ANTHROPIC_MESSAGES: anthropic_usage,
+    API_GEMINI: gemini_usage,
 }
 
 

@@ -28,7 +28,7 @@ import orjson
 
 from agentx.capture.apis import max_output_tokens
 from agentx.flags import FLAG_COMPACTION, FLAG_FORK, FLAG_RETRY, FLAG_SIDE_CALL, FLAG_SUBAGENT
-from agentx.models import API_OPENAI_RESPONSES, JSON, Response
+from agentx.models import JSON, Response, system_key
 from agentx.provider_fields import CACHE_MARKER_KEYS, without_keys
 from agentx.tokens import conversation
 
@@ -188,7 +188,7 @@ class Sessions:
         chain = chain_hashes(items)
         sig = _digest(
             [
-                body.get("instructions" if api == API_OPENAI_RESPONSES else "system"),
+                body.get(system_key(api)),
                 body.get("tools"),
             ]
             if isinstance(body, dict)

@@ -18,10 +18,12 @@ import orjson
 from agentx.flags import FLAG_PROVIDER_FIELDS
 from agentx.models import (
     API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,
     JSON,
     Exchange,
+    conversation_key,
 )
 from agentx.provider_fields import strip_provider_fields
 from agentx.replay.translate import Message, ThreadConverter
@@ -33,6 +35,7 @@ PATHS = {
     API_ANTHROPIC_MESSAGES: "/v1/messages",
     API_OPENAI_RESPONSES: "/v1/responses",
 }
+GEMINI_PATH = "/v1beta/models/{model}:streamGenerateContent?alt=sse"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,19 @@ def _salted_content(content: JSON, marker: str) -> JSON:
 
 
 def salt_messages(messages: list[JSON], marker: str) -> list[JSON]:
-    """A copy of ``messages`` with ``marker`` at the start of the first user message."""
+    """A copy of ``messages`` with ``marker`` at the start of the first user message (for
+    Gemini ``contents``: of its first text part)."""
+    for i, m in enumerate(messages):
+        if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("parts"), list):
+            out = list(messages)
+            parts = list(m["parts"])
+            at = next((j for j, p in enumerate(parts) if isinstance(p, dict) and "text" in p), None)
+            if at is None:
+                parts.insert(0, {"text": marker})
+            else:
+                parts[at] = {**parts[at], "text": marker + str(parts[at]["text"])}
+            out[i] = {**m, "parts": parts}
+            return out
     for i, m in enumerate(messages):
         if isinstance(m, dict) and m.get("role") == "user":
             out = list(messages)
@@ -169,11 +184,20 @@ class ThreadBuilder:
         body: dict[str, Any] = dict(ex.request)
         if FLAG_PROVIDER_FIELDS in ex.flags:
             body = strip_provider_fields(body)
-        key = "input" if api == API_OPENAI_RESPONSES else "messages"
+        key = conversation_key(api)
         if salt and isinstance(body.get(key), list):
             body[key] = salt_messages(body[key], salt_marker(salt))
         elif salt and isinstance(body.get(key), str):
             body[key] = salt_marker(salt) + body[key]
+        if api == API_GEMINI:  # the model is in the path; no "stream" key: the path says it
+            config = body.get("generationConfig")
+            body["generationConfig"] = {
+                **(config if isinstance(config, dict) else {}),
+                "maxOutputTokens": max_tokens,
+            }
+            body.update(cfg.extra_body)
+            path = GEMINI_PATH.format(model=cfg.model)
+            return BuiltRequest(api, path, orjson.dumps(body), max_tokens)
         body["model"] = cfg.model
         if api == API_OPENAI_RESPONSES:
             body["max_output_tokens"] = max_tokens

@@ -55,6 +55,8 @@ def auth_headers(options: ReplayOptions) -> dict[str, str]:
     headers = {"authorization": f"Bearer {key}"}
     if options.api == "messages" or options.api == "native":
         headers["x-api-key"] = key
+    if options.api == "native":
+        headers["x-goog-api-key"] = key  # Gemini-compatible endpoints
     return headers
 
 

@@ -16,7 +16,14 @@ from typing import Any
 
 import orjson
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, JSON, Usage
+from agentx.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    JSON,
+    Usage,
+)
 from agentx.usage import merge_usage, usage_from
 
 
@@ -359,9 +366,54 @@ class ResponsesStreamParser(StreamParser):
             self.done = True
 
 
+class GeminiStreamParser(StreamParser):
+    """Gemini ``:streamGenerateContent?alt=sse``: each event a whole ``GenerateContentResponse``;
+    no end marker, the stream is done once candidate 0 has a ``finishReason``."""
+
+    __slots__ = ("_usage_raw",)
+    api = API_GEMINI
+
+    def __init__(self, live: bool = False) -> None:
+        super().__init__(live)
+        self._usage_raw: dict[str, Any] = {}
+
+    def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
+        obj = self._load(payload)
+        for cand in obj.get("candidates") or ():
+            if not isinstance(cand, dict) or (cand.get("index") or 0) != 0:
+                continue
+            for part in (cand.get("content") or {}).get("parts") or ():
+                if not isinstance(part, dict):
+                    continue
+                text = part.get("text")
+                call = part.get("functionCall")
+                if text:
+                    content = not part.get("thought")
+                    self._token(t_ns, content)
+                    if self.live and content:
+                        self.text_parts.append(text)
+                elif isinstance(call, dict):
+                    self._token(t_ns, False)
+                    if self.live:
+                        args = orjson.dumps(call.get("args") or {}).decode()
+                        self._tool_delta(
+                            len(self.tool_calls), call.get("id"), call.get("name"), args
+                        )
+            if cand.get("finishReason"):
+                self.finish_reason = str(cand["finishReason"])
+                self.done = True
+        usage = obj.get("usageMetadata")
+        if isinstance(usage, dict) and usage:
+            self.usage_seen = True
+            merge_usage(self._usage_raw, usage)
+            self._set(usage_from(API_GEMINI, self._usage_raw))
+
+
 def parser_for(api: str, live: bool = False) -> StreamParser:
     if api == API_ANTHROPIC_MESSAGES:
         return MessagesStreamParser(live)
     if api == API_OPENAI_RESPONSES:
         return ResponsesStreamParser(live)
+    if api == API_GEMINI:
+        return GeminiStreamParser(live)
     return ChatStreamParser(live)

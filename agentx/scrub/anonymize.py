@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentx.errors import UsageError
-from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange, Response
+from agentx.models import JSON, MODEL_APIS, Exchange, Response, conversation_key, system_key
 from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
 from agentx.scrub.rules import IdMemo
 from agentx.synth import PrefixWords
@@ -114,8 +114,8 @@ class Anonymizer:
             return self._standalone(body)
         if api not in MODEL_APIS:
             return {k: v if k == "model" else self._standalone(v) for k, v in body.items()}
-        skey = "instructions" if api == API_OPENAI_RESPONSES else "system"
-        ckey = "input" if api == API_OPENAI_RESPONSES else "messages"
+        skey = system_key(api)
+        ckey = conversation_key(api)
         out: dict[str, JSON] = {}
         for k, v in body.items():
             if k == "tools":

@@ -16,7 +16,7 @@ from typing import TypeVar
 import orjson
 
 from agentx.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPARSEABLE_FLAGS
-from agentx.models import API_OPENAI_RESPONSES, JSON, MODEL_APIS, Exchange
+from agentx.models import JSON, MODEL_APIS, Exchange, system_key
 from agentx.tokens import conversation, render_content
 
 DROP, REPAIR, FLAG, REDACT = "dropped", "repaired", "flagged", "redacted"
@@ -93,7 +93,7 @@ def is_side_call(ex: Exchange) -> bool:
         return True
     if body.get("tools"):
         return False
-    system = body.get("instructions" if ex.api == API_OPENAI_RESPONSES else "system")
+    system = body.get(system_key(ex.api))
     texts = [render_content(system)[:4000]] if system else []
     conv = conversation(ex.api, body)
     if len(conv) > 4:

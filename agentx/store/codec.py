@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
+from agentx import models
 from agentx.models import (
-    API_OPENAI_RESPONSES,
     JSON,
     Credential,
     Exchange,
@@ -72,12 +72,12 @@ def loads(text: str | bytes | None) -> JSON:
 def conversation_key(api: str, body: JSON) -> str | None:
     if not isinstance(body, dict):
         return None
-    key = "input" if api == API_OPENAI_RESPONSES else "messages"
+    key = models.conversation_key(api)
     return key if isinstance(body.get(key), list) else None
 
 
 def system_key(api: str) -> str:
-    return "instructions" if api == API_OPENAI_RESPONSES else "system"
+    return models.system_key(api)
 
 
 def common_prefix_len(a: list[bytes], b: list[bytes]) -> int:

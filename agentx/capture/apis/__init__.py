@@ -5,7 +5,8 @@ event carried generated output, for time to first token) or as one JSON body (``
 and builds the normalised :class:`~agentx.models.Response` and :class:`~agentx.models.Usage`.
 Assemblers never raise on odd input: a malformed event is skipped, a missing field is ``None``.
 
-One module per API family (:mod:`.anthropic`, :mod:`.openai_chat`, :mod:`.openai_responses`),
+One module per API family (:mod:`.anthropic`, :mod:`.openai_chat`, :mod:`.openai_responses`,
+:mod:`.gemini`),
 the shared result type and helpers in :mod:`.common`, and request routing in :mod:`.routing`.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from agentx.capture.apis.anthropic import AnthropicAssembler
 from agentx.capture.apis.common import Assembled, Assembler, error_text
+from agentx.capture.apis.gemini import GeminiAssembler, model_from_path
 from agentx.capture.apis.openai_chat import ChatAssembler
 from agentx.capture.apis.openai_responses import ResponsesAssembler
 from agentx.capture.apis.routing import classify, make_assembler, max_output_tokens
@@ -22,9 +24,11 @@ __all__ = [
     "Assembled",
     "Assembler",
     "ChatAssembler",
+    "GeminiAssembler",
     "ResponsesAssembler",
     "classify",
     "error_text",
     "make_assembler",
     "max_output_tokens",
+    "model_from_path",
 ]

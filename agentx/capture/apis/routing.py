@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from agentx.capture.apis.anthropic import AnthropicAssembler
 from agentx.capture.apis.common import Assembler
+from agentx.capture.apis.gemini import GeminiAssembler
 from agentx.capture.apis.openai_chat import ChatAssembler
 from agentx.capture.apis.openai_responses import ResponsesAssembler
 from agentx.models import (
     API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,
     API_OTHER,
@@ -26,6 +28,8 @@ def classify(method: str, path: str) -> str:
         return API_OPENAI_CHAT
     if p.endswith("/responses") or p.endswith("/responses/compact"):
         return API_OPENAI_RESPONSES
+    if "/models/" in p and (p.endswith(":generateContent") or p.endswith(":streamGenerateContent")):
+        return API_GEMINI
     return API_OTHER
 
 
@@ -34,6 +38,11 @@ def max_output_tokens(body: JSON) -> int | None:
         return None
     for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
         v = body.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    config = body.get("generationConfig")  # Gemini
+    if isinstance(config, dict):
+        v = config.get("maxOutputTokens")
         if isinstance(v, int) and not isinstance(v, bool):
             return v
     return None
@@ -46,4 +55,6 @@ def make_assembler(api: str) -> Assembler:
         return ChatAssembler()
     if api == API_OPENAI_RESPONSES:
         return ResponsesAssembler()
+    if api == API_GEMINI:
+        return GeminiAssembler()
     raise ValueError(f"no assembler for api {api!r}")
