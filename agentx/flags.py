@@ -21,6 +21,9 @@ FLAG_UNPARSED_BODY = "unparsed_body"  # the request body could not be decoded or
 FLAG_PREVIOUS_RESOLVED = "previous_response_resolved"  # Responses chain rebuilt into the input
 FLAG_PREVIOUS_UNRESOLVED = "previous_response_unresolved"  # its previous_response_id was unknown
 FLAG_SECRET_REDACTED = "secret_redacted"  # a secret was replaced in this row (capture or scrub)
+# prompt_tokens/completion_tokens were counted by agentx's tokenizer (cl100k_base, the rendering
+# of agentx.tokens): the provider reported no usage (a stream without include_usage)
+FLAG_USAGE_ESTIMATED = "usage_estimated"
 
 # -- set by capture's session tracking (and by importers): what kind of thread ----------------
 FLAG_SIDE_CALL = "side_call"  # utility call: title/topic generation, quota probe
@@ -29,6 +32,13 @@ FLAG_COMPACTION = "compaction"  # the agent restarted the conversation from a su
 FLAG_RETRY = "retry"  # the same request sent again
 FLAG_FORK = "fork"  # a new branch off an earlier point of the same conversation
 THREAD_FLAGS = frozenset({FLAG_SIDE_CALL, FLAG_SUBAGENT, FLAG_COMPACTION, FLAG_RETRY, FLAG_FORK})
+# The agent rewrote the end of its parent's conversation before continuing it (aider moves its
+# file listing after the history and its reminder to the newest user message): the child
+# repeats its parent's answer but only a prefix of its parent's prompt. With it, a valued flag
+# ``replaced_chars=<n>``: how many characters at the end of the parent's rendered conversation
+# (agentx.tokens.render_message) are not a prefix of the child's.
+FLAG_HISTORY_REWRITTEN = "history_rewritten"
+REPLACED_CHARS = "replaced_chars"
 
 # -- set by scrub -------------------------------------------------------------------------------
 FLAG_PROVIDER_FIELDS = "provider_fields"  # provider-only fields kept: replay strips them
@@ -69,6 +79,19 @@ def weka_values(flags: Iterable[str], key: str) -> list[str]:
     """The values of ``weka.<key>=<value>`` flags, in order."""
     prefix = f"{WEKA_PREFIX}{key}="
     return [f[len(prefix) :] for f in flags if f.startswith(prefix)]
+
+
+def replaced_chars_flag(n: int) -> str:
+    return f"{REPLACED_CHARS}={n}"
+
+
+def replaced_chars(flags: Iterable[str]) -> int | None:
+    """The ``replaced_chars=<n>`` value of a ``history_rewritten`` row, else ``None``."""
+    prefix = f"{REPLACED_CHARS}="
+    for f in flags:
+        if f.startswith(prefix) and f[len(prefix) :].isdigit():
+            return int(f[len(prefix) :])
+    return None
 
 
 def weka_flag(key: str, value: object) -> str:

@@ -28,6 +28,7 @@ not an int (a bool, a string) is unknown.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from agentx.models import (
@@ -35,8 +36,11 @@ from agentx.models import (
     API_GEMINI,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,
+    JSON,
+    Response,
     Usage,
 )
+from agentx.tokens import count_request_tokens, count_tokens
 
 Raw = Mapping[str, Any]
 
@@ -150,6 +154,26 @@ def usage_from(api: str, raw: Raw | None, timings: Raw | None = None) -> Usage:
     if timings is not None and not isinstance(timings, Mapping):
         timings = None
     return _FAMILIES.get(api, chat_usage)(raw, timings)
+
+
+def estimate_missing(api: str, body: JSON, response: Response, usage: Usage) -> Usage | None:
+    """``usage`` with its unknown prompt and completion counts counted by agentx's tokenizer
+    (the request's deterministic rendering, the answer's text, reasoning and tool-call
+    arguments), or ``None`` when both were reported. Flag the row ``usage_estimated``."""
+    if usage.prompt_tokens is not None and usage.completion_tokens is not None:
+        return None
+    prompt = usage.prompt_tokens
+    if prompt is None:
+        prompt = count_request_tokens(api, body)
+    completion = usage.completion_tokens
+    if completion is None:
+        pieces = [response.text or "", response.reasoning or ""]
+        for call in response.tool_calls:
+            if isinstance(call, Mapping):
+                pieces.extend(str(call.get(k) or "") for k in ("name", "arguments"))
+        text = "".join(pieces)
+        completion = count_tokens(text) if text else 0
+    return replace(usage, prompt_tokens=prompt, completion_tokens=completion)
 
 
 def merge_usage(acc: dict[str, Any], raw: Any) -> None:

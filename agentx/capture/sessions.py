@@ -1,8 +1,8 @@
 """Sessions and threads: which agent session a request belongs to, and which conversation.
 
-*Session*: the id the agent sends (``X-Claude-Code-Session-Id``, the ``session_<uuid>`` part of
-Anthropic ``metadata.user_id``, Codex's ``session_id`` header or ``prompt_cache_key``,
-``x-opencode-session``); without one, the session of the request it continues, else one per
+*Session*: the id the agent sends (a header of :data:`agentx.capture.agents.SESSION_HEADERS`:
+``X-Claude-Code-Session-Id``, Codex's ``session_id``, opencode's ``x-session-id``...; the
+``session_<uuid>`` part of Anthropic ``metadata.user_id``; a Responses ``prompt_cache_key``); without one, the session of the request it continues, else one per
 client process (or client address and User-Agent) that ends after 30 idle minutes.
 
 *Thread*: a request whose conversation (``messages``, or ``input`` for the Responses API,
@@ -13,6 +13,13 @@ new conversation whose first prompt is an argument of another thread's tool call
 compactions (a new conversation that quotes an earlier response of the session) start new
 threads and are flagged. A second child of the same request is a ``fork``; a request equal to
 its parent is a ``retry``. Think time is the parent's response end to this request's start.
+
+Agents that rewrite history (aider moves its file listing after the history and its reminder to
+the newest user message) send a child that holds only a *prefix* of its parent's conversation,
+then its parent's answer. Such a request continues the thread of the recent request that shares
+the longest prefix with it and whose answer it repeats, flagged ``history_rewritten`` with
+``replaced_chars=<n>``: the characters at the end of the parent's rendered conversation that
+the child did not keep.
 """
 
 from __future__ import annotations
@@ -26,14 +33,24 @@ from typing import Any
 
 import orjson
 
+from agentx.capture.agents import session_header
 from agentx.capture.apis import max_output_tokens
-from agentx.flags import FLAG_COMPACTION, FLAG_FORK, FLAG_RETRY, FLAG_SIDE_CALL, FLAG_SUBAGENT
+from agentx.flags import (
+    FLAG_COMPACTION,
+    FLAG_FORK,
+    FLAG_HISTORY_REWRITTEN,
+    FLAG_RETRY,
+    FLAG_SIDE_CALL,
+    FLAG_SUBAGENT,
+    replaced_chars_flag,
+)
 from agentx.models import JSON, Response, system_key
 from agentx.provider_fields import CACHE_MARKER_KEYS, without_keys
-from agentx.tokens import conversation
+from agentx.tokens import conversation, render_content, render_message
 
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
 MAX_NODES = 16384
+RECENT_BODIES = 32  # requests whose conversation is kept to match a rewritten history
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
 _COMPACTION_MARKERS = (
     "continued from a previous conversation",
@@ -48,9 +65,8 @@ def new_id(prefix: str) -> str:
 
 def session_hint(headers: dict[str, str], body: JSON) -> str | None:
     """The session id the agent itself sent, if any (headers lower-cased)."""
-    for name in ("x-claude-code-session-id", "x-opencode-session", "session_id", "session-id"):
-        if v := headers.get(name, "").strip():
-            return v[:200]
+    if (v := session_header(headers)) is not None:
+        return v
     if isinstance(body, dict):
         meta = body.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("user_id"), str):
@@ -137,6 +153,45 @@ class _Node:
     flags: list[str] = field(default_factory=list)
     end_ns: int | None = None
     continued: bool = False
+    answer: bytes | None = None  # digest of the answer's text, once it has ended
+
+
+def _answer_digest(text: str) -> bytes | None:
+    """Agents re-send an answer with its surrounding whitespace stripped (aider does)."""
+    text = text.strip()
+    return hashlib.blake2b(text.encode(), digest_size=16).digest() if text else None
+
+
+def _assistant_digests(items: list[JSON]) -> dict[bytes, int]:
+    """The digest of every assistant text in ``items`` -> its last position."""
+    out: dict[bytes, int] = {}
+    for i, it in enumerate(items):
+        if isinstance(it, dict) and it.get("role") in ("assistant", "model"):
+            d = _answer_digest(render_content(it.get("content")))
+            if d is not None:
+                out[d] = i
+    return out
+
+
+def replaced_tail(parent: list[JSON], child: list[JSON], shared: int) -> int:
+    """Characters at the end of ``parent``'s rendered conversation that are not a prefix of
+    ``child``'s, given that their first ``shared`` items are equal."""
+    old = "".join(render_message(m) for m in parent[shared:])
+    new = "".join(render_message(m) for m in child[shared:])
+    n = min(len(old), len(new))
+    i = 0
+    while i < n and old[i] == new[i]:
+        i += 1
+    return len(old) - i
+
+
+@dataclass(slots=True)
+class _Recent:
+    """A recent request's conversation, kept to find a child that rewrote its end."""
+
+    node: _Node
+    items: list[JSON]
+    chain: list[bytes]
 
 
 @dataclass(slots=True)
@@ -166,6 +221,7 @@ class Sessions:
         self._index: dict[tuple[tuple[str, str], bytes], list[_Node]] = {}
         self._sessions: dict[str, _Session] = {}
         self._fallback: dict[str, tuple[str, int]] = {}
+        self._recent: deque[_Recent] = deque(maxlen=RECENT_BODIES)
         self.thread_count = 0
 
     @property
@@ -196,6 +252,12 @@ class Sessions:
         )
         scope = (api, hint or "")
         parent, retry = self._find_parent(scope, chain, sig, explicit_parent)
+        rewrite: list[str] = []
+        if parent is None:
+            found = self._find_rewritten(scope, items, chain, sig)
+            if found is not None:
+                parent, replaced = found
+                rewrite = [FLAG_HISTORY_REWRITTEN, replaced_chars_flag(replaced)]
 
         if hint:
             session_id = hint
@@ -210,7 +272,7 @@ class Sessions:
         tools = has_tools(body)
         sess.tools_seen = sess.tools_seen or tools
 
-        flags: list[str] = []
+        flags: list[str] = list(rewrite)
         think: float | None = None
         mot = max_output_tokens(body)
         probe = mot is not None and mot <= 1
@@ -250,6 +312,8 @@ class Sessions:
             flags=flags,
         )
         self._add(node)
+        if items:
+            self._recent.append(_Recent(node, items, chain))
         return self._placement(node, think)
 
     def _new_thread(self) -> str:
@@ -272,6 +336,38 @@ class Sessions:
                 continue
             return (same or cands)[-1], False
         return None, False
+
+    def _find_rewritten(
+        self, scope: tuple[str, str], items: list[JSON], chain: list[bytes], sig: bytes
+    ) -> tuple[_Node, int] | None:
+        """The recent request of ``scope`` whose answer ``items`` repeats after sharing the
+        longest prefix with it (at least one item), and how many characters of its rendered
+        conversation the child replaced."""
+        answers: dict[bytes, int] | None = None
+        best: tuple[int, _Recent] | None = None
+        for rec in reversed(self._recent):
+            node = rec.node
+            if node.scope != scope or node.sig != sig or node.answer is None:
+                continue
+            if answers is None:
+                answers = _assistant_digests(items)
+                if not answers:
+                    return None
+            at = answers.get(node.answer)
+            if at is None:
+                continue
+            shared = 0
+            limit = min(len(rec.chain), len(chain), at)
+            while shared < limit and rec.chain[shared] == chain[shared]:
+                shared += 1
+            if shared and (best is None or shared > best[0]):
+                best = (shared, rec)
+        if best is None:
+            return None
+        shared, rec = best
+        if rec.node.request_id not in self._nodes:
+            return None
+        return rec.node, replaced_tail(rec.items, items, shared)
 
     def uses_tools(self, session_id: str) -> bool:
         """Whether any request of the session so far offered the model tools."""
@@ -351,6 +447,8 @@ class Sessions:
             return tuple(node.flags)
         if node.root and not node.tools and sess.tools_seen and not node.flags:
             node.flags.append(FLAG_SIDE_CALL)
+        if response.text:
+            node.answer = _answer_digest(response.text)
         args: list[str] = []
         for call in response.tool_calls:
             raw = call.get("arguments") if isinstance(call, dict) else None

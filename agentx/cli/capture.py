@@ -23,7 +23,8 @@ def capture(
     upstream: Annotated[
         str | None,
         typer.Option(
-            "--upstream", help="reverse mode: anthropic, openai or a URL [default: anthropic]"
+            "--upstream",
+            help="reverse mode: anthropic, openai, gemini or a URL [default: anthropic]",
         ),
     ] = None,
     port: Annotated[

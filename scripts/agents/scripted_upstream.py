@@ -1,12 +1,15 @@
 """A scripted model upstream that real coding agents can drive through `agentx capture`.
 
-It speaks Anthropic Messages, OpenAI Chat and OpenAI Responses (see tests/capture/upstream.py)
+It speaks Anthropic Messages, OpenAI Chat, OpenAI Responses and Gemini generateContent (see tests/capture/upstream.py)
 and answers with calls to the agent's own shell tool for two turns, then a final text, so an
 agent runs a short multi-turn tool loop without any real model:
 
     python scripts/agents/scripted_upstream.py [--gap 0.01]   # prints its URL
 
-Every request is logged (path, a few headers, tool names, message count) to stderr.
+Every request is logged (path, a few headers, tool names, message count) to stderr; with
+``--dump FILE`` each request is also appended to FILE as one JSON line (method, path, headers
+with credential values replaced by ``REDACTED``, body): the raw material of the agent fixtures
+in tests/capture/fixtures/agents/ (scripts/agents/make_fixtures.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 from capture.upstream import Upstream
 
+SECRET_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
 COMMANDS = ["echo 'agentx was here' > notes.txt && ls", "cat notes.txt"]
 
 
@@ -49,21 +53,42 @@ class AgentUpstream(Upstream):
             return "exec", {"input": js}
         for name, args in (
             ("Bash", {"command": cmd, "description": "scripted step"}),
+            ("run_shell_command", {"command": cmd, "description": "scripted step"}),
             ("shell_command", {"command": cmd}),
             ("exec_command", {"cmd": cmd}),
             ("shell", {"command": ["bash", "-lc", cmd]}),
-            ("bash", {"command": cmd}),
+            ("bash", {"command": cmd, "description": "scripted step"}),
         ):
             if name in names:
                 return name, args
         return (names[0] if names else "run"), {"cmd": cmd}
+
+    def choose_text(self, messages: list[Any], text: str) -> str:
+        """aider edits files with SEARCH/REPLACE blocks in its answer, not with tools: the
+        first answer's block fails to match (aider reflects the error back: a second call in
+        the same conversation), the second creates notes.txt."""
+        system = " ".join(
+            str(m.get("content"))
+            for m in messages
+            if isinstance(m, dict) and m.get("role") == "system"
+        )
+        if "SEARCH/REPLACE" not in system:
+            return text
+        last = self._last_user_text(messages)
+        search = "" if "failed to match" in last else "a line that is not there\n"
+        return (
+            "I will write the note.\n\nnotes.txt\n```\n<<<<<<< SEARCH\n"
+            f"{search}=======\nagentx was here\n>>>>>>> REPLACE\n```\n"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gap", type=float, default=0.005)
     ap.add_argument("--port-file", default=None)
+    ap.add_argument("--dump", default=None, help="append every request to this JSONL file")
     args = ap.parse_args()
+    dump = open(args.dump, "a") if args.dump else None  # noqa: SIM115 - lives as long as main
     up = AgentUpstream(gap_s=args.gap).start()
     if args.port_file:
         Path(args.port_file).write_text(up.url)
@@ -76,11 +101,28 @@ def main() -> None:
                 s = up.seen[seen]
                 seen += 1
                 b = s.body if isinstance(s.body, dict) else {}
+                if dump is not None:
+                    headers = [
+                        [k, "REDACTED" if k.lower() in SECRET_HEADERS else v]
+                        for k, v in s.headers.items()
+                    ]
+                    dump.write(
+                        json.dumps(
+                            {"method": s.method, "path": s.path, "headers": headers, "body": s.body}
+                        )
+                        + "\n"
+                    )
+                    dump.flush()
                 tools = [
                     t.get("name") or t.get("function", {}).get("name") or t.get("type")
                     for t in b.get("tools") or []
+                    if "functionDeclarations" not in t
+                ] + [
+                    d.get("name")
+                    for t in b.get("tools") or []
+                    for d in t.get("functionDeclarations") or []
                 ]
-                conv = b.get("messages") or b.get("input") or []
+                conv = b.get("messages") or b.get("input") or b.get("contents") or []
                 names = sorted(k.lower() for k in s.headers)
                 ids = {
                     k: v

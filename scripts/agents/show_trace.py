@@ -11,7 +11,7 @@ def main(path: str) -> None:
     rows = sorted(read_trace(path), key=lambda e: e.timing.start_wall_ns)
     for ex in rows:
         b = ex.request if isinstance(ex.request, dict) else {}
-        conv = b.get("messages") or b.get("input") or []
+        conv = b.get("messages") or b.get("input") or b.get("contents") or []
         n = len(conv) if isinstance(conv, list) else "str"
         think = f"{ex.think_time_s:.2f}s" if ex.think_time_s is not None else "-"
         ttft = f"{ex.timing.ttft_ns / 1e6:.0f}ms" if ex.timing.ttft_ns is not None else "-"

@@ -329,7 +329,12 @@ def test_full_disk_reported_once(
     for _ in range(3):
         r = httpx.post(
             cap.url + "/v1/messages",
-            json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},
+            json={
+                "model": "m",
+                "max_tokens": 5,
+                "messages": [{"role": "user", "content": "x"}],
+                "tools": [{"name": "run", "input_schema": {"type": "object"}}],
+            },
             timeout=10,
         )
         assert r.status_code == 200  # the agent is not affected

@@ -58,7 +58,8 @@ def test_hints() -> None:
     assert session_hint({}, {"metadata": {"user_id": "plain-user"}}) is None
     assert session_hint({"session_id": "codex-1"}, {"prompt_cache_key": "k"}) == "codex-1"
     assert session_hint({}, {"prompt_cache_key": "k"}) == "k"
-    assert session_hint({"x-opencode-session": "oc"}, {}) == "oc"
+    assert session_hint({"x-session-id": "ses_1", "x-session-affinity": "ses_1"}, {}) == "ses_1"
+    assert session_hint({"x-opencode-session": "oc"}, {}) is None  # no agent sends it
 
 
 def test_chain_with_moving_cache_markers_retry_and_fork() -> None:

@@ -34,6 +34,7 @@ class Seen:
     headers: dict[str, str]
     body: Any
     t_ns: int
+    method: str = "POST"
 
 
 @dataclass
@@ -87,7 +88,9 @@ class Upstream:
                 data = zstd.decompress(raw)
             body = orjson.loads(data)
         path = request.path_qs
-        self.seen.append(Seen(path, dict(request.headers), body, time.monotonic_ns()))
+        self.seen.append(
+            Seen(path, dict(request.headers), body, time.monotonic_ns(), request.method)
+        )
         p = request.path
         if p.endswith("/messages/count_tokens"):
             return web.json_response({"input_tokens": 42})
@@ -99,6 +102,8 @@ class Upstream:
             return await self.chat(request, body)
         if p.endswith("/responses"):
             return await self.responses(request, body)
+        if p.endswith(":generateContent") or p.endswith(":streamGenerateContent"):
+            return await self.gemini(request, body)
         return web.json_response({"error": {"message": "not found"}}, status=404)
 
     def choose_tool(
@@ -107,6 +112,10 @@ class Upstream:
         """Which tool the model calls on ``turn`` of the conversation that starts with
         ``prompt``, with which arguments (override for agents)."""
         return (names[0] if names else "run"), {"cmd": f"echo step {turn}"}
+
+    def choose_text(self, messages: list[Any], text: str) -> str:
+        """The text answer of a chat completion (override for agents that edit by text)."""
+        return text
 
     def _first_user_text(self, items: list[Any]) -> str:
         return self._last_user_text(list(reversed(items)))
@@ -295,6 +304,7 @@ class Upstream:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         calls_tool = bool(tools) and turn < TOOL_TURNS
         text = f"Step {turn}: working." if calls_tool else f"All done after {turn} tool calls."
+        text = self.choose_text(msgs, text)
         call_id = f"call_{turn}_{uuid.uuid4().hex[:8]}"
         args = orjson.dumps(args_obj).decode()
         usage = {
@@ -534,6 +544,95 @@ class Upstream:
             events.append(ev("response.output_item.done", {"output_index": 1, "item": fc_item}))
         events.append(ev("response.completed", {"response": final}))
         return await self._stream(request, events, self._last_user_text(items))
+
+    # ----------------------------------------------------------------- Gemini
+
+    async def gemini(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        contents = body.get("contents") or []
+        turn = sum(
+            1
+            for c in contents
+            if isinstance(c, dict)
+            for part in c.get("parts") or []
+            if isinstance(part, dict) and "functionResponse" in part
+        )
+        decls = [
+            d
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+            for d in t.get("functionDeclarations") or []
+        ]
+        prompt = ""
+        for c in contents:
+            if isinstance(c, dict) and c.get("role") == "user":
+                prompt = " ".join(
+                    str(p.get("text", "")) for p in c.get("parts") or [] if isinstance(p, dict)
+                )
+                break
+        name, args = self.choose_tool("gemini", [d.get("name", "") for d in decls], turn, prompt)
+        u = usage_for(turn)
+        calls_tool = bool(decls) and turn < TOOL_TURNS
+        text = f"Step {turn}: working." if calls_tool else f"All done after {turn} tool calls."
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":  # a structured side call
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            text = orjson.dumps(_example(schema)).decode()
+        model = request.path.rsplit("/models/", 1)[-1].split(":", 1)[0]
+        usage = {
+            "promptTokenCount": u["input"] + u["cache_read"],
+            "cachedContentTokenCount": u["cache_read"],
+            "candidatesTokenCount": u["output"],
+            "thoughtsTokenCount": 2,
+            "totalTokenCount": u["input"] + u["cache_read"] + u["output"] + 2,
+        }
+        rid = uuid.uuid4().hex[:16]
+        words = text.split(" ")
+        chunks: list[list[dict[str, Any]]] = [[{"text": "Thinking it over.", "thought": True}]]
+        chunks += [[{"text": w if i == 0 else " " + w}] for i, w in enumerate(words)]
+        if calls_tool:
+            chunks.append([{"functionCall": {"name": name, "args": args}}])
+
+        def response(parts: list[dict[str, Any]], last: bool) -> dict[str, Any]:
+            cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+            if last:
+                cand["finishReason"] = "STOP"
+            return {
+                "candidates": [cand],
+                "usageMetadata": usage if last else {"promptTokenCount": usage["promptTokenCount"]},
+                "modelVersion": model,
+                "responseId": rid,
+            }
+
+        if not request.path.endswith(":streamGenerateContent"):
+            return web.json_response(response([p for c in chunks for p in c], True))
+        if request.query.get("alt") != "sse":  # a JSON array of responses
+            return web.json_response(
+                [response(c, i == len(chunks) - 1) for i, c in enumerate(chunks)]
+            )
+        events = [
+            b"data: " + orjson.dumps(response(c, i == len(chunks) - 1)) + b"\r\n\r\n"
+            for i, c in enumerate(chunks)
+        ]
+        return await self._stream(request, events, prompt)
+
+
+def _example(schema: Any) -> Any:
+    """The smallest value that fits a JSON (or Gemini OpenAPI) schema: required fields only."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: _example(props.get(k)) for k in schema.get("required") or []}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return True
+    return "ok"
 
 
 def main() -> None:  # pragma: no cover - manual use: python -m tests.capture.upstream

@@ -20,11 +20,7 @@ from __future__ import annotations
 
 from agentx.capture.recorder.counters import CaptureStats, StatsCounter, summary_line
 from agentx.capture.recorder.events import Event
-from agentx.capture.recorder.exchange import (
-    KEEP_RESPONSES,
-    ExchangeBuilder,
-    detect_agent,
-)
+from agentx.capture.recorder.exchange import KEEP_RESPONSES, ExchangeBuilder
 from agentx.capture.recorder.flow import MAX_MODEL_BODY, MAX_OTHER_BODY, Flow
 from agentx.capture.recorder.worker import HOLD_NS, Recorder
 
@@ -39,6 +35,5 @@ __all__ = [
     "Flow",
     "Recorder",
     "StatsCounter",
-    "detect_agent",
     "summary_line",
 ]

@@ -16,6 +16,7 @@ class CaptureStats:
     errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: int = 0  # model calls whose token counts agentx counted (no usage reported)
     sessions: int = 0
     threads: int = 0
     in_flight: int = 0
@@ -51,7 +52,10 @@ def summary_line(stats: CaptureStats) -> str:
     if stats.partial:
         parts.append(f"{stats.partial} partial")
     parts.append(f"{stats.sessions} sessions, {stats.threads} threads")
-    parts.append(f"{stats.prompt_tokens:,} in / {stats.completion_tokens:,} out tokens")
+    tokens = f"{stats.prompt_tokens:,} in / {stats.completion_tokens:,} out tokens"
+    if stats.estimated:
+        tokens += f" ({stats.estimated} calls counted by agentx: no usage reported)"
+    parts.append(tokens)
     if stats.lost:
         parts.append(f"{stats.lost} NOT RECORDED")
     return " · ".join(parts)

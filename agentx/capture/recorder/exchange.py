@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-from agentx.capture.apis import classify, error_text
+from agentx.capture.agents import detect_agent
+from agentx.capture.apis import classify, error_text, model_from_path
 from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
@@ -35,33 +36,26 @@ from agentx.flags import (
     FLAG_PREVIOUS_UNRESOLVED,
     FLAG_SECRET_REDACTED,
     FLAG_UNPARSED_BODY,
+    FLAG_USAGE_ESTIMATED,
 )
-from agentx.models import API_OPENAI_RESPONSES, API_OTHER, JSON, Exchange, Response, Timing, Usage
+from agentx.models import (
+    API_GEMINI,
+    API_OPENAI_RESPONSES,
+    API_OTHER,
+    JSON,
+    Exchange,
+    Response,
+    Timing,
+    Usage,
+)
 from agentx.tokens import conversation
+from agentx.usage import estimate_missing
 
 KEEP_RESPONSES = 512
 
 
 def _text(v: str | bytes) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-
-
-def detect_agent(ua: str, headers: dict[str, str], proc: Proc | None) -> str | None:
-    hay = " ".join([ua, headers.get("originator", ""), headers.get("x-app", "")]).lower()
-    if proc is not None:
-        hay += " " + proc.cmdline.lower()
-    for needle, agent in (
-        ("claude-cli", "claude-code"),
-        ("claude-code", "claude-code"),
-        ("codex", "codex"),
-        ("aider", "aider"),
-        ("opencode", "opencode"),
-        ("gemini-cli", "gemini-cli"),
-        ("cursor", "cursor"),
-    ):
-        if needle in hay:
-            return agent
-    return None
 
 
 class ExchangeBuilder:
@@ -85,6 +79,7 @@ class ExchangeBuilder:
         self.ignored: set[str] = set()  # keys of non-model requests dropped by option
         self._responses: OrderedDict[str, tuple[str, list[JSON]]] = OrderedDict()
         self._procs: dict[str, Proc | None] = {}
+        self._agents: dict[str, str] = {}  # session -> agent
 
     # ------------------------------------------------------------------ requests
 
@@ -121,7 +116,7 @@ class ExchangeBuilder:
             path=path,
             body=body,
             client=ua or None,
-            agent=detect_agent(ua, hdrs, proc),
+            agent=detect_agent(hdrs, proc.cmdline if proc is not None else None),
             credentials=tuple(credentials),
             flags=flags,
         )
@@ -156,6 +151,13 @@ class ExchangeBuilder:
             )
             if api == API_OPENAI_RESPONSES:
                 flow.resolved_input = conversation(api, body)
+        session = flow.placement.session_id
+        if flow.agent is not None:
+            self._agents[session] = flow.agent
+            while len(self._agents) > 4096:
+                del self._agents[next(iter(self._agents))]
+        else:  # a connection whose process was not found: the session knows its agent
+            flow.agent = self._agents.get(session)
         self.flows[key] = flow
         return flow
 
@@ -241,8 +243,15 @@ class ExchangeBuilder:
         placement = flow.placement
         assert placement is not None
         usage = result.usage if result is not None else Usage()
-        model = (result.model if result else None) or (
-            flow.body.get("model") if isinstance(flow.body, dict) else None
+        if result is not None and (flow.status or 0) < 400 and isinstance(flow.body, dict):
+            estimated = estimate_missing(flow.api, flow.body, response, usage)
+            if estimated is not None:  # a stream without usage (aider: no include_usage)
+                usage = estimated
+                flags.append(FLAG_USAGE_ESTIMATED)
+        model = (
+            (result.model if result else None)
+            or (flow.body.get("model") if isinstance(flow.body, dict) else None)
+            or (model_from_path(flow.path) if flow.api == API_GEMINI else None)
         )
         ex = Exchange(
             request_id=flow.request_id,

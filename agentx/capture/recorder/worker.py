@@ -31,7 +31,13 @@ from agentx.capture.recorder.exchange import ExchangeBuilder
 from agentx.capture.recorder.flow import Flow
 from agentx.capture.sessions import Sessions, has_tools
 from agentx.errors import AgentxError
-from agentx.flags import FLAG_NO_RESPONSE, FLAG_PARTIAL, FLAG_SIDE_CALL, THREAD_FLAGS
+from agentx.flags import (
+    FLAG_NO_RESPONSE,
+    FLAG_PARTIAL,
+    FLAG_SIDE_CALL,
+    FLAG_USAGE_ESTIMATED,
+    THREAD_FLAGS,
+)
 from agentx.models import API_OTHER, Exchange
 from agentx.store import TraceWriter
 
@@ -193,17 +199,26 @@ class Recorder:
             self._stats.bump(dropped=1)
             return
         placement = flow.placement
-        if flow.api != API_OTHER and placement is not None and placement.session_id in self._held:
+        if flow.api == API_OTHER or placement is None or placement.session_id not in self._held:
+            return
+        held = self._held[placement.session_id]
+        if self.sessions.uses_tools(placement.session_id) or all(
+            h.thread_id != placement.thread_id for _, h in held
+        ):  # the agent uses tools (the held calls were side calls), or another tool-less
+            # conversation started (it does not): a retry of a held call waits with it
             self._release(placement.session_id)
 
     def _finish(self, flow: Flow, t_ns: int, transport_error: str | None) -> None:
         ex = self.exchanges.finish(flow, t_ns, transport_error)
-        if (
-            flow.api != API_OTHER
-            and ex.parent_request_id is None
-            and not THREAD_FLAGS.intersection(ex.flags)
-            and not has_tools(flow.body)
-            and not self.sessions.uses_tools(ex.session_id)
+        held = self._held.get(ex.session_id, ())
+        if flow.api != API_OTHER and (
+            (
+                ex.parent_request_id is None
+                and not THREAD_FLAGS.intersection(ex.flags)
+                and not has_tools(flow.body)
+                and not self.sessions.uses_tools(ex.session_id)
+            )
+            or any(h.thread_id == ex.thread_id for _, h in held)  # (its retries) share its fate
         ):
             self._held.setdefault(ex.session_id, []).append((t_ns + HOLD_NS, ex))
         else:
@@ -217,6 +232,7 @@ class Recorder:
                 partial=partial,
                 prompt_tokens=ex.usage.prompt_tokens or 0,
                 completion_tokens=ex.usage.completion_tokens or 0,
+                estimated=1 if FLAG_USAGE_ESTIMATED in ex.flags else 0,
             )
 
     # ------------------------------------------------------------------ writing

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from agentx.capture.runner.config import CaptureConfig, resolve_upstream
+from agentx.capture.runner.config import UPSTREAMS, CaptureConfig, resolve_upstream
 from agentx.errors import CaptureError
 
 
@@ -30,11 +30,15 @@ def agent_env(
         root = proxy_url + prefix
         v1 = root if root.endswith("/v1") else root + "/v1"
         named = (config.upstream or "anthropic").strip()
-        if named != "openai":
+        url = named not in UPSTREAMS  # a URL upstream may speak any API: point every client
+        if named == "anthropic" or url:
             env["ANTHROPIC_BASE_URL"] = root
-        if named != "anthropic":
+        if named == "openai" or url:
             env["OPENAI_BASE_URL"] = v1
             env["OPENAI_API_BASE"] = v1  # litellm / aider / older SDKs
+        if named == "gemini" or url:
+            # @google/genai and gemini-cli (which then authenticates as a "gateway")
+            env["GOOGLE_GEMINI_BASE_URL"] = root
         no_proxy = [p for p in env.get("NO_PROXY", env.get("no_proxy", "")).split(",") if p]
         for host in ("127.0.0.1", "localhost"):
             if host not in no_proxy:

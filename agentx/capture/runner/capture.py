@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,6 +56,11 @@ class Capture:
     ) -> None:
         self.config = config
         self.report = report or (lambda msg: print(msg, file=sys.stderr))
+        # Forward mode signs certificates with agentx's own CA, kept in ~/.config/agentx/mitmproxy
+        # (or --confdir). Reverse mode needs no CA (mitmproxy makes one all the same): a
+        # temporary directory (made by start, removed on close): nothing is left in the home.
+        self._tmp_confdir: Path | None = None
+        self._own_confdir = not config.confdir and config.mode != "forward"
         self.confdir = Path(config.confdir) if config.confdir else default_confdir()
         self.recorder: Recorder | None = None
         self.proxy: ProxyThread | None = None
@@ -79,6 +87,8 @@ class Capture:
             )
         if cfg.mode == "reverse":
             resolve_upstream(cfg.upstream)
+        if self._own_confdir:
+            self._tmp_confdir = self.confdir = Path(tempfile.mkdtemp(prefix="agentx-mitmproxy-"))
         try:
             self.confdir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
@@ -88,6 +98,7 @@ class Capture:
                 cfg.out, metadata={"capture": cfg.mode, "upstream": cfg.upstream or ""}
             )
         except AgentxError as exc:
+            self.close()  # the temporary confdir
             raise CaptureError(str(exc)) from None
         self.recorder = Recorder(writer, keep_non_model=cfg.keep_non_model, reporter=self.report)
         self.recorder.start()
@@ -125,6 +136,9 @@ class Capture:
         if self._log is not None:
             for name in _LOGGERS:
                 logging.getLogger(name).removeHandler(self._log)
+        if self._tmp_confdir is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self._tmp_confdir)
         self._stats = stats
         return stats
 

@@ -10,7 +10,11 @@ from urllib.parse import urlsplit
 
 from agentx.errors import UsageError
 
-UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+UPSTREAMS = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
 DEFAULT_PORT = 8780
 Mode = Literal["reverse", "forward"]
 
@@ -19,7 +23,9 @@ Mode = Literal["reverse", "forward"]
 class CaptureConfig:
     out: Path
     mode: Mode = "reverse"
-    upstream: str | None = None  # reverse mode: anthropic | openai | URL (default anthropic)
+    upstream: str | None = (
+        None  # reverse mode: anthropic | openai | gemini | URL (default anthropic)
+    )
     port: int | None = None  # None: an ephemeral port with a command, DEFAULT_PORT without
     listen_host: str = "127.0.0.1"
     command: tuple[str, ...] = ()
@@ -43,13 +49,14 @@ def default_confdir() -> Path:
 
 
 def resolve_upstream(upstream: str | None) -> str:
-    """``anthropic``/``openai``/a URL -> a URL with scheme, host and (maybe) a path prefix."""
+    """``anthropic``/``openai``/``gemini``/a URL -> a URL with scheme, host and (maybe) a path
+    prefix."""
     value = (upstream or "anthropic").strip()
     if value in UPSTREAMS:
         return UPSTREAMS[value]
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(
-            f"--upstream {value!r}: expected anthropic, openai or a URL like https://host:port"
+            f"--upstream {value!r}: expected anthropic, openai, gemini or a URL like https://host:port"
         )
     return value.rstrip("/")

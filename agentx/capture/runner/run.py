@@ -19,6 +19,7 @@ from typing import Any
 
 from agentx.capture.recorder import CaptureStats, summary_line
 from agentx.capture.runner.agent import AgentProcess, agent_env
+from agentx.capture.runner.agent_config import AgentConfig, runs_gemini_cli
 from agentx.capture.runner.capture import Capture
 from agentx.capture.runner.config import CaptureConfig, resolve_upstream
 
@@ -105,12 +106,16 @@ def run_capture(
         con.print(Text(f"agentx capture: CA certificate {cap.confdir / 'mitmproxy-ca-cert.pem'}"))
     exit_code = 0
     show_status = config.status if config.status is not None else con.is_terminal
+    agent_config = AgentConfig()
     try:
         with _signals({signal.SIGINT: on_int, signal.SIGTERM: on_term}):
             if on_ready is not None:
                 on_ready(cap)
             if agent is not None:
-                pid = agent.start(agent_env(config, cap.url, cap.confdir))
+                env = agent_env(config, cap.url, cap.confdir)
+                if "GOOGLE_GEMINI_BASE_URL" in env and runs_gemini_cli(config.command):
+                    env.update(agent_config.gemini_env(env))
+                pid = agent.start(env)
                 assert cap.recorder is not None
                 cap.recorder.agent_pid = pid
             live = (
@@ -129,5 +134,6 @@ def run_capture(
                 exit_code = agent.stop()
     finally:
         stats = cap.close()
+        agent_config.cleanup()
     con.print(Text(f"agentx capture: {summary_line(stats)} → {config.out}"))
     return CaptureResult(stats=stats, out=Path(config.out), exit_code=exit_code)
