@@ -26,6 +26,8 @@ from agentx.capture.recorder.events import (
     ResponseData,
     ResponseEnd,
     ResponseHeaders,
+    WebSocketEnd,
+    WebSocketMessage,
 )
 from agentx.store import TraceWriter
 
@@ -182,6 +184,41 @@ class CaptureAddon:
         tap = flow.metadata.get("agentx_tap")
         t = tap.end_ns if isinstance(tap, ChunkTap) and tap.end_ns else time.monotonic_ns()
         submit(ResponseEnd(flow.id, t))
+
+    @_safe
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """The Responses API over WebSocket: the recorder turns each ``response.create`` and
+        the events that answer it into an exchange."""
+        submit = self._submit
+        ws = flow.websocket
+        if submit is None or ws is None or not ws.messages:
+            return
+        msg = ws.messages[-1]
+        peer = flow.client_conn.peername
+        submit(
+            WebSocketMessage(
+                key=flow.id,
+                t_ns=time.monotonic_ns(),
+                wall_ns=time.time_ns(),
+                from_client=msg.from_client,
+                data=msg.content,
+                path=flow.request.path,
+                headers=flow.request.headers.fields,
+                peer=(str(peer[0]), int(peer[1])) if peer else None,
+                conn_id=flow.client_conn.id,
+            )
+        )
+        if not self._standalone:  # mitmproxy keeps every message; the recorder has them
+            del ws.messages[:-1]
+
+    @_safe
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        submit = self._submit
+        if submit is None:
+            return
+        ws = flow.websocket
+        reason = f"the WebSocket closed (code {ws.close_code})" if ws is not None else "closed"
+        submit(WebSocketEnd(flow.id, time.monotonic_ns(), reason))
 
     @_safe
     def error(self, flow: http.HTTPFlow) -> None:

@@ -68,8 +68,10 @@ def main() -> int:
     results = out / f"replay-{args.api}"
     shutil.rmtree(results, ignore_errors=True)
     subprocess.run(
-        [agentx, "replay", str(clean), "--endpoint", args.endpoint, "--time-scale", "0"]
-        + ["--no-salt", "--api", args.api, "-o", str(results)],
+        [
+            *(agentx, "replay", str(clean), "--endpoint", args.endpoint),
+            *("--time-scale", "0", "--no-salt", "--api", args.api, "-o", str(results)),
+        ],
         check=True,
         capture_output=True,
     )

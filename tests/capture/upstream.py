@@ -77,6 +77,8 @@ class Upstream:
     # ----------------------------------------------------------------- dispatch
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.headers.get("upgrade", "").lower() == "websocket":
+            return await self.websocket(request)
         raw = await request.read()
         body: Any = None
         if raw:
@@ -393,7 +395,35 @@ class Upstream:
 
     # ----------------------------------------------------------------- OpenAI Responses
 
-    async def responses(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+    async def websocket(self, request: web.Request) -> web.StreamResponse:
+        """The Responses API over a WebSocket (Codex ``supports_websockets``): each client
+        message ``{"type": "response.create", ...request}`` is answered with the events of the
+        streamed HTTP form, one JSON message each."""
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for msg in ws:
+            if msg.type != web.WSMsgType.TEXT:
+                continue
+            obj = orjson.loads(msg.data)
+            self.seen.append(
+                Seen(request.path_qs, dict(request.headers), obj, time.monotonic_ns(), "WS")
+            )
+            if isinstance(obj, dict) and obj.get("type") == "response.create":
+                inner = obj.get("response")
+                body = (
+                    inner
+                    if isinstance(inner, dict)
+                    else {k: v for k, v in obj.items() if k != "type"}
+                )
+                await self.responses(request, body, ws)
+        return ws
+
+    async def responses(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        ws: web.WebSocketResponse | None = None,
+    ) -> web.StreamResponse:
         items = body.get("input") or []
         if isinstance(items, str):
             items = [{"role": "user", "content": items}]
@@ -467,7 +497,7 @@ class Upstream:
             "total_tokens": u["input"] + u["cache_read"] + u["output"],
         }
         final = {**base, "status": "completed", "output": output, "usage": usage}
-        if not body.get("stream"):
+        if not body.get("stream") and ws is None:
             return web.json_response(final)
         seq = 0
 
@@ -543,6 +573,12 @@ class Upstream:
             )
             events.append(ev("response.output_item.done", {"output_index": 1, "item": fc_item}))
         events.append(ev("response.completed", {"response": final}))
+        if ws is not None:
+            for i, event in enumerate(events):
+                if i:
+                    await asyncio.sleep(self.gap_s)
+                await ws.send_str(event.split(b"data: ", 1)[1].strip().decode())
+            return ws
         return await self._stream(request, events, self._last_user_text(items))
 
     # ----------------------------------------------------------------- Gemini

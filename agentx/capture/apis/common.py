@@ -25,6 +25,9 @@ class Assembled:
 
 
 class Assembler(Protocol):
+    complete: bool  # the stream's own end marker (or a whole body) was seen
+    error: str | None
+
     def event(self, ev: SSEEvent) -> bool: ...
     def body(self, obj: JSON) -> None: ...
     def result(self) -> Assembled: ...

@@ -18,8 +18,9 @@ from agentx.models import (
 
 
 def classify(method: str, path: str) -> str:
-    """The API family of a request, from its method and path (query ignored)."""
-    if method.upper() != "POST":
+    """The API family of a request, from its method and path (query ignored). ``WS`` is a
+    message sent over a WebSocket (the Responses API's ``response.create``)."""
+    if method.upper() not in ("POST", "WS"):
         return API_OTHER
     p = path.split("?", 1)[0].rstrip("/")
     if p.endswith("/messages") and not p.endswith("/batches/messages"):

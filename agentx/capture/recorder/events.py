@@ -63,4 +63,38 @@ class FlowError:
     message: str
 
 
-Event = RequestSent | ResponseHeaders | ResponseData | ResponseEnd | FlowError
+@dataclass(frozen=True, slots=True)
+class WebSocketMessage:
+    """``websocket_message``: one whole message of a WebSocket whose upgrade request was
+    ``path`` with ``headers`` (the Responses API over WebSocket: ``response.create`` from the
+    client, the streamed events from the server)."""
+
+    key: str  # the WebSocket's flow id
+    t_ns: int
+    wall_ns: int
+    from_client: bool
+    data: bytes
+    path: str
+    headers: Sequence[tuple[bytes | str, bytes | str]]
+    peer: tuple[str, int] | None
+    conn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketEnd:
+    """``websocket_end``: the WebSocket closed (a response still streaming is cut)."""
+
+    key: str
+    t_ns: int
+    message: str
+
+
+Event = (
+    RequestSent
+    | ResponseHeaders
+    | ResponseData
+    | ResponseEnd
+    | FlowError
+    | WebSocketMessage
+    | WebSocketEnd
+)

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+import orjson
+
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder.counters import CaptureStats, StatsCounter
 from agentx.capture.recorder.events import (
@@ -26,6 +28,8 @@ from agentx.capture.recorder.events import (
     ResponseData,
     ResponseEnd,
     ResponseHeaders,
+    WebSocketEnd,
+    WebSocketMessage,
 )
 from agentx.capture.recorder.exchange import ExchangeBuilder
 from agentx.capture.recorder.flow import Flow
@@ -44,6 +48,20 @@ from agentx.store import TraceWriter
 log = logging.getLogger("agentx.capture")
 
 HOLD_NS = 60 * 1_000_000_000  # how long a tool-less first call waits to learn what it was
+
+
+def response_create(data: bytes) -> bytes | None:
+    """The Responses request body of a ``{"type": "response.create", ...}`` WebSocket message
+    (the request's fields beside ``type``, or under ``response``), else ``None``."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or obj.get("type") != "response.create":
+        return None
+    inner = obj.get("response")
+    body = inner if isinstance(inner, dict) else {k: v for k, v in obj.items() if k != "type"}
+    return orjson.dumps(body)
 
 
 class Recorder:
@@ -74,6 +92,8 @@ class Recorder:
         # Tool-less thread roots, held until the session shows whether its agent uses tools
         # (then they are side calls: titles, topic checks) or HOLD_NS passes.
         self._held: dict[str, list[tuple[int, Exchange]]] = {}
+        # WebSocket flow id -> (messages seen, key of the response streaming on it)
+        self._sockets: dict[str, tuple[int, str | None]] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -170,7 +190,9 @@ class Recorder:
                 return
             if self._held and isinstance(ev, RequestSent | ResponseEnd | FlowError):
                 self._release_expired(ev.start_ns if isinstance(ev, RequestSent) else ev.t_ns)
-            if isinstance(ev, RequestSent):
+            if isinstance(ev, WebSocketMessage | WebSocketEnd):
+                self._on_websocket(ev)
+            elif isinstance(ev, RequestSent):
                 self._on_request(ev)
             elif key in self.exchanges.ignored:
                 if isinstance(ev, ResponseEnd | FlowError):
@@ -207,6 +229,50 @@ class Recorder:
         ):  # the agent uses tools (the held calls were side calls), or another tool-less
             # conversation started (it does not): a retry of a held call waits with it
             self._release(placement.session_id)
+
+    def _on_websocket(self, ev: WebSocketMessage | WebSocketEnd) -> None:
+        """The Responses API over a WebSocket, as if each ``response.create`` were a POST whose
+        answer streamed the events that follow it (until its terminal event)."""
+        count, open_key = self._sockets.get(ev.key, (0, None))
+        flows = self.exchanges.flows
+        if isinstance(ev, WebSocketEnd):
+            self._sockets.pop(ev.key, None)
+            if open_key is not None and (flow := flows.pop(open_key, None)) is not None:
+                self._finish(flow, ev.t_ns, ev.message)
+            return
+        if not ev.from_client:
+            flow = flows.get(open_key) if open_key is not None else None
+            if flow is None or open_key is None:
+                return
+            if flow.status is None:
+                flow.on_headers(ev.t_ns, 200, "text/event-stream", None)
+            flow.on_data(ev.t_ns, b"data: " + ev.data + b"\n\n")
+            asm = flow.assembler
+            if asm is not None and (asm.complete or asm.error is not None):
+                del flows[open_key]
+                self._sockets[ev.key] = (count, None)
+                self._finish(flow, ev.t_ns, None)
+            return
+        body = response_create(ev.data)
+        if body is None:  # response.cancel, a session update...: not a model call
+            return
+        if open_key is not None and (flow := flows.pop(open_key, None)) is not None:
+            self._finish(flow, ev.t_ns, "superseded by the next response.create")
+        key = f"{ev.key}#{count}"
+        self._sockets[ev.key] = (count + 1, key)
+        self._on_request(
+            RequestSent(
+                key=key,
+                start_ns=ev.t_ns,
+                wall_ns=ev.wall_ns,
+                method="WS",
+                path=ev.path,
+                headers=ev.headers,
+                raw_body=body,
+                peer=ev.peer,
+                conn_id=ev.conn_id,
+            )
+        )
 
     def _finish(self, flow: Flow, t_ns: int, transport_error: str | None) -> None:
         ex = self.exchanges.finish(flow, t_ns, transport_error)
