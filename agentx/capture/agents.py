@@ -28,6 +28,7 @@ class Agent:
     user_agents: tuple[str, ...] = ()  # lower-case substrings of the User-Agent
     headers: tuple[tuple[str, str], ...] = ()  # (header, lower-case substring of its value)
     programs: tuple[str, ...] = ()  # basenames of the executable or script in the command line
+    packages: tuple[str, ...] = ()  # substrings of the script's path (its npm package)
     session_headers: tuple[str, ...] = ()  # headers that carry its session id
 
 
@@ -59,7 +60,12 @@ AGENTS: tuple[Agent, ...] = (
         # custom providers (@ai-sdk/openai-compatible); built-in ones send session-id
         session_headers=("x-session-id", "x-session-affinity", "session-id"),
     ),
-    Agent("pi", user_agents=("pi-coding-agent",), programs=("pi",)),
+    Agent(
+        "pi",
+        user_agents=("pi-coding-agent",),
+        programs=("pi",),
+        packages=("/pi-coding-agent/",),
+    ),
     Agent("aider", user_agents=("aider",), programs=("aider",)),
     Agent("cursor", user_agents=("cursor",)),
 )
@@ -71,18 +77,18 @@ SESSION_HEADERS: tuple[str, ...] = tuple(
 )
 
 
-def _programs(cmdline: str) -> list[str]:
-    """Basenames of the executable and of the script it runs, without a script extension
-    (``node .../bundle/gemini.js -p`` -> ``node``, ``gemini``): the first word, and the first
-    word after it that is not an option."""
+def _programs(cmdline: str) -> tuple[list[str], list[str]]:
+    """The paths of the executable and of the script it runs (the first word, and the first
+    word after it that is not an option), and their basenames without a script extension
+    (``node .../bundle/gemini.js -p`` -> ``node``, ``gemini``)."""
     words = cmdline.split()
-    picked = words[:1] + [w for w in words[1:4] if not w.startswith("-")][:1]
-    out = []
-    for w in picked:
+    paths = words[:1] + [w for w in words[1:4] if not w.startswith("-")][:1]
+    names = []
+    for w in paths:
         base = os.path.basename(w)
         stem, ext = os.path.splitext(base)
-        out.append(stem if ext in (".js", ".mjs", ".cjs", ".py", ".exe") else base)
-    return out
+        names.append(stem if ext in (".js", ".mjs", ".cjs", ".py", ".exe") else base)
+    return paths, names
 
 
 def detect_agent(headers: Mapping[str, str], cmdline: str | None = None) -> str | None:
@@ -97,9 +103,11 @@ def detect_agent(headers: Mapping[str, str], cmdline: str | None = None) -> str 
             if value in headers.get(name, "").lower():
                 return agent.name
     if cmdline:
-        programs = _programs(cmdline)
+        paths, names = _programs(cmdline)
         for agent in AGENTS:
-            if any(p in programs for p in agent.programs):
+            if any(p in names for p in agent.programs) or any(
+                s in path for s in agent.packages for path in paths
+            ):
                 return agent.name
     return None
 

@@ -5,8 +5,10 @@
 
 DUMP is what ``scripted_upstream.py --dump`` wrote (every request as the upstream received it:
 headers with credentials already ``REDACTED``, body); T the trace agentx captured of the same
-run. The fixture keeps each request's method, path, headers and body, and the answer it got
-(text, tool calls as the trace assembled them, usage unless it was estimated). Strings longer
+run. The fixture keeps each request's method, path, headers and body, the answer it got
+(text, tool calls as the trace assembled them, usage unless it was estimated), and where the
+capture placed it (``expected``: the agent, the thread and parent as indexes into the
+requests, the flags), which tests/capture/test_agents.py checks a replay of the fixture against. Strings longer
 than 400 characters are shortened to 160 characters and a digest of the whole (equal strings
 stay equal, different ones different), so the fixtures stay small; nothing else is changed.
 """
@@ -48,9 +50,12 @@ def main() -> None:
     args = ap.parse_args()
     dumped = [json.loads(line) for line in args.dump.read_text().splitlines() if line.strip()]
     rows = sorted(read_trace(args.trace), key=lambda e: e.timing.start_wall_ns)
+    rows = [r for r in rows if r.status != 101]  # a WebSocket upgrade: its messages are rows
     if len(rows) != len(dumped):
         raise SystemExit(f"{len(dumped)} requests dumped but {len(rows)} rows in the trace")
     requests = []
+    index = {ex.request_id: i for i, ex in enumerate(rows)}
+    threads: dict[str, int] = {}
     for d, ex in zip(dumped, rows, strict=True):
         u = ex.usage
         usage = None
@@ -72,8 +77,21 @@ def main() -> None:
                     "tool_calls": shrink(list(ex.response.tool_calls)),
                     "usage": usage,
                 },
+                "expected": {
+                    "agent": ex.agent,
+                    "thread": threads.setdefault(ex.thread_id, len(threads))
+                    if ex.thread_id
+                    else None,
+                    "parent": index.get(ex.parent_request_id or ""),
+                    "flags": [f for f in ex.flags if not f.startswith("replaced_chars=")],
+                },
             }
         )
+    for d, req in zip(dumped, requests, strict=True):  # the ids a Responses chain refers to
+        prev = d["body"].get("previous_response_id") if isinstance(d["body"], dict) else None
+        parent = req["expected"]["parent"]
+        if prev and parent is not None:
+            requests[parent]["answer"]["response_id"] = prev
     fixture = {
         "agent": args.agent,
         "version": args.version,

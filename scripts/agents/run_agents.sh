@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real coding agents through `agentx capture` against a scripted upstream (`make agents`; not
 # part of `make test`: it downloads the agents).
-#   bash scripts/agents/run_agents.sh [--fixtures] [OUT_DIR]
+#   [ONLY="gemini-cli aider"] bash scripts/agents/run_agents.sh [--fixtures] [OUT_DIR]
 # Installs the agents into .cache/agents (npm packages, and aider from PyPI in its own Python
 # 3.12 venv), once; runs each through `agentx capture` with dummy keys against
 # scripts/agents/scripted_upstream.py (two shell-tool turns, then a final text; aider gets a
@@ -69,6 +69,7 @@ stop_upstream() { kill "$UP_PID" 2>/dev/null || true; wait "$UP_PID" 2>/dev/null
 # directory and HOME; then show the trace, check its replay, and make its fixture
 run() {
   local name=$1 ver=$2 fn=$3
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi
   echo
   echo "== $name $ver"
   mkdir -p "$WORK/$name" "$WORK/home-$name"
@@ -83,7 +84,7 @@ run() {
     "$PY" scripts/agents/make_fixtures.py --dump "$OUT/$name.dump.jsonl" \
       --trace "$OUT/$name.parquet" --agent "$name" --version "$ver" \
       --command "$(declare -f "$fn" | sed -n '3,$p' | sed '$d' | sed 's/^ *//')" \
-      -o "tests/capture/fixtures/agents/$name.json"
+      -o "tests/capture/fixtures/agents/$name.json" || echo "!! $name: no fixture"
   fi
 }
 

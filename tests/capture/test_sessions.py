@@ -161,3 +161,114 @@ def test_fallback_sessions_and_explicit_parent() -> None:
     # a different agent-provided session never adopts another session's conversation
     d, _ = lp.call("d", {"model": "m", "input": "hi"}, hint="other", api=API_OPENAI_RESPONSES)
     assert d.parent_request_id is None and d.session_id == "other"
+
+
+# -- agents that rewrite history (aider) ---------------------------------------------------------
+
+
+def chat(role: str, content: str) -> dict[str, Any]:
+    return {"role": role, "content": content}
+
+
+SYSTEM = [
+    chat("system", "You edit code with SEARCH/REPLACE blocks."),
+    chat("user", "Example."),
+    chat("assistant", "Example answer."),
+]
+REMINDER = "\n\nREMINDER"
+
+
+def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> None:
+    from agentx.models import API_OPENAI_CHAT
+
+    loop = Loop()
+    first = {"model": "m", "messages": [*SYSTEM, chat("user", "Q" + REMINDER)]}
+    p1, _ = loop.call("r1", first, hint=None, api=API_OPENAI_CHAT, response=Response(text="A\n"))
+    # aider: the reminder leaves the old question and goes to the new one; the answer is
+    # re-sent stripped
+    second = {
+        "model": "m",
+        "messages": [
+            *SYSTEM,
+            chat("user", "Q"),
+            chat("assistant", "A"),
+            chat("user", "Q2" + REMINDER),
+        ],
+    }
+    p2, f2 = loop.call("r2", second, hint=None, api=API_OPENAI_CHAT, response=Response(text="B"))
+    assert p2.parent_request_id == "r1" and p2.thread_id == p1.thread_id
+    assert p2.think_time_s is not None
+    # the parent's rendering ends "<|user|>\nQ\n\nREMINDER\n"; the child keeps "<|user|>\nQ\n"
+    assert f2 == ("history_rewritten", "replaced_chars=10")
+
+    # aider's files block moves after the history: three of the parent's items are replaced
+    files = [chat("user", "notes.txt:\n```\n```"), chat("assistant", "Ok.")]
+    third = {
+        "model": "m",
+        "messages": [
+            *SYSTEM,
+            chat("user", "Q"),
+            chat("assistant", "A"),
+            chat("user", "Q2"),
+            chat("assistant", "B"),
+            *files,
+            chat("user", "Q3" + REMINDER),
+        ],
+    }
+    p3, f3 = loop.call("r3", third, hint=None, api=API_OPENAI_CHAT)
+    assert p3.parent_request_id == "r2" and p3.thread_id == p1.thread_id
+    assert f3 == ("history_rewritten", "replaced_chars=10")  # "\nREMINDER\n" again
+
+    # a conversation that shares the system prompt but not an answer is a thread of its own
+    other = {
+        "model": "m",
+        "messages": [
+            *SYSTEM,
+            chat("user", "Unrelated."),
+            chat("assistant", "Something else."),
+            chat("user", "x"),
+        ],
+    }
+    p4, f4 = loop.call("r4", other, hint=None, api=API_OPENAI_CHAT)
+    assert p4.parent_request_id is None and p4.thread_id != p1.thread_id and f4 == ()
+
+
+def test_hit_rate_of_a_rewritten_thread_is_that_of_the_prompts_sent() -> None:
+    """The incremental per-thread hasher re-renders what a child replaced: the same blocks as
+    hashing every request from scratch."""
+    from agentx.hitrate import HitRateMeter
+    from agentx.models import API_OPENAI_CHAT, Exchange, Timing
+    from agentx.prefix import UnboundedPrefixCache, block_hashes
+    from agentx.tokens import request_tokens
+
+    long = " ".join(f"word{i}" for i in range(300))
+    bodies = [
+        {"messages": [*SYSTEM, chat("user", long + REMINDER)]},
+        {
+            "messages": [
+                *SYSTEM,
+                chat("user", long),
+                chat("assistant", "A"),
+                chat("user", "Q2" + REMINDER),
+            ]
+        },
+        {
+            "messages": [
+                *SYSTEM,
+                chat("user", long),
+                chat("assistant", "A"),
+                chat("user", "Q2"),
+                chat("assistant", "B"),
+                chat("user", "Q3" + REMINDER),
+            ]
+        },
+    ]
+    meter = HitRateMeter(block_size=16)
+    cache = UnboundedPrefixCache(16)
+    for i, b in enumerate(bodies):
+        ex = Exchange(f"r{i}", "s", "t", API_OPENAI_CHAT, b, Timing(start_wall_ns=i))
+        meter.observe(ex)
+        toks = request_tokens(API_OPENAI_CHAT, b)
+        cache.observe(block_hashes(toks, 16), int(toks.size))
+    assert meter.prompt_tokens == cache.prompt_tokens
+    assert meter.hit_tokens == cache.hit_tokens > 0
