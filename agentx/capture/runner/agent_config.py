@@ -12,6 +12,7 @@ removed when the capture ends.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -25,11 +26,20 @@ GEMINI_SYSTEM_DEFAULTS = Path("/etc/gemini-cli/system-defaults.json")
 
 
 def runs_gemini_cli(command: Sequence[str]) -> bool:
-    """Whether the command (or a shell line in it) starts gemini-cli."""
-    for word in " ".join(command).split():
-        if os.path.basename(word.strip("'\"")) in ("gemini", "gemini.js"):
-            return True
-    return False
+    """Whether the command starts gemini-cli: as the program, or as a command of a
+    ``sh -c`` line (its first word, or one after ``exec``, ``&&``, ``;``, ``|``)."""
+    if not command:
+        return False
+    programs = [command[0]]
+    if os.path.basename(command[0]) in ("sh", "bash", "zsh", "dash") and "-c" in command:
+        at = list(command).index("-c") + 1
+        words = command[at].split() if at < len(command) else []
+        programs += words[:1]
+        programs += [b for a, b in itertools.pairwise(words) if a in _CHAINS]
+    return any(os.path.basename(p.strip("'\"")) in ("gemini", "gemini.js") for p in programs)
+
+
+_CHAINS = ("exec", "&&", ";", "|", "||", "env")
 
 
 def _secure_dir(path: Path) -> bool:
