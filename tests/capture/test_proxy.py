@@ -297,6 +297,9 @@ def test_unreachable_upstream_and_addon_failure_do_not_break_requests(
     r = httpx.post(cap.url + "/v1/messages", json={"model": "m", "messages": []}, timeout=10)
     assert r.status_code == 502  # mitmproxy's own answer; the agent sees a normal HTTP error
     assert cap.recorder is not None
+    deadline = time.monotonic() + 10  # the recorder works on its own thread: let it catch up
+    while cap.recorder.stats().requests < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
 
     def boom(*_a: Any, **_k: Any) -> None:
         raise RuntimeError("recorder bug")
