@@ -43,6 +43,12 @@ EXAMPLES: dict[str, Example] = {
             "2 real Claude Code sessions as Weka JSON block hashes, no text "
             "(kv-cache-tester, Apache-2.0: LICENSE and NOTICE.md beside them)",
         ),
+        Example(
+            "prices",
+            "prices.toml",
+            "price presets in USD per million tokens for --price-preset (a TOML file to copy, "
+            "edit and pass as --price-file)",
+        ),
     )
 }
 DEFAULT = "example"

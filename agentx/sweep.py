@@ -25,20 +25,18 @@ import orjson
 
 from agentx.errors import AgentxError, UsageError
 from agentx.replay import ReplayOptions, run_replay
+from agentx.report.sweep_view import POINT_KEYS, SCHEMA, render_table, sweep_point, sweep_svg
 
-SCHEMA = "agentx.sweep/1"
-POINT_KEYS = (
-    "concurrency",
-    "requests_per_s",
-    "output_tokens_per_s",
-    "per_user_output_tokens_per_s_p50",
-    "ttft_ms_p50",
-    "ttft_ms_p99",
-    "itl_ms_p50",
-    "hit_rate_reported",
-    "hit_rate_theoretical",
-    "errors",
-)
+__all__ = [
+    "POINT_KEYS",
+    "SCHEMA",
+    "SweepOptions",
+    "SweepResult",
+    "parse_levels",
+    "render_table",
+    "run_sweep",
+    "sweep_point",
+]
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
@@ -84,35 +82,6 @@ class SweepResult:
     output_dir: Path
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
-
-
-def _get(d: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(key)
-    return d
-
-
-def sweep_point(concurrency: int, summary: dict[str, Any]) -> dict[str, Any]:
-    """One point of ``agentx.sweep/1`` from one level's ``summary.json``."""
-    return {
-        "concurrency": concurrency,
-        "requests_per_s": _get(summary, "throughput", "requests_per_s"),
-        "output_tokens_per_s": _get(summary, "throughput", "output_tokens_per_s"),
-        "per_user_output_tokens_per_s_p50": _get(summary, "per_user_output_tokens_per_s", "p50"),
-        "ttft_ms_p50": _get(summary, "latency_ms", "ttft", "p50"),
-        "ttft_ms_p99": _get(summary, "latency_ms", "ttft", "p99"),
-        "itl_ms_p50": _get(summary, "latency_ms", "itl", "p50"),
-        "hit_rate_reported": _get(summary, "cache", "reported_hit_rate"),
-        "hit_rate_theoretical": _get(summary, "cache", "theoretical_hit_rate"),
-        "errors": _get(summary, "requests", "errors"),
-        # extras
-        "requests": _get(summary, "requests", "total"),
-        "duration_s": summary.get("duration_s"),
-        "client_saturated": _get(summary, "client", "saturated"),
-        "results_dir": f"c{concurrency}",
-    }
 
 
 def run_sweep(
@@ -163,96 +132,3 @@ def _atomic_write(path: Path, content: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(content)
     os.replace(tmp, path)
-
-
-_STYLE = (
-    "<style>text{font-family:system-ui,sans-serif}.ct{font-size:13px;font-weight:600;"
-    "text-anchor:middle}.xt{font-size:11px;text-anchor:middle;fill:#374151}.yt{font-size:11px;"
-    "text-anchor:end;fill:#374151}.al{font-size:11px;text-anchor:middle;fill:#6b7280}"
-    ".lg{font-size:11px;fill:#374151}.gr{stroke:#e5e7eb}.ax{stroke:#9ca3af}</style>"
-)
-
-
-def sweep_svg(data: dict[str, Any]) -> str:
-    """Two charts in one standalone SVG: the throughput-interactivity curve and TTFT."""
-    from agentx.report import svg
-
-    pts = data["points"]
-    w, h = 640, 280
-    curve = [
-        (p["per_user_output_tokens_per_s_p50"], p["output_tokens_per_s"])
-        for p in sorted(pts, key=lambda p: p["concurrency"])
-        if p["per_user_output_tokens_per_s_p50"] is not None
-    ]
-    levels = ", ".join(str(p["concurrency"]) for p in pts)
-    top = svg.line_chart(
-        [svg.Series(f"concurrency {levels}", curve)],
-        title="Throughput vs interactivity",
-        x_label="per-user output tokens/s (p50)",
-        y_label="output tokens/s (total)",
-        y_format=lambda v: f"{v:,.0f} tok/s",
-        width=w,
-        height=h,
-    )
-    ttft = svg.line_chart(
-        [
-            svg.Series("TTFT p50", [(p["concurrency"], p["ttft_ms_p50"]) for p in pts]),
-            svg.Series(
-                "TTFT p99", [(p["concurrency"], p["ttft_ms_p99"]) for p in pts], svg.PALETTE[1]
-            ),
-        ],
-        title="Time to first token vs concurrency",
-        x_label="concurrency (session lanes)",
-        y_label="TTFT (ms)",
-        y_format=lambda v: f"{v:,.1f} ms",
-        width=w,
-        height=h,
-    )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {2 * h}" width="{w}" '
-        f'height="{2 * h}">{_STYLE}<rect width="100%" height="100%" fill="#fff"/>'
-        f'{top}<g transform="translate(0,{h})">{ttft}</g></svg>\n'
-    )
-
-
-def _fmt(v: float | None, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
-
-
-def render_table(data: dict[str, Any]) -> Any:
-    """A rich table: one row per level."""
-    from rich.table import Table
-
-    t = Table(
-        title=f"sweep of {data['trace']} against {data['endpoint']} ({data.get('model')})",
-        header_style="bold",
-        show_edge=False,
-    )
-    for col in (
-        "lanes",
-        "req/s",
-        "out tok/s",
-        "tok/s/user\np50",
-        "TTFT ms\np50",
-        "TTFT ms\np99",
-        "ITL ms\np50",
-        "hit rate\nreported",
-        "hit rate\ntheory",
-        "errors",
-    ):
-        t.add_column(col, justify="right")
-    for p in data["points"]:
-        t.add_row(
-            str(p["concurrency"]),
-            _fmt(p["requests_per_s"], ",.2f"),
-            _fmt(p["output_tokens_per_s"], ",.1f"),
-            _fmt(p["per_user_output_tokens_per_s_p50"], ",.1f"),
-            _fmt(p["ttft_ms_p50"], ",.1f"),
-            _fmt(p["ttft_ms_p99"], ",.1f"),
-            _fmt(p["itl_ms_p50"], ",.2f"),
-            _fmt(p["hit_rate_reported"], ".1%"),
-            _fmt(p["hit_rate_theoretical"], ".1%"),
-            str(p["errors"]),
-        )
-    return t

@@ -8,12 +8,14 @@ from typing import Annotated
 import typer
 
 from agentx.cli import replay_options as o
+from agentx.cli import report_options as ro
 from agentx.cli.app import app, err, fail, out, print_json
 from agentx.errors import AgentxError
 
 
 @app.command()
 def replay(
+    ctx: typer.Context,
     trace: o.Trace,
     endpoint: o.Endpoint,
     model: o.Model = None,
@@ -66,8 +68,24 @@ def replay(
     json_out: Annotated[
         bool, typer.Option("--json", help="print summary.json to stdout (no live display)")
     ] = False,
+    percentiles: ro.Percentiles = None,
+    reset_cache: o.ResetCache = False,
+    config: ro.Config = None,
+    gpu_hour_cost: ro.GpuHourCost = None,
+    capex_per_hour: ro.CapexPerHour = None,
+    power_kw: ro.PowerKw = None,
+    usd_per_kwh: ro.UsdPerKwh = None,
+    pue: ro.Pue = None,
+    hosting_per_hour: ro.HostingPerHour = None,
+    gpus: ro.Gpus = 1,
+    utilization: ro.Utilization = 1.0,
+    price: ro.Price = None,
+    price_preset: ro.PricePreset = None,
+    price_file: ro.PriceFile = None,
+    license_fraction: ro.LicenseFraction = 0.0,
 ) -> None:
     """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
+    from agentx.metrics.percentiles import parse_percentiles
     from agentx.replay import ReplayOptions, run_replay
     from agentx.replay.options import parse_extra_body, parse_shard
 
@@ -82,6 +100,8 @@ def replay(
             scrape_metrics=not no_metrics, slo=slo, workers=workers, shard=parse_shard(shard), seed=seed,
             timeout_s=timeout, block_size=block_size, api_key=api_key, output_dir=output,
             progress=not json_out and err.is_terminal,
+            percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
+            cost=ro.cost_from_flags(ctx.params),
         )  # fmt: skip
         result = run_replay(options)
     except AgentxError as exc:
@@ -105,6 +125,7 @@ def replay(
 
 @app.command()
 def sweep(
+    ctx: typer.Context,
     trace: o.Trace,
     endpoint: o.Endpoint,
     concurrency: Annotated[
@@ -135,8 +156,31 @@ def sweep(
     block_size: o.BlockSize = None,
     api_key: o.ApiKey = None,
     json_out: Annotated[bool, typer.Option("--json", help="print sweep.json to stdout")] = False,
+    percentiles: ro.Percentiles = None,
+    reset_cache: Annotated[
+        bool,
+        typer.Option(
+            "--reset-cache/--no-reset-cache",
+            help="reset the server's prefix cache before each level (vLLM, SGLang, serve-sim; "
+            "a warning when the server does not allow it)",
+        ),
+    ] = True,
+    config: ro.Config = None,
+    gpu_hour_cost: ro.GpuHourCost = None,
+    capex_per_hour: ro.CapexPerHour = None,
+    power_kw: ro.PowerKw = None,
+    usd_per_kwh: ro.UsdPerKwh = None,
+    pue: ro.Pue = None,
+    hosting_per_hour: ro.HostingPerHour = None,
+    gpus: ro.Gpus = 1,
+    utilization: ro.Utilization = 1.0,
+    price: ro.Price = None,
+    price_preset: ro.PricePreset = None,
+    price_file: ro.PriceFile = None,
+    license_fraction: ro.LicenseFraction = 0.0,
 ) -> None:
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
+    from agentx.metrics.percentiles import parse_percentiles
     from agentx.replay import ReplayOptions
     from agentx.replay.options import parse_extra_body
     from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep
@@ -160,6 +204,8 @@ def sweep(
             extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, scrape_metrics=not no_metrics,
             seed=seed, timeout_s=timeout, block_size=block_size, api_key=api_key,
             progress=not json_out and err.is_terminal,
+            percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
+            cost=ro.cost_from_flags(ctx.params),
         )  # fmt: skip
         result = run_sweep(
             SweepOptions(replay_options, parse_levels(concurrency), output), level_done
@@ -173,7 +219,7 @@ def sweep(
     else:
         out.print(render_table(result.data))
         err.print(
-            f"agentx: sweep in {output} (sweep.json, sweep.svg)",
+            f"agentx: sweep in {output} (sweep.json, sweep.svg, sweep.html)",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -184,30 +230,80 @@ def sweep(
 
 @app.command()
 def report(
+    ctx: typer.Context,
     results_dir: Annotated[
-        Path, typer.Argument(help="a results directory written by `agentx replay -o`")
+        Path,
+        typer.Argument(
+            help="a results directory (`agentx replay -o`) or a sweep directory (`agentx sweep -o`)"
+        ),
     ],
     compare_dir: Annotated[
         Path | None, typer.Option("--compare", help="a base results directory to diff against")
     ] = None,
     html: Annotated[
-        Path | None, typer.Option("--html", help="also write a self-contained HTML report here")
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="also write a self-contained HTML report here (with --compare: the comparison)",
+        ),
+    ] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option("--png", metavar="DIR", help="also write every chart as DIR/<chart>.png"),
+    ] = None,
+    csv: Annotated[
+        Path | None,
+        typer.Option(
+            "--csv",
+            metavar="DIR",
+            help="also write CSV: requests, summary, sessions, turns, time series (sweep: levels)",
+        ),
     ] = None,
     json_out: Annotated[
         bool,
-        typer.Option("--json", help="print the summary (or the agentx.compare/1 diff) as JSON"),
+        typer.Option(
+            "--json", help="print the summary (the agentx.compare/1 diff, the sweep) as JSON"
+        ),
     ] = False,
+    percentiles: ro.Percentiles = None,
+    config: ro.Config = None,
+    gpu_hour_cost: ro.GpuHourCost = None,
+    capex_per_hour: ro.CapexPerHour = None,
+    power_kw: ro.PowerKw = None,
+    usd_per_kwh: ro.UsdPerKwh = None,
+    pue: ro.Pue = None,
+    hosting_per_hour: ro.HostingPerHour = None,
+    gpus: ro.Gpus = 1,
+    utilization: ro.Utilization = 1.0,
+    price: ro.Price = None,
+    price_preset: ro.PricePreset = None,
+    price_file: ro.PriceFile = None,
+    license_fraction: ro.LicenseFraction = 0.0,
 ) -> None:
     """Re-render saved results; with --compare, the deltas and ratios against a base run."""
-    from agentx.report.command import build_report
+    from agentx.metrics.percentiles import parse_percentiles
+    from agentx.report.command import ReportOptions, build_report
 
     try:
-        result = build_report(results_dir, compare_dir, html)
+        result = build_report(
+            ReportOptions(
+                results_dir,
+                base_dir=compare_dir,
+                html_path=html,
+                csv_dir=csv,
+                png_dir=png,
+                cost=ro.cost_from_flags(ctx.params),
+                percentiles=None if percentiles is None else parse_percentiles(percentiles),
+            )
+        )
     except AgentxError as exc:
         fail(exc)
+    for warning in result.warnings:
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if json_out:
         print_json(result.data)
     else:
         out.print(result.renderable)
-    if html is not None:
-        err.print(f"agentx: wrote {html}", markup=False, highlight=False)
+    for path in result.written:
+        err.print(f"agentx: wrote {path}", markup=False, highlight=False, soft_wrap=True)

@@ -97,3 +97,10 @@ ApiKey = Annotated[
         show_default=False,
     ),
 ]
+ResetCache = Annotated[
+    bool,
+    typer.Option(
+        "--reset-cache/--no-reset-cache",
+        help="reset the server's prefix cache before the run (vLLM, SGLang, serve-sim)",
+    ),
+]

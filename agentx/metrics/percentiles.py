@@ -8,13 +8,18 @@ is ``None``, never 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
+from agentx.errors import UsageError
+
 STATS = ("p50", "p90", "p99", "mean", "max")
+CONTRACT_QS = (50.0, 90.0, 99.0)  # the percentiles every P has
+# levels (0..100) of the quantile curves the reports draw CDFs from: every percent, a finer tail
+CURVE_LEVELS = (*(float(q) for q in range(100)), 99.5, 99.9, 100.0)
 Values = Sequence[float] | npt.NDArray[Any]
 
 
@@ -46,6 +51,59 @@ def percentiles(values: Values) -> P:
         "mean": float(a.mean()),
         "max": float(a.max()),
     }
+
+
+def key(q: float) -> str:
+    """The key of percentile ``q`` in a distribution object: ``p50``, ``p95``, ``p99.9``."""
+    return f"p{q:g}"
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``--percentiles 50,90,95,99,99.9`` -> the levels beyond the contract's p50/p90/p99,
+    sorted: ``(95.0, 99.9)``. Every level must be in (0, 100]."""
+    qs: set[float] = set()
+    for item in text.split(","):
+        item = item.strip().removeprefix("p")
+        if not item:
+            continue
+        try:
+            q = float(item)
+        except ValueError:
+            raise UsageError(
+                f"--percentiles: {item!r} is not a number (e.g. 50,90,95,99,99.9)"
+            ) from None
+        if not (math.isfinite(q) and 0 < q <= 100):
+            raise UsageError(f"--percentiles: {item} is not in (0, 100]")
+        qs.add(q)
+    return tuple(sorted(qs - set(CONTRACT_QS)))
+
+
+def distribution(values: Values, extra: Iterable[float] = ()) -> dict[str, float | None]:
+    """``P`` of ``values`` plus the percentiles ``extra`` (:func:`key` names them), percentiles
+    in ascending order, then ``mean`` and ``max``."""
+    b = percentiles(values)
+    p = {"p50": b["p50"], "p90": b["p90"], "p99": b["p99"], "mean": b["mean"], "max": b["max"]}
+    qs = sorted({*CONTRACT_QS, *extra})
+    if len(qs) == len(CONTRACT_QS):
+        return p
+    a = _clean(values)
+    at = dict(zip(qs, np.percentile(a, qs).tolist(), strict=True)) if a.size else {}
+    out: dict[str, float | None] = {key(q): p.get(key(q), at.get(q)) for q in qs}
+    out["mean"], out["max"] = p["mean"], p["max"]
+    return out
+
+
+def quantile_curve(values: Values, digits: int = 3) -> list[float] | None:
+    """``values`` at :data:`CURVE_LEVELS` (for CDF charts), rounded; ``None`` when empty."""
+    a = _clean(values)
+    if a.size == 0:
+        return None
+    return [round(float(v), digits) for v in np.percentile(a, CURVE_LEVELS)]
+
+
+def _clean(values: Values) -> npt.NDArray[np.float64]:
+    a = np.asarray(values, dtype=np.float64)
+    return a[~np.isnan(a)]
 
 
 def percentile(values: Values, q: float) -> float | None:

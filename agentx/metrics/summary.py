@@ -10,14 +10,21 @@ is ``null``, never 0. Definitions: ``docs/metrics.md``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentx import __version__
 from agentx.metrics import latency as lat
 from agentx.metrics import rollups
-from agentx.metrics.percentiles import P, percentiles, ratio
+from agentx.metrics.cost import CostOptions, cost_summary
+from agentx.metrics.percentiles import (
+    CURVE_LEVELS,
+    distribution,
+    percentiles,
+    quantile_curve,
+    ratio,
+)
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
 from agentx.record import RequestRecord
@@ -41,16 +48,31 @@ class RunInfo:
     config: dict[str, Any] = field(default_factory=dict)  # replay options, never the api key
 
 
-def _latency(records: Sequence[RequestRecord]) -> dict[str, Any]:
-    def dist(fn: Callable[[RequestRecord], float | None]) -> P:
-        return percentiles(lat.known(fn, records))
+def latency_ms(records: Sequence[RequestRecord], extra: Iterable[float] = ()) -> dict[str, Any]:
+    """``latency_ms`` of ``summary.json`` over the successful ``records``, with the percentiles
+    ``extra`` beyond the contract's (``--percentiles``)."""
+    qs = tuple(extra)
+
+    def dist(fn: Callable[[RequestRecord], float | None]) -> dict[str, float | None]:
+        return distribution(lat.known(fn, records), qs)
 
     return {
         "ttft": dist(lat.ttft_ms),
         "ttfc": dist(lat.ttfc_ms),
-        "itl": percentiles(lat.pooled_itl_ms(records)),
+        "itl": distribution(lat.pooled_itl_ms(records), qs),
         "tpot": dist(lat.tpot_ms),
         "e2e": dist(lat.e2e_ms),
+    }
+
+
+def latency_curves_ms(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """Quantile curves of TTFT, ITL and E2E (``rollups.latency_quantiles_ms``): the reports'
+    CDFs. ``levels`` are the percentiles the values sit at."""
+    return {
+        "levels": list(CURVE_LEVELS),
+        "ttft": quantile_curve(lat.known(lat.ttft_ms, records)),
+        "itl": quantile_curve(lat.pooled_itl_ms(records)),
+        "e2e": quantile_curve(lat.known(lat.e2e_ms, records)),
     }
 
 
@@ -78,9 +100,13 @@ def build_summary(
     server: ServerMetrics | None,
     slo_checks: list[SloCheck],
     block_size: int,
+    *,
+    extra_percentiles: Sequence[float] = (),
+    cost: CostOptions | None = None,
 ) -> dict[str, Any]:
     """The ``summary.json`` object: the contract's keys first, then agentx's extra keys
-    (``windows``, ``errors_by_type``, ``rollups``, ``server``, ``config``, ``agentx_version``)."""
+    (``windows``, ``errors_by_type``, ``rollups``, ``server``, ``cost``, ``config``,
+    ``agentx_version``). ``extra_percentiles`` adds ``pNN`` keys to the distributions."""
     measured = lat.measured(records)
     drained = lat.drained(records)
     ok = [r for r in measured if r.ok]
@@ -115,8 +141,10 @@ def build_summary(
             "input_tokens_per_s": ratio(inp, span) or 0.0,
             "output_tokens_per_s": ratio(out, span) or 0.0,
         },
-        "latency_ms": _latency(ok),
-        "per_user_output_tokens_per_s": percentiles(lat.known(lat.output_tps_per_user, ok)),
+        "latency_ms": latency_ms(ok, extra_percentiles),
+        "per_user_output_tokens_per_s": distribution(
+            lat.known(lat.output_tps_per_user, ok), extra_percentiles
+        ),
         "cache": {
             "reported_hit_rate": rollups.reported_hit_rate(measured),
             "theoretical_hit_rate": rollups.theoretical_hit_rate(measured),
@@ -125,7 +153,11 @@ def build_summary(
             "kv_cache_usage_perc": server.kv_cache_usage_perc if server else None,
             "block_size": block_size,
         },
-        "schedule": {"dispatch_lag_ms": percentiles([lat.dispatch_lag_ms(r) for r in measured])},
+        "schedule": {
+            "dispatch_lag_ms": distribution(
+                [lat.dispatch_lag_ms(r) for r in measured], extra_percentiles
+            )
+        },
         "client": {"cpu_percent": run.client_cpu_percent, "saturated": run.client_saturated},
     }
     summary["slo"] = evaluate(slo_checks, summary, records)
@@ -145,8 +177,10 @@ def build_summary(
         "time_series": rollups.time_series(
             [*measured, *drained], origin, server.time_series if server else ()
         ),
+        "latency_quantiles_ms": latency_curves_ms(ok),
     }
     summary["server"] = _server_block(server)
+    summary["cost"] = cost_summary(cost, summary) if cost is not None else None
     summary["config"] = run.config
     summary["agentx_version"] = __version__  # the agentx that measured the run
     return summary
@@ -163,3 +197,31 @@ def _server_block(server: ServerMetrics | None) -> dict[str, Any] | None:
         "scrape_errors": server.scrape_errors,
         "deltas": server.raw_deltas,
     }
+
+
+def with_percentiles(
+    summary: dict[str, Any], records: Sequence[RequestRecord], extra: Sequence[float]
+) -> dict[str, Any]:
+    """``summary`` with its distributions recomputed from the run's ``records`` to carry the
+    percentiles ``extra`` (``agentx report --percentiles``); the rest is unchanged."""
+    measured = lat.measured(records)
+    ok = [r for r in measured if r.ok]
+    out = dict(summary)
+    out["latency_ms"] = latency_ms(ok, extra)
+    out["per_user_output_tokens_per_s"] = distribution(
+        lat.known(lat.output_tps_per_user, ok), extra
+    )
+    out["schedule"] = {
+        **(summary.get("schedule") or {}),
+        "dispatch_lag_ms": distribution([lat.dispatch_lag_ms(r) for r in measured], extra),
+    }
+    out["config"] = {**(summary.get("config") or {}), "percentiles": list(extra)}
+    return out
+
+
+def with_cost(summary: dict[str, Any], cost: CostOptions | None) -> dict[str, Any]:
+    """``summary`` with its ``cost`` block computed for ``cost`` (``agentx report --gpu-hour-cost
+    ...``): the figures follow from the throughput and token mix the summary already has."""
+    if cost is None:
+        return summary
+    return {**summary, "cost": cost_summary(cost, summary)}

@@ -17,6 +17,7 @@ from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.record import RequestRecord
+from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import RunSetup
@@ -109,6 +110,8 @@ def finish_run(
     slo_checks: list[SloCheck],
     started_at: str,
     out_dir: Path,
+    *,
+    cache_reset: CacheReset | None = None,
 ) -> ReplayResult:
     o = setup.options
     records = _with_theory(c.records, c.sent_logs, setup.block_size)
@@ -133,6 +136,11 @@ def finish_run(
             "each): the salt at its start also keeps different sessions from sharing a prefix; "
             "--no-salt keeps the trace's sharing"
         )
+    if cache_reset is not None and not cache_reset.ok:
+        warnings.append(
+            f"could not reset the server's prefix cache before the run ({cache_reset.message}): "
+            "it may hold blocks from earlier traffic"
+        )
     if c.live_fallbacks:
         warnings.append(
             f"--assistant live: {c.live_fallbacks} requests used the recorded history (their recorded "
@@ -150,6 +158,7 @@ def finish_run(
         skipped_rows=plan.skipped,
         synthesized_rows=plan.synthesized,
         interrupted=c.interrupted,
+        cache_reset=None if cache_reset is None else cache_reset.endpoint,
     )
     run = RunInfo(
         endpoint=o.endpoint,
@@ -163,7 +172,15 @@ def finish_run(
         client_saturated=saturated,
         config=config,
     )
-    summary = build_summary(run, records, c.server_metrics, slo_checks, setup.block_size)
+    summary = build_summary(
+        run,
+        records,
+        c.server_metrics,
+        slo_checks,
+        setup.block_size,
+        extra_percentiles=o.percentiles,
+        cost=o.cost,
+    )
     if warnings:
         summary["warnings"] = warnings
     write_results(out_dir, summary, records)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import orjson
 
 from agentx.errors import UsageError
+from agentx.metrics.cost import CostOptions
 
 Assistant = Literal["recorded", "live"]
 ApiMode = Literal["chat", "messages", "native"]
@@ -51,6 +52,9 @@ class ReplayOptions:
     api_key: str | None = field(default=None, repr=False)
     output_dir: Path | None = None
     progress: bool = True  # live display (the CLI turns it off for --json or a non-TTY)
+    percentiles: tuple[float, ...] = ()  # --percentiles beyond p50/p90/p99
+    cost: CostOptions | None = None  # --gpu-hour-cost, --price, ...: summary.json's cost
+    reset_cache: bool = False  # ask the server to drop its prefix cache before the run
 
     def __post_init__(self) -> None:
         validate(self)
@@ -65,6 +69,7 @@ class ReplayOptions:
         data["trace"] = str(self.trace)
         data["output_dir"] = str(self.output_dir) if self.output_dir else None
         data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
+        data["percentiles"] = list(self.percentiles)
         return data
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from agentx.errors import UsageError
 from agentx.metrics.slo import SloCheck, parse_slo
+from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import Engine
 from agentx.replay.options import ReplayOptions
@@ -53,6 +54,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
             f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
         )
     setup = asyncio.run(probe_setup(options, plan))
+    cache_reset = asyncio.run(_reset_cache(setup)) if options.reset_cache else None
     out_dir = options.output_dir or default_output_dir()
     tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
     try:
@@ -60,12 +62,19 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
             collected = asyncio.run(_run_here(setup, plan, tmp))
         else:
             collected = run_workers(setup, plan, tmp)
-        return finish_run(setup, plan, collected, slo_checks, started_at, out_dir)
+        return finish_run(
+            setup, plan, collected, slo_checks, started_at, out_dir, cache_reset=cache_reset
+        )
     finally:
         for p in tmp.glob("*"):
             remove_quietly(p)
         with contextlib.suppress(OSError):
             tmp.rmdir()
+
+
+async def _reset_cache(setup: RunSetup) -> CacheReset:
+    async with http_client(setup, max_connections=4) as client:
+        return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
 
 
 async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:

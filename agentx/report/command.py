@@ -1,35 +1,144 @@
-"""``agentx report``: re-render saved results, optionally against a base run, optionally as HTML."""
+"""``agentx report``: re-render saved results (a replay's results directory or a whole sweep
+directory), optionally against a base run, as a terminal table, JSON, HTML, PNG charts and CSV.
+
+Cost options and ``--percentiles`` recompute what the saved files allow: the ``cost`` block from
+the summary's throughput and token mix, extra percentiles from ``requests.parquet``. Nothing in
+the results directory is rewritten unless an output path points there.
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group, RenderableType
 
+from agentx.errors import AgentxError, UsageError
+from agentx.metrics.cost import CostOptions
+from agentx.metrics.summary import with_cost, with_percentiles
+from agentx.record import RequestRecord
+from agentx.report import export
+from agentx.report.charts import Run, latency_cdfs, summary_charts
 from agentx.report.compare import compare
-from agentx.report.html import write_html
+from agentx.report.compare_page import render_compare_html
+from agentx.report.fmt import config_warnings
+from agentx.report.html import render_html, write_page
 from agentx.report.render import render_compare, render_summary
-from agentx.report.results_dir import load_summary
+from agentx.report.results_dir import load_results, load_summary
+from agentx.report.sweep_view import (
+    is_sweep_dir,
+    load_sweep,
+    render_sweep_html,
+    render_table,
+    sweep_charts,
+    sweep_point,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOptions:
+    results_dir: Path
+    base_dir: Path | None = None  # --compare
+    html_path: Path | None = None
+    csv_dir: Path | None = None
+    png_dir: Path | None = None
+    cost: CostOptions | None = None
+    percentiles: tuple[float, ...] | None = None  # None: as saved
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    data: dict[str, Any]  # what --json prints: the summary, or the comparison
+    data: dict[str, Any]  # what --json prints: the summary, the comparison or the sweep
     renderable: RenderableType  # what the terminal shows otherwise
+    written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
+    warnings: tuple[str, ...] = field(default=())
 
 
-def build_report(
-    results_dir: str | os.PathLike[str],
-    base_dir: str | os.PathLike[str] | None = None,
-    html_path: str | os.PathLike[str] | None = None,
-) -> Report:
-    """Load ``results_dir`` (and ``base_dir``), write the HTML page if asked, return what to show."""
-    summary = load_summary(results_dir)
-    if html_path is not None:
-        write_html(summary, html_path)
-    if base_dir is None:
-        return Report(summary, render_summary(summary))
-    cmp = compare(load_summary(base_dir), summary)
-    return Report(cmp, Group(render_summary(summary), render_compare(cmp)))
+def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord]]:
+    """A run's summary with the options applied, and its records when an option needs them."""
+    need_records = o.percentiles is not None or o.csv_dir is not None
+    summary, records = load_results(path) if need_records else (load_summary(path), [])
+    if o.percentiles is not None:
+        if not records:
+            raise AgentxError(f"{path}: --percentiles needs requests.parquet beside summary.json")
+        summary = with_percentiles(summary, records, o.percentiles)
+    return with_cost(summary, o.cost), records
+
+
+def build_report(o: ReportOptions) -> Report:
+    """Load, recompute, write the files asked for, and return what to show."""
+    if is_sweep_dir(o.results_dir):
+        if o.base_dir is not None:
+            raise UsageError("--compare takes two results directories, not a sweep directory")
+        return _sweep_report(o)
+    summary, records = _load(o.results_dir, o)
+    written: list[Path] = []
+    if o.base_dir is None:
+        if o.html_path is not None:
+            write_page(render_html(summary), o.html_path)
+            written.append(o.html_path)
+        written += _exports(o, summary_charts(summary), summary, records)
+        return Report(summary, render_summary(summary), tuple(written))
+    base, _ = _load(o.base_dir, ReportOptions(o.base_dir, cost=o.cost, percentiles=o.percentiles))
+    cmp = compare(base, summary)
+    if o.html_path is not None:
+        write_page(render_compare_html(base, summary, cmp), o.html_path)
+        written.append(o.html_path)
+    charts = {
+        **summary_charts(summary),
+        **{
+            f"compare_{k}": v
+            for k, v in latency_cdfs([Run("base", base, dash=True), Run("new", summary)]).items()
+        },
+    }
+    written += _exports(o, charts, summary, records)
+    return Report(
+        cmp,
+        Group(render_summary(summary), render_compare(cmp)),
+        tuple(written),
+        tuple(config_warnings(cmp)),
+    )
+
+
+def _exports(
+    o: ReportOptions,
+    charts: dict[str, str],
+    summary: dict[str, Any],
+    records: list[RequestRecord],
+) -> list[Path]:
+    written: list[Path] = []
+    if o.png_dir is not None:
+        written += export.write_pngs(charts, o.png_dir)
+    if o.csv_dir is not None:
+        written += export.write_run_csv(summary, records, o.csv_dir)
+    return written
+
+
+def _sweep_report(o: ReportOptions) -> Report:
+    """A sweep directory: the points rebuilt from each level's summary.json (so cost and
+    percentile options apply), the table, and the sweep's page, charts and CSV."""
+    data = load_sweep(o.results_dir)
+    points = []
+    for p in data["points"]:
+        level = o.results_dir / str(p.get("results_dir") or f"c{p['concurrency']}")
+        if (level / "summary.json").is_file():
+            summary, _ = _load(level, ReportOptions(level, cost=o.cost, percentiles=o.percentiles))
+            points.append({**sweep_point(int(p["concurrency"]), summary), **_extras(p)})
+        else:
+            points.append(p)  # its directory is gone: keep what sweep.json recorded
+    data = {**data, "points": points}
+    written: list[Path] = []
+    if o.html_path is not None:
+        write_page(render_sweep_html(data), o.html_path)
+        written.append(o.html_path)
+    if o.png_dir is not None:
+        written += export.write_pngs(sweep_charts(data), o.png_dir)
+    if o.csv_dir is not None:
+        written += export.write_sweep_csv(data, o.csv_dir)
+    return Report(data, render_table(data), tuple(written))
+
+
+def _extras(point: dict[str, Any]) -> dict[str, Any]:
+    """What a saved point has beyond its summary (kept as the sweep recorded it)."""
+    return {k: v for k, v in point.items() if k in ("results_dir", "cache_reset")}

@@ -28,6 +28,13 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("schedule.dispatch_lag_ms.p99", LOWER),
     ("slo.goodput.fraction", HIGHER),
     ("client.cpu_percent", LOWER),
+    ("cost.usd_per_million_output_tokens", LOWER),
+    ("cost.usd_per_million_total_tokens", LOWER),
+    ("cost.gross_margin", HIGHER),
+)
+# config keys that differ between any two runs and say nothing about what was measured
+INCIDENTAL = frozenset(
+    {"output_dir", "progress", "interrupted", "metrics_url", "cost", "percentiles"}
 )
 
 
@@ -43,8 +50,25 @@ def _run(s: dict[str, Any]) -> dict[str, Any]:
     return {k: s.get(k) for k in ("endpoint", "model", "started_at", "duration_s")}
 
 
+def config_differences(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run options (``summary.config``, plus model and endpoint) that differ between two runs:
+    a comparison of runs that replayed different things measures the difference too."""
+    out = []
+    for key in ("model", "endpoint"):
+        if base.get(key) != new.get(key):
+            out.append({"key": key, "base": base.get(key), "new": new.get(key)})
+    bc, nc = base.get("config") or {}, new.get("config") or {}
+    for key in sorted(set(bc) | set(nc)):
+        if key in INCIDENTAL or key in ("model",):
+            continue
+        if bc.get(key) != nc.get(key):
+            out.append({"key": f"config.{key}", "base": bc.get(key), "new": nc.get(key)})
+    return out
+
+
 def compare(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """``agentx.compare/1``: one row per key either run has, ``None`` where a run lacks it."""
+    """``agentx.compare/1``: one row per key either run has, ``None`` where a run lacks it;
+    ``config_differences`` lists the options that differ (a warning when not empty)."""
     rows = []
     for key, better in KEYS:
         b, n = get(base, key), get(new, key)
@@ -62,4 +86,10 @@ def compare(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
                 "change": _change(b, n, better) if both else None,
             }
         )
-    return {"schema": SCHEMA, "base": _run(base), "new": _run(new), "metrics": rows}
+    return {
+        "schema": SCHEMA,
+        "base": _run(base),
+        "new": _run(new),
+        "metrics": rows,
+        "config_differences": config_differences(base, new),
+    }

@@ -14,12 +14,15 @@ from typing import Any
 
 import orjson
 
+from agentx.errors import AgentxError
 from agentx.report import fmt, svg
+from agentx.report.charts import CDF_METRICS, summary_charts
 from agentx.report.fmt import get
 
 MAX_SESSION_ROWS = 200
 
-CSS = """
+CSS = (
+    """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#111827;
 max-width:1040px;margin:24px auto;padding:0 16px;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e5e7eb;
@@ -28,29 +31,30 @@ padding-bottom:4px}.meta{color:#4b5563}.cards{display:flex;flex-wrap:wrap;gap:10
 .card b{display:block;font-size:20px}.card span{color:#6b7280;font-size:12px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #e5e7eb;padding:4px 10px;text-align:right}th{background:#f9fafb}
-td:first-child,th:first-child{text-align:left}.pass{color:#15803d;font-weight:600}
+td:first-child,th:first-child{text-align:left}td:not(:first-child){white-space:nowrap}.pass{color:#15803d;font-weight:600}
 .fail{color:#b91c1c;font-weight:600}.warn{background:#fef2f2;border:1px solid #fecaca;padding:8px 12px;
 border-radius:8px;color:#991b1b}.charts{display:flex;flex-wrap:wrap;gap:12px}
-svg.chart{max-width:100%;height:auto}svg .ct{font-size:13px;font-weight:600;text-anchor:middle}
-svg .xt{font-size:11px;text-anchor:middle;fill:#374151}svg .yt{font-size:11px;text-anchor:end;fill:#374151}
-svg .al{font-size:11px;text-anchor:middle;fill:#6b7280}svg .lg{font-size:11px;fill:#374151}
-svg .gr{stroke:#e5e7eb}svg .ax{stroke:#9ca3af}details pre{background:#f9fafb;padding:8px;overflow:auto}
-.note{color:#6b7280;font-size:12px}
+svg.chart{max-width:100%;height:auto}.charts>svg{flex:0 1 auto;min-width:0}
+details pre{background:#f9fafb;padding:8px;overflow:auto;white-space:pre-wrap;word-break:break-all}
+.note{color:#6b7280;font-size:12px}.tw{overflow-x:auto;max-width:100%}
+.better{color:#15803d}.worse{color:#b91c1c}.meta{overflow-wrap:anywhere}
+@media (max-width:600px){body{margin:12px auto;padding:0 8px}th,td{padding:3px 6px}
+.card{min-width:96px}.card b{font-size:17px}}
 """
+    + svg.CHART_CSS
+)
 
 
-def _pct_tick(v: float) -> str:
-    return f"{100 * v:.0f}%"
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], raw: bool = False) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], raw: bool = False) -> str:
     """A table; cells are escaped unless ``raw`` (for cells this module built itself)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>" + "".join(f"<td>{c if raw else escape(c)}</td>" for c in row) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (
+        f"<div class='tw'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
 
 
 def _card(value: str, label: str) -> str:
@@ -69,6 +73,12 @@ def _header(s: dict[str, Any], title: str) -> str:
         _card(fmt.pct(get(s, "cache.server_metrics_hit_rate")), "hit rate (/metrics)"),
         _card(fmt.pct(get(s, "cache.theoretical_hit_rate")), "hit rate (theoretical)"),
     ]
+    if get(s, "cost.usd_per_million_output_tokens") is not None:
+        cards.append(
+            _card(fmt.usd(get(s, "cost.usd_per_million_output_tokens")), "per M output tokens")
+        )
+    if get(s, "cost.gross_margin") is not None:
+        cards.append(_card(fmt.pct(get(s, "cost.gross_margin")), "gross margin"))
     meta = (
         f"{escape(str(s.get('model')))} @ {escape(str(s.get('endpoint')))} · "
         f"{escape(str(s.get('started_at')))} · {escape(fmt.seconds(s.get('duration_s')))} · "
@@ -82,30 +92,39 @@ def _header(s: dict[str, Any], title: str) -> str:
     return out
 
 
-def _latency(s: dict[str, Any]) -> str:
+def _charts(charts: dict[str, str], names: Sequence[str]) -> str:
+    parts = [charts[n] for n in names if n in charts]
+    return f"<div class='charts'>{''.join(parts)}</div>" if parts else ""
+
+
+def _latency(s: dict[str, Any], charts: dict[str, str]) -> str:
+    columns = fmt.stat_columns(s)
     rows = []
     for label, key, f in fmt.LATENCY_ROWS:
         p = get(s, key) or {}
-        rows.append([label, *(f(p.get(k)) for k in fmt.STATS)])
-    charts = []
-    for name in ("ttft", "ttfc", "itl", "tpot", "e2e"):
-        p = get(s, f"latency_ms.{name}") or {}
-        charts.append(
-            svg.bar_chart(
-                [(name.upper(), [(k, p.get(k)) for k in ("p50", "p90", "p99")])],
-                title=f"{name.upper()} (ms)",
-                y_format=fmt.num,
-                width=200,
-            )
-        )
+        rows.append([label, *(f(p.get(k)) for k in columns)])
     return (
         "<h2>Latency</h2>"
-        + _table(["metric", *fmt.STATS], rows)
-        + f"<div class='charts'>{''.join(charts)}</div>"
+        + table(["metric", *columns], rows)
+        + _charts(charts, [f"{m}_cdf" for m, _ in CDF_METRICS])
     )
 
 
-def _cache(s: dict[str, Any]) -> str:
+def _cost(s: dict[str, Any], charts: dict[str, str]) -> str:
+    rows = fmt.cost_rows(s)
+    if not rows:
+        return ""
+    notes = "".join(f"<p class='note'>{escape(n)}</p>" for n in fmt.cost_notes(s))
+    return (
+        "<h2>Cost and margin</h2>"
+        + table(["figure", "value"], [list(r) for r in rows])
+        + notes
+        + _charts(charts, ["margin_vs_utilization"])
+        + "<p class='note'>Formulas: docs/metrics.md (cost and margin).</p>"
+    )
+
+
+def _cache(s: dict[str, Any], charts: dict[str, str]) -> str:
     c = s.get("cache", {})
     tok = s.get("tokens", {})
     rows = [
@@ -128,112 +147,21 @@ def _cache(s: dict[str, Any]) -> str:
         rows.append(
             ["KV cache usage p50 / max", f"{fmt.pct(usage['p50'])} / {fmt.pct(usage['max'])}"]
         )
-    out = "<h2>Prefix cache</h2>" + _table(["hit rate", "value"], rows)
-    tiers = c.get("tiers") or {}
-    parts = [
-        (label, float(tiers[key]["fraction"]))
-        for key, label in (
-            ("local_cache_hit", "GPU hit"),
-            ("external_kv_transfer", "offload hit"),
-            ("local_compute", "computed"),
-        )
-        if isinstance(tiers.get(key), dict) and tiers[key].get("fraction") is not None
-    ]
-    if parts:
-        out += svg.share_bar(parts, title="Prompt tokens by source (server /metrics)")
-    return out
+    return (
+        "<h2>Prefix cache</h2>"
+        + table(["hit rate", "value"], rows)
+        + _charts(charts, ["prompt_tokens_by_source"])
+    )
 
 
-def _per_turn(s: dict[str, Any]) -> str:
-    rows = get(s, "rollups.per_turn_depth") or []
-    if not rows:
-        return ""
-    ttft = svg.line_chart(
-        [
-            svg.Series(
-                "TTFT p50", [(r["turn"], r["ttft_ms"]["p50"]) for r in rows], svg.PALETTE[0]
-            ),
-            svg.Series(
-                "TTFT p90", [(r["turn"], r["ttft_ms"]["p90"]) for r in rows], svg.PALETTE[1]
-            ),
-        ],
-        title="TTFT by turn depth",
-        x_label="turn (position in its thread)",
-        y_label="ms",
-        y_format=fmt.num,
-        width=500,
-    )
-    hit = svg.line_chart(
-        [
-            svg.Series(
-                "reported", [(r["turn"], r["reported_hit_rate"]) for r in rows], svg.PALETTE[0]
-            ),
-            svg.Series(
-                "theoretical",
-                [(r["turn"], r["theoretical_hit_rate"]) for r in rows],
-                svg.PALETTE[2],
-            ),
-        ],
-        title="Hit rate by turn depth",
-        x_label="turn (position in its thread)",
-        y_label="hit rate",
-        y_format=fmt.pct,
-        tick_format=_pct_tick,
-        y_max=1.0,
-        width=500,
-    )
-    return f"<h2>By turn depth</h2><div class='charts'>{ttft}{hit}</div>"
+def _per_turn(charts: dict[str, str]) -> str:
+    body = _charts(charts, ["ttft_by_turn", "hit_rate_by_turn"])
+    return f"<h2>By turn depth</h2>{body}" if body else ""
 
 
-def _time_series(s: dict[str, Any]) -> str:
-    rows = get(s, "rollups.time_series") or []
-    if not rows:
-        return ""
-    rate = svg.line_chart(
-        [
-            svg.Series(
-                "completed req/s", [(r["t_s"], r["completed"]) for r in rows], svg.PALETTE[0]
-            ),
-            svg.Series("errors/s", [(r["t_s"], r["errors"]) for r in rows], svg.PALETTE[1]),
-        ],
-        title="Requests per second",
-        x_label="seconds since the first measured request",
-        y_label="requests/s",
-        width=500,
-    )
-    tokens = svg.line_chart(
-        [
-            svg.Series(
-                "output tokens/s", [(r["t_s"], r["output_tokens"]) for r in rows], svg.PALETTE[2]
-            )
-        ],
-        title="Output tokens per second",
-        x_label="seconds since the first measured request",
-        y_label="tokens/s",
-        y_format=fmt.num,
-        width=500,
-    )
-    hit = svg.line_chart(
-        [
-            svg.Series(
-                "reported", [(r["t_s"], r["reported_hit_rate"]) for r in rows], svg.PALETTE[0]
-            ),
-            svg.Series(
-                "server /metrics", [(r["t_s"], r["server_hit_rate"]) for r in rows], svg.PALETTE[3]
-            ),
-            svg.Series(
-                "KV usage", [(r["t_s"], r["kv_cache_usage_perc"]) for r in rows], svg.PALETTE[4]
-            ),
-        ],
-        title="Hit rate and KV cache usage per second",
-        x_label="seconds since the first measured request",
-        y_label="fraction",
-        y_format=fmt.pct,
-        tick_format=_pct_tick,
-        y_max=1.0,
-        width=1000,
-    )
-    return f"<h2>Over time</h2><div class='charts'>{rate}{tokens}{hit}</div>"
+def _time_series(charts: dict[str, str]) -> str:
+    body = _charts(charts, ["requests_over_time", "output_tokens_over_time", "hit_rate_over_time"])
+    return f"<h2>Over time</h2>{body}" if body else ""
 
 
 def _slo(s: dict[str, Any]) -> str:
@@ -255,7 +183,7 @@ def _slo(s: dict[str, Any]) -> str:
                 verdict,
             ]
         )
-    out = "<h2>SLO</h2>" + _table(["check", "threshold", "value", "result"], rows, raw=True)
+    out = "<h2>SLO</h2>" + table(["check", "threshold", "value", "result"], rows, raw=True)
     gp = slo.get("goodput")
     if gp:
         out += (
@@ -269,7 +197,7 @@ def _errors_and_windows(s: dict[str, Any]) -> str:
     out = ""
     errors = s.get("errors_by_type") or {}
     if errors:
-        out += "<h2>Errors</h2>" + _table(
+        out += "<h2>Errors</h2>" + table(
             ["type", "requests"], [[k, fmt.count(v)] for k, v in errors.items()]
         )
     drained = get(s, "windows.drained") or {}
@@ -313,22 +241,24 @@ def _sessions(s: dict[str, Any]) -> str:
         "theoretical",
         "TTFT p50",
     ]
-    return "<h2>Sessions</h2>" + _table(headers, body) + note
+    return "<h2>Sessions</h2>" + table(headers, body) + note
 
 
-def render_html(summary: dict[str, Any], title: str = "agentx replay report") -> str:
-    """The report page as one string."""
+def run_sections(summary: dict[str, Any], title: str) -> str:
+    """Everything the page says about one run (the body of its report)."""
+    charts = summary_charts(summary)
     config = orjson.dumps(
         {"config": summary.get("config"), "server": summary.get("server")},
         option=orjson.OPT_INDENT_2,
     ).decode()
-    body = "".join(
+    return "".join(
         [
             _header(summary, title),
-            _latency(summary),
-            _cache(summary),
-            _per_turn(summary),
-            _time_series(summary),
+            _latency(summary, charts),
+            _cost(summary, charts),
+            _cache(summary, charts),
+            _per_turn(charts),
+            _time_series(charts),
             _slo(summary),
             _errors_and_windows(summary),
             _sessions(summary),
@@ -336,6 +266,10 @@ def render_html(summary: dict[str, Any], title: str = "agentx replay report") ->
             f"<pre>{escape(config)}</pre></details>",
         ]
     )
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained page: inline CSS, no script, nothing fetched."""
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
@@ -343,9 +277,22 @@ def render_html(summary: dict[str, Any], title: str = "agentx replay report") ->
     )
 
 
-def write_html(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write the report to ``path`` (via a temporary file, so a reader never sees half of it)."""
+def render_html(summary: dict[str, Any], title: str = "agentx replay report") -> str:
+    """The report page as one string."""
+    return page(title, run_sections(summary, title))
+
+
+def write_page(html: str, path: str | os.PathLike[str]) -> None:
+    """Write a page to ``path`` (via a temporary file, so a reader never sees half of it)."""
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(render_html(summary), encoding="utf-8")
-    tmp.replace(p)
+    try:
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(p)
+    except OSError as exc:
+        raise AgentxError(f"cannot write {p}: {exc.strerror or exc}") from None
+
+
+def write_html(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write the report of one run to ``path``."""
+    write_page(render_html(summary), path)

@@ -48,10 +48,21 @@ def _header(s: dict[str, Any]) -> Text:
 
 
 def _latency(s: dict[str, Any]) -> Table:
-    t = _table("latency", *fmt.STATS)
+    columns = fmt.stat_columns(s)
+    t = _table("latency", *columns)
     for label, key, f in fmt.LATENCY_ROWS:
         p = get(s, key) or {}
-        t.add_row(label, *(f(p.get(k)) for k in fmt.STATS))
+        t.add_row(label, *(f(p.get(k)) for k in columns))
+    return t
+
+
+def _cost(s: dict[str, Any]) -> Table | None:
+    rows = fmt.cost_rows(s)
+    if not rows:
+        return None
+    t = _table("cost and margin", "value")
+    for label, value in rows:
+        t.add_row(label, value)
     return t
 
 
@@ -126,22 +137,14 @@ def _slo(slo: dict[str, Any]) -> Table | None:
 def render_summary(summary: dict[str, Any]) -> RenderableType:
     """The run at a glance: header line, latency table, throughput & cache table, SLO table."""
     parts: list[RenderableType] = [_header(summary), _latency(summary), _overview(summary)]
-    slo = _slo(summary.get("slo") or {})
-    if slo is not None:
-        parts.append(slo)
+    for table in (_cost(summary), _slo(summary.get("slo") or {})):
+        if table is not None:
+            parts.append(table)
+    for note in fmt.cost_notes(summary):
+        parts.append(Text(f"note: {note}", style="dim"))
     for w in fmt.warnings(summary):
         parts.append(Text(f"warning: {w}", style="bold yellow"))
     return Group(*parts)
-
-
-def _fmt_for(key: str) -> Any:
-    if key.startswith(("latency_ms.", "schedule.")):
-        return fmt.ms
-    if key.startswith("cache.") or key.endswith("fraction"):
-        return fmt.pct
-    if key.startswith("requests."):
-        return fmt.count
-    return fmt.num
 
 
 def render_compare(cmp: dict[str, Any]) -> RenderableType:
@@ -155,17 +158,9 @@ def render_compare(cmp: dict[str, Any]) -> RenderableType:
     t = _table("metric", "base", "new", "delta", "ratio")
     styles = {"better": "green", "worse": "red"}
     for row in cmp["metrics"]:
-        f = _fmt_for(row["key"])
-        delta = row["delta"]
-        if delta is None:
-            d = fmt.NA
-        elif f is fmt.pct:
-            d = f"{100 * delta:+.1f} pt"
-        elif f is fmt.count:
-            d = f"{int(delta):+,}"
-        else:
-            d = ("+" if delta > 0 else "") + f(delta)
-        ratio = fmt.NA if row["ratio"] is None else f"{row['ratio']:.2f}x"
         style = styles.get(row["change"] or "", "")
-        t.add_row(row["key"], f(row["base"]), f(row["new"]), d, ratio, style=style)
-    return Group(head, t)
+        t.add_row(row["key"], *fmt.compare_cells(row), style=style)
+    parts: list[RenderableType] = [head, t]
+    for line in fmt.config_warnings(cmp):
+        parts.append(Text(f"warning: {line}", style="bold yellow"))
+    return Group(*parts)

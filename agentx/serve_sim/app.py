@@ -347,6 +347,18 @@ async def _metrics(request: web.Request) -> web.StreamResponse:
     )
 
 
+async def _reset_prefix_cache(request: web.Request) -> web.StreamResponse:
+    """vLLM's ``POST /reset_prefix_cache``: ``{"success": false}`` while requests hold blocks."""
+    return _json({"success": request.app[STATE].engine.reset_prefix_cache()})
+
+
+async def _flush_cache(request: web.Request) -> web.StreamResponse:
+    """SGLang's ``/flush_cache``: 200 when flushed, 400 while requests run."""
+    if request.app[STATE].engine.reset_prefix_cache():
+        return web.Response(text="Cache flushed.\n")
+    return web.Response(status=400, text="Cache not flushed: requests are running.\n")
+
+
 async def _health(request: web.Request) -> web.StreamResponse:
     return web.Response(status=200)
 
@@ -381,4 +393,7 @@ def create_app(config: SimConfig) -> web.Application:
     r.add_get("/v1/models", _models)
     r.add_get("/metrics", _metrics)
     r.add_get("/health", _health)
+    r.add_post("/reset_prefix_cache", _reset_prefix_cache)
+    r.add_post("/flush_cache", _flush_cache)
+    r.add_get("/flush_cache", _flush_cache)
     return app

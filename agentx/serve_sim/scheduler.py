@@ -155,6 +155,14 @@ class Engine:
         for v in itls_s:
             observe(v)
 
+    def reset_prefix_cache(self) -> bool:
+        """Drop every cached block (vLLM's ``/reset_prefix_cache``); refused (``False``) while
+        requests run and hold blocks, as vLLM does. Counters are not reset."""
+        if self.running or self.cache.pinned_blocks:
+            return False
+        self.cache.reset()
+        return True
+
     def render_metrics(self) -> str:
         c = self.cache
         gauges = Gauges(

@@ -1,0 +1,363 @@
+"""Cost per million tokens, revenue, gross margin and break-even utilisation of a measured run.
+
+InferenceX-style token economics from what a replay measured: the token rates (input, cached
+input, output) of ``summary.json`` and what the user says an accelerator-hour costs and a million
+tokens sell for. Formulas (``docs/metrics.md``), with ``C = gpus x usd_per_gpu_hour`` the
+deployment's cost per hour and ``U`` the utilisation (the share of the hour the measured load runs):
+
+- ``usd_per_million_output_tokens = C / (output_tokens_per_s x 3600 x U) x 1e6``; the input and
+  total variants divide by the input and input + output token rates instead.
+- ``revenue_usd_per_hour = 3600 x U x (uncached_input_tps x p_input + cached_input_tps x p_cached
+  + output_tps x p_output) / 1e6`` (prices in USD per million tokens, cached input tokens priced
+  as cached); per accelerator-hour: divided by ``gpus``.
+- ``gross_margin = (revenue x (1 - license_fraction) - C) / revenue``: the licence fee is a share
+  of revenue paid to the model's licensor.
+- ``breakeven_utilization = C / (revenue at U=1 x (1 - license_fraction))``: the utilisation at
+  which the gross margin is zero (above 1: the deployment loses money even fully busy).
+
+Everything is ``None`` when its inputs are unknown (no price, no cost, no output tokens).
+Price presets are data: ``agentx/data/prices.toml`` (``agentx example-path prices``), or a copy
+the user edits and passes as ``--price-file``.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentx.errors import UsageError
+from agentx.examples import example_path
+
+SECONDS_PER_HOUR = 3600.0
+PER_MILLION = 1e6
+PRICE_KEYS = ("input", "cached", "output")
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Market prices in USD per million tokens; ``cached`` is the price of a cached input token."""
+
+    input: float
+    cached: float
+    output: float
+    name: str | None = None  # the preset's name, when one was used
+
+    def __post_init__(self) -> None:
+        for key in PRICE_KEYS:
+            v = getattr(self, key)
+            if not math.isfinite(v) or v < 0:
+                raise UsageError(f"--price: {key} must be a finite number >= 0, got {v}")
+
+
+@dataclass(frozen=True, slots=True)
+class HourParts:
+    """An accelerator-hour built from its parts (all per accelerator)."""
+
+    capex_usd_per_hour: float = 0.0  # amortised purchase (chip, server, network share)
+    power_kw: float = 0.0  # average draw, server share included
+    usd_per_kwh: float = 0.0
+    pue: float = 1.0  # data-centre power usage effectiveness
+    hosting_usd_per_hour: float = 0.0  # space, cooling contracts, operations
+
+    @property
+    def power_usd_per_hour(self) -> float:
+        return self.power_kw * self.usd_per_kwh * self.pue
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.capex_usd_per_hour + self.power_usd_per_hour + self.hosting_usd_per_hour
+
+
+@dataclass(frozen=True, slots=True)
+class CostOptions:
+    """What an accelerator-hour costs, how many the measured server used, and the prices."""
+
+    usd_per_gpu_hour: float | None = None
+    gpus: int = 1
+    utilization: float = 1.0
+    prices: Prices | None = None
+    license_fraction: float = 0.0
+    parts: HourParts | None = None  # when the hour was given by its parts
+
+    def __post_init__(self) -> None:
+        if self.usd_per_gpu_hour is not None and not (
+            math.isfinite(self.usd_per_gpu_hour) and self.usd_per_gpu_hour >= 0
+        ):
+            raise UsageError("--gpu-hour-cost must be a finite number >= 0")
+        if self.gpus < 1:
+            raise UsageError("--gpus must be at least 1")
+        if not 0 < self.utilization <= 1:
+            raise UsageError("--utilization must be in (0, 1]")
+        if not 0 <= self.license_fraction < 1:
+            raise UsageError("--license-fraction must be in [0, 1)")
+
+
+# -- building the options from flags -----------------------------------------------------------
+
+
+def parse_price(text: str) -> Prices:
+    """``"input=3,cached=0.3,output=15"`` (USD per million tokens) -> :class:`Prices`.
+
+    ``cached`` defaults to ``input`` (no cache discount); ``input`` and ``output`` are required.
+    """
+    values: dict[str, float] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, number = item.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in PRICE_KEYS:
+            raise UsageError(
+                f"--price: {item!r}: expected input=X,cached=Y,output=Z (USD per million tokens)"
+            )
+        if key in values:
+            raise UsageError(f"--price: {key} given twice")
+        try:
+            values[key] = float(number)
+        except ValueError:
+            raise UsageError(f"--price: {key}={number!r} is not a number") from None
+    return _prices(values, "--price")
+
+
+def _prices(values: Mapping[str, Any], where: str, name: str | None = None) -> Prices:
+    missing = [k for k in ("input", "output") if k not in values]
+    if missing:
+        raise UsageError(f"{where}: {' and '.join(missing)} price missing")
+    try:
+        inp, out = float(values["input"]), float(values["output"])
+        cached = float(values.get("cached", inp))
+    except (TypeError, ValueError):
+        raise UsageError(f"{where}: prices must be numbers") from None
+    return Prices(inp, cached, out, name)
+
+
+def default_price_file() -> Path:
+    return example_path("prices")
+
+
+def load_price_presets(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The ``[price.NAME]`` tables of a price file (the bundled one by default)."""
+    p = path or default_price_file()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--price-file {p}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--price-file {p}: not valid TOML: {exc}") from None
+    presets = data.get("price")
+    if not isinstance(presets, dict) or not all(isinstance(v, dict) for v in presets.values()):
+        raise UsageError(f"--price-file {p}: expected [price.NAME] tables")
+    return presets
+
+
+def preset_prices(name: str, path: Path | None = None) -> Prices:
+    presets = load_price_presets(path)
+    if name not in presets:
+        raise UsageError(
+            f"--price-preset: no preset {name!r} (known: {', '.join(sorted(presets))})"
+        )
+    return _prices(presets[name], f"price preset {name!r}", name)
+
+
+def cost_options(
+    *,
+    gpu_hour_cost: float | None = None,
+    capex_per_hour: float | None = None,
+    power_kw: float | None = None,
+    usd_per_kwh: float | None = None,
+    pue: float | None = None,
+    hosting_per_hour: float | None = None,
+    gpus: int = 1,
+    utilization: float = 1.0,
+    price: str | None = None,
+    price_preset: str | None = None,
+    price_file: Path | None = None,
+    license_fraction: float = 0.0,
+) -> CostOptions | None:
+    """The flags' values -> :class:`CostOptions`; ``None`` when neither a cost nor a price is set."""
+    part_values = (capex_per_hour, power_kw, usd_per_kwh, hosting_per_hour)
+    parts: HourParts | None = None
+    if any(v is not None for v in part_values):
+        if gpu_hour_cost is not None:
+            raise UsageError("give --gpu-hour-cost or its parts (capex, power, hosting), not both")
+        if (power_kw is None) != (usd_per_kwh is None):
+            raise UsageError("--power-kw and --usd-per-kwh go together")
+        for flag, v in (
+            ("--capex-per-hour", capex_per_hour),
+            ("--power-kw", power_kw),
+            ("--usd-per-kwh", usd_per_kwh),
+            ("--hosting-per-hour", hosting_per_hour),
+        ):
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise UsageError(f"{flag} must be a finite number >= 0")
+        parts = HourParts(
+            capex_usd_per_hour=capex_per_hour or 0.0,
+            power_kw=power_kw or 0.0,
+            usd_per_kwh=usd_per_kwh or 0.0,
+            pue=1.0 if pue is None else pue,
+            hosting_usd_per_hour=hosting_per_hour or 0.0,
+        )
+        if not (math.isfinite(parts.pue) and parts.pue >= 1.0):
+            raise UsageError("--pue must be >= 1")
+        gpu_hour_cost = parts.usd_per_hour
+    elif pue is not None:
+        raise UsageError("--pue needs --power-kw and --usd-per-kwh")
+    if price is not None and price_preset is not None:
+        raise UsageError("give --price or --price-preset, not both")
+    if price_file is not None and price_preset is None:
+        raise UsageError("--price-file needs --price-preset NAME")
+    prices = (
+        parse_price(price)
+        if price is not None
+        else preset_prices(price_preset, price_file)
+        if price_preset is not None
+        else None
+    )
+    if gpu_hour_cost is None and prices is None:
+        return None
+    return CostOptions(
+        usd_per_gpu_hour=gpu_hour_cost,
+        gpus=gpus,
+        utilization=utilization,
+        prices=prices,
+        license_fraction=license_fraction,
+        parts=parts,
+    )
+
+
+# -- the figures -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenMix:
+    """The measured token rates (tokens/s) and where the cached share came from."""
+
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    cached_fraction: float | None  # of input tokens; None: unknown
+    cached_fraction_source: str | None  # "reported" (usage) or "server_metrics"
+
+    @property
+    def cached_input_tokens_per_s(self) -> float | None:
+        return (
+            None if self.cached_fraction is None else self.input_tokens_per_s * self.cached_fraction
+        )
+
+
+def token_mix(summary: Mapping[str, Any]) -> TokenMix:
+    """The rates of ``summary.json``; the cached share from usage, else from the server's /metrics."""
+    tp = summary.get("throughput") or {}
+    tok = summary.get("tokens") or {}
+    cache = summary.get("cache") or {}
+    fraction: float | None = None
+    source: str | None = None
+    cached, inp = tok.get("cached"), tok.get("input")
+    if isinstance(cached, int | float) and isinstance(inp, int | float) and inp > 0:
+        fraction, source = min(float(cached) / inp, 1.0), "reported"
+    elif isinstance(cache.get("server_metrics_hit_rate"), int | float):
+        fraction, source = float(cache["server_metrics_hit_rate"]), "server_metrics"
+    return TokenMix(
+        float(tp.get("input_tokens_per_s") or 0.0),
+        float(tp.get("output_tokens_per_s") or 0.0),
+        fraction,
+        source,
+    )
+
+
+def _per_million(usd_per_hour: float | None, tokens_per_s: float, u: float) -> float | None:
+    if usd_per_hour is None or tokens_per_s <= 0:
+        return None
+    return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR * u) * PER_MILLION
+
+
+def revenue_usd_per_hour(mix: TokenMix, prices: Prices, utilization: float = 1.0) -> float:
+    """What the measured token mix earns in an hour at ``utilization``, cached tokens as cached."""
+    cached = mix.cached_input_tokens_per_s or 0.0
+    uncached = mix.input_tokens_per_s - cached
+    usd_per_s = (
+        uncached * prices.input + cached * prices.cached + mix.output_tokens_per_s * prices.output
+    ) / PER_MILLION
+    return usd_per_s * SECONDS_PER_HOUR * utilization
+
+
+def breakeven_utilization(
+    usd_per_hour: float, revenue_at_full_usd_per_hour: float, license_fraction: float
+) -> float | None:
+    """The utilisation at which revenue after the licence fee pays for the hour."""
+    net = revenue_at_full_usd_per_hour * (1.0 - license_fraction)
+    return usd_per_hour / net if net > 0 else None
+
+
+def cost_summary(options: CostOptions, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``cost`` object of ``summary.json`` for a run's summary (keys carry their unit)."""
+    mix = token_mix(summary)
+    u, gpus = options.utilization, options.gpus
+    hour = None if options.usd_per_gpu_hour is None else options.usd_per_gpu_hour * gpus
+    total_tps = mix.input_tokens_per_s + mix.output_tokens_per_s
+    out: dict[str, Any] = {
+        "usd_per_gpu_hour": options.usd_per_gpu_hour,
+        "gpus": gpus,
+        "utilization": u,
+        "usd_per_hour": hour,
+        "usd_per_million_input_tokens": _per_million(hour, mix.input_tokens_per_s, u),
+        "usd_per_million_output_tokens": _per_million(hour, mix.output_tokens_per_s, u),
+        "usd_per_million_total_tokens": _per_million(hour, total_tps, u),
+        "token_mix": {
+            "input_tokens_per_s": mix.input_tokens_per_s,
+            "cached_input_tokens_per_s": mix.cached_input_tokens_per_s,
+            "output_tokens_per_s": mix.output_tokens_per_s,
+            "cached_fraction": mix.cached_fraction,
+            "cached_fraction_source": mix.cached_fraction_source,
+        },
+        "price_usd_per_million_tokens": None,
+        "license_fraction": options.license_fraction,
+        "revenue_usd_per_hour": None,
+        "revenue_usd_per_gpu_hour": None,
+        "license_usd_per_hour": None,
+        "gross_profit_usd_per_hour": None,
+        "gross_margin": None,
+        "breakeven_utilization": None,
+        "notes": [],
+    }
+    if options.parts is not None:
+        p = options.parts
+        out["gpu_hour_parts"] = {
+            "capex_usd_per_hour": p.capex_usd_per_hour,
+            "power_kw": p.power_kw,
+            "usd_per_kwh": p.usd_per_kwh,
+            "pue": p.pue,
+            "power_usd_per_hour": p.power_usd_per_hour,
+            "hosting_usd_per_hour": p.hosting_usd_per_hour,
+        }
+    prices = options.prices
+    if prices is None:
+        return out
+    out["price_usd_per_million_tokens"] = {
+        "input": prices.input,
+        "cached": prices.cached,
+        "output": prices.output,
+        "preset": prices.name,
+    }
+    if mix.cached_fraction is None:
+        out["notes"].append(
+            "the server reported no cached tokens: every input token is priced as uncached"
+        )
+    revenue = revenue_usd_per_hour(mix, prices, u)
+    lic = options.license_fraction
+    out["revenue_usd_per_hour"] = revenue
+    out["revenue_usd_per_gpu_hour"] = revenue / gpus
+    out["license_usd_per_hour"] = revenue * lic
+    if hour is None:
+        return out
+    profit = revenue * (1.0 - lic) - hour
+    out["gross_profit_usd_per_hour"] = profit
+    out["gross_margin"] = profit / revenue if revenue > 0 else None
+    out["breakeven_utilization"] = breakeven_utilization(
+        hour, revenue_usd_per_hour(mix, prices, 1.0), lic
+    )
+    return out
