@@ -3,13 +3,16 @@
 Each level is an ordinary ``agentx replay`` (:func:`agentx.replay.run_replay`) with the same
 options and ``--concurrency N``, writing its own results directory ``DIR/c{N}/``. The sweep then
 collects one point per level into ``DIR/sweep.json`` (``agentx.sweep/1``, rewritten after every
-level so an interrupted sweep keeps what it measured) and draws ``DIR/sweep.svg``: total output
-tokens/s against per-user output tokens/s (the throughput-interactivity trade-off), and TTFT p50 /
-p99 against concurrency.
+level so an interrupted sweep keeps what it measured) and draws ``DIR/sweep.svg`` and
+``DIR/sweep.html`` (:mod:`agentx.report.sweep_view`): total output tokens/s against per-user output
+tokens/s (the throughput-interactivity trade-off), TTFT p50 / p99 against concurrency and, with
+cost options, cost per million output tokens against per-user tokens/s.
 
-Levels run in the order given, against the same server: a level finds the server's cache as the
-previous level left it. The default per-lane salt (``--salt``) keeps sessions from sharing cache
-across lanes and levels, so each level measures its own reuse.
+Levels run in the order given, against the same server. Before each level the server's prefix
+cache is reset where the server allows it (``--reset-cache``, the default: vLLM with
+``VLLM_SERVER_DEV_MODE=1``, SGLang, serve-sim); where it does not, the level's summary carries a
+warning that it may find the previous level's blocks. The default per-lane salt (``--salt``)
+also keeps sessions from sharing cache across lanes and levels.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ import orjson
 
 from agentx.errors import AgentxError, UsageError
 from agentx.replay import ReplayOptions, run_replay
-from agentx.report.sweep_view import POINT_KEYS, SCHEMA, render_table, sweep_point, sweep_svg
+from agentx.report.sweep_view import (
+    POINT_KEYS,
+    SCHEMA,
+    render_sweep_html,
+    render_table,
+    sweep_point,
+    sweep_svg,
+)
 
 __all__ = [
     "POINT_KEYS",
@@ -124,6 +134,7 @@ def write_sweep(out: Path, data: dict[str, Any]) -> None:
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / "sweep.json", orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
         _atomic_write(out / "sweep.svg", sweep_svg(data).encode())
+        _atomic_write(out / "sweep.html", render_sweep_html(data).encode())
     except OSError as exc:
         raise AgentxError(f"cannot write the sweep to {out}: {exc.strerror or exc}") from None
 

@@ -121,3 +121,93 @@ def test_errors_are_one_line(extra: list[str], code: int, tmp_path: Path) -> Non
     )
     assert res.exit_code == code, res.output
     assert "Traceback" not in res.output and "agentx: error:" in res.output
+
+
+def test_each_level_starts_from_a_reset_cache(sim: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "1,2", "-o", str(out)]
+    args += ["--max-requests", "4", "--time-scale", "0", "--no-salt", "--json"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    for n in (1, 2):
+        summary = json.loads((out / f"c{n}" / "summary.json").read_text())
+        assert summary["config"]["reset_cache"] is True
+        assert summary["config"]["cache_reset"] == "/reset_prefix_cache"
+        assert not any("reset" in w for w in summary.get("warnings", []))
+    res = runner.invoke(app, [*args[:-1], "-o", str(tmp_path / "kept"), "--no-reset-cache"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "kept" / "c2" / "summary.json").read_text())
+    assert summary["config"]["cache_reset"] is None and summary["config"]["reset_cache"] is False
+
+
+def test_cost_per_level_and_the_sweep_re_renders(sim: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "1,3", "-o", str(out)]
+    args += ["--max-requests", "6", "--time-scale", "0", "--json"]
+    args += ["--gpu-hour-cost", "2.5", "--gpus", "2", "--price-preset", "gpt-5"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    for p in data["points"]:
+        summary = json.loads((out / p["results_dir"] / "summary.json").read_text())
+        tps = summary["throughput"]["output_tokens_per_s"]
+        assert p["usd_per_million_output_tokens"] == pytest.approx(5.0 / (tps * 3600) * 1e6)
+        assert p["gross_margin"] == summary["cost"]["gross_margin"]
+        assert summary["cost"]["price_usd_per_million_tokens"]["preset"] == "gpt-5"
+    svg_text = (out / "sweep.svg").read_text()
+    assert (
+        "Cost per million output tokens vs interactivity" in svg_text and ">c3</text>" in svg_text
+    )
+    assert "c1/report.html" in (out / "sweep.html").read_text()
+
+    # the whole directory re-renders from its files: table, JSON, HTML, PNG, CSV
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "lanes" in res.stdout and "$/M out" in res.stdout
+    html, png, csv_dir = tmp_path / "s.html", tmp_path / "png", tmp_path / "csv"
+    res = runner.invoke(
+        app,
+        [
+            "report",
+            str(out),
+            "--json",
+            "--html",
+            str(html),
+            "--png",
+            str(png),
+            "--csv",
+            str(csv_dir),
+            "--gpu-hour-cost",
+            "5",
+            "--gpus",
+            "2",
+            "--price-preset",
+            "gpt-5",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    again = json.loads(res.stdout)
+    assert [p["concurrency"] for p in again["points"]] == [1, 3]
+    for before, after in zip(data["points"], again["points"], strict=True):
+        assert after["usd_per_million_output_tokens"] == pytest.approx(
+            2 * before["usd_per_million_output_tokens"]
+        )  # twice the hourly cost, the same measured tokens
+    assert "agentx sweep" in html.read_text()
+    assert {p.stem for p in png.glob("*.png")} == {
+        "throughput_vs_interactivity",
+        "ttft_vs_concurrency",
+        "cost_vs_interactivity",
+    }
+    assert (csv_dir / "sweep.csv").read_text().startswith("concurrency,")
+
+
+def test_report_of_a_sweep_without_its_levels(tmp_path: Path) -> None:
+    point = sweep_point(2, {"throughput": {"output_tokens_per_s": 5.0}})
+    (tmp_path / "sweep.json").write_text(
+        json.dumps(
+            {"schema": SCHEMA, "endpoint": "e", "trace": "t", "model": "m", "points": [point]}
+        )
+    )
+    res = runner.invoke(app, ["report", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["points"] == [point]

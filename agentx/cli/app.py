@@ -5,12 +5,15 @@ Every ``AgentxError`` becomes one line on stderr and its exit code; no traceback
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.segment import Segment
 
 from agentx import DISTRIBUTION, __version__
 from agentx.errors import AgentxError, TraceError
@@ -22,8 +25,29 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+PIPE_WIDTH = 500  # columns of output to a pipe or a file: wide tables are never cut
+_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+
+
+class PipeConsole(Console):
+    """A terminal gets rich's own layout. A pipe or a file gets lines as wide as they need (not
+    rich's 80-column default, which cuts table headers) and no trailing padding."""
+
+    def _size(self) -> ConsoleDimensions:
+        size = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self._width is None and not self.is_terminal and "COLUMNS" not in self._environ:
+            return ConsoleDimensions(PIPE_WIDTH, size.height)
+        return size  # type: ignore[no-any-return]
+
+    size = property(_size, Console.size.fset)  # type: ignore[attr-defined]
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        text = super()._render_buffer(buffer)
+        return text if self.is_terminal else _TRAILING.sub("", text)
+
+
+out = PipeConsole(highlight=False)
+err = PipeConsole(stderr=True, highlight=False)
 
 
 def _print_version(value: bool) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +94,120 @@ class TestLoadResults:
         (tmp_path / "summary.json").write_bytes(orjson.dumps(summary()))
         s, recs = load_results(tmp_path)
         assert recs == [] and s["requests"]["total"] == 18
+
+
+COST = ["--gpu-hour-cost", "2", "--gpus", "8", "--price", "input=3,cached=0.3,output=15"]
+
+
+class TestRecompute:
+    def test_cost_from_a_saved_run(self, runs: tuple[Path, Path]) -> None:
+        base, _ = runs
+        r = runner.invoke(app, ["report", str(base), "--json", *COST, "--license-fraction", "0.3"])
+        assert r.exit_code == 0, r.output
+        s = json.loads(r.stdout)
+        out_tps = s["throughput"]["output_tokens_per_s"]
+        assert s["cost"]["usd_per_million_output_tokens"] == pytest.approx(
+            16 / (out_tps * 3600) * 1e6
+        )
+        assert s["cost"]["gross_margin"] is not None
+        # the saved summary is not rewritten
+        assert json.loads((base / "summary.json").read_text()).get("cost") is None
+        r = runner.invoke(app, ["report", str(base), *COST])
+        assert "cost per million output tokens" in r.stdout and "gross margin" in r.stdout
+
+    def test_percentiles_from_requests_parquet(self, runs: tuple[Path, Path]) -> None:
+        base, _ = runs
+        r = runner.invoke(app, ["report", str(base), "--json", "--percentiles", "50,95,99.9"])
+        assert r.exit_code == 0, r.output
+        ttft = json.loads(r.stdout)["latency_ms"]["ttft"]
+        assert list(ttft) == ["p50", "p90", "p95", "p99", "p99.9", "mean", "max"]
+        assert ttft["p90"] <= ttft["p95"] <= ttft["p99"] <= ttft["p99.9"] <= ttft["max"]
+        r = runner.invoke(app, ["report", str(base), "--percentiles", "95,99.9"])
+        assert "p99.9" in r.stdout and "p95" in r.stdout
+
+    def test_percentiles_need_the_records(self, tmp_path: Path) -> None:
+        (tmp_path / "summary.json").write_bytes(orjson.dumps(summary()))
+        r = runner.invoke(app, ["report", str(tmp_path), "--percentiles", "95"])
+        assert r.exit_code == 1 and "requests.parquet" in r.output
+
+    def test_bad_cost_options_are_usage_errors(self, runs: tuple[Path, Path]) -> None:
+        base, _ = runs
+        for extra in (["--price", "input=3"], ["--price-preset", "nope"], ["--pue", "1.2"]):
+            r = runner.invoke(app, ["report", str(base), *extra])
+            assert r.exit_code == 2, (extra, r.output)
+            assert "Traceback" not in r.output
+
+
+class TestCompareHtml:
+    def test_the_page_is_the_comparison(self, runs: tuple[Path, Path], tmp_path: Path) -> None:
+        base, new = runs
+        out = tmp_path / "cmp.html"
+        r = runner.invoke(app, ["report", str(new), "--compare", str(base), "--html", str(out)])
+        assert r.exit_code == 0, r.output
+        html = out.read_text()
+        assert "agentx comparison" in html and "New vs base" in html
+        assert "latency_ms.ttft.p50" in html and "2.00x" in html
+        assert "TTFT distribution (CDF)" in html and 'stroke-dasharray="6 4"' in html  # base
+        own = tmp_path / "own.html"
+        runner.invoke(app, ["report", str(new), "--html", str(own)])
+        assert own.read_text() != html
+
+    def test_warns_when_configurations_differ(self, tmp_path: Path) -> None:
+        a, b = summary(), summary()
+        b["config"] = {**b["config"], "concurrency": 8}
+        base = results_dir(tmp_path / "a", a)
+        new = results_dir(tmp_path / "b", b)
+        html = tmp_path / "c.html"
+        r = runner.invoke(app, ["report", str(new), "--compare", str(base), "--html", str(html)])
+        assert r.exit_code == 0
+        assert "configured differently" in r.stderr and "config.concurrency 3 -> 8" in r.stderr
+        assert "configured differently" in html.read_text()
+        r = runner.invoke(app, ["report", str(new), "--compare", str(base), "--json"])
+        diffs = json.loads(r.stdout)["config_differences"]
+        assert diffs == [{"key": "config.concurrency", "base": 3, "new": 8}]
+
+    def test_same_configuration_no_warning(self, runs: tuple[Path, Path]) -> None:
+        base, new = runs
+        r = runner.invoke(app, ["report", str(new), "--compare", str(base)])
+        assert "configured differently" not in r.output
+
+
+class TestExports:
+    def test_csv(self, runs: tuple[Path, Path], tmp_path: Path) -> None:
+        base, _ = runs
+        out = tmp_path / "csv"
+        r = runner.invoke(app, ["report", str(base), "--csv", str(out)])
+        assert r.exit_code == 0, r.output
+        names = {p.name for p in out.iterdir()}
+        assert names == {
+            "requests.csv",
+            "summary.csv",
+            "sessions.csv",
+            "turns.csv",
+            "time_series.csv",
+        }
+        with (out / "requests.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == len(records(1.0))
+        ok = next(r for r in rows if r["ok"] == "True")
+        assert float(ok["ttft_ms"]) == pytest.approx(int(ok["ttft_ns"]) / 1e6)
+        assert len(ok["itl_ns"].split()) == 31
+        with (out / "summary.csv").open() as f:
+            kv = dict(csv.reader(f))
+        assert kv["latency_ms.ttft.p50"] == "165.0" and kv["schema"] == "agentx.summary/1"
+        assert "rollups.per_session" not in kv  # the roll-ups have their own files
+
+    def test_png_of_every_chart(self, runs: tuple[Path, Path], tmp_path: Path) -> None:
+        base, _ = runs
+        out = tmp_path / "png"
+        r = runner.invoke(app, ["report", str(base), "--png", str(out), *COST])
+        assert r.exit_code == 0, r.output
+        names = {p.stem for p in out.glob("*.png")}
+        assert {"ttft_cdf", "itl_cdf", "e2e_cdf", "margin_vs_utilization", "ttft_by_turn"} <= names
+        assert {"requests_over_time", "hit_rate_over_time", "prompt_tokens_by_source"} <= names
+        for p in out.glob("*.png"):
+            data = p.read_bytes()
+            assert data.startswith(b"\x89PNG\r\n\x1a\n")
+            width, height = struct.unpack(">II", data[16:24])
+            assert width >= 600 and height >= 100  # rendered at 2x
+            assert f"wrote {p}" in r.stderr
