@@ -14,7 +14,6 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 
 from agentx.metrics.cost import CostOptions, cost_options
@@ -140,32 +139,38 @@ def cost_from_flags(values: dict[str, Any]) -> CostOptions | None:
     )
 
 
-def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+def _load_config(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
     if value is None:
         return None
     command = ctx.info_name or (ctx.command.name or "")
     try:
         data = tomllib.loads(value.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise click.BadParameter(f"{value}: {exc.strerror or exc}", ctx, param) from None
+        raise typer.BadParameter(
+            f"{value}: {exc.strerror or exc}", ctx, param_hint="'--config'"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise click.BadParameter(f"{value}: not valid TOML: {exc}", ctx, param) from None
+        raise typer.BadParameter(
+            f"{value}: not valid TOML: {exc}", ctx, param_hint="'--config'"
+        ) from None
     known = {p.name for p in ctx.command.params if p.name and p.name != param.name}
     defaults: dict[str, Any] = {}
     for section, table in data.items():
         if section not in (*COMMAND_SECTIONS, COST_SECTION):
-            raise click.BadParameter(
+            raise typer.BadParameter(
                 f"{value}: unknown section [{section}] (known: {', '.join((*COMMAND_SECTIONS, COST_SECTION))})",
                 ctx,
-                param,
+                param_hint="'--config'",
             )
         if section not in (command, COST_SECTION) or not isinstance(table, dict):
             continue
         for key, v in table.items():
             name = key.replace("-", "_")
             if (section == COST_SECTION and name not in COST_PARAMS) or name not in known:
-                raise click.BadParameter(
-                    f"{value}: [{section}] {key}: not an option of agentx {command}", ctx, param
+                raise typer.BadParameter(
+                    f"{value}: [{section}] {key}: not an option of agentx {command}",
+                    ctx,
+                    param_hint="'--config'",
                 )
             if name == "price" and isinstance(v, dict):  # price = {input = 3, output = 15}
                 v = ",".join(f"{k}={x}" for k, x in v.items())

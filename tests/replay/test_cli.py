@@ -92,3 +92,64 @@ def test_usage_errors_exit_2(trace: Path, bad: list[str]) -> None:
 def test_missing_trace_exits_1(tmp_path: Path) -> None:
     code, _, stderr = run(str(tmp_path / "nope.parquet"), "--endpoint", "http://127.0.0.1:9")
     assert code == 1 and "nope.parquet" in stderr
+
+
+def test_config_file_cost_percentiles_and_reset_warning(
+    server: FaultServer, trace: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "agentx.toml"
+    config.write_text(
+        "[replay]\n"
+        'time-scale = 0\nconcurrency = 2\nno_metrics = true\npercentiles = "95,99.9"\n'
+        "[cost]\n"
+        "gpu-hour-cost = 2.0\ngpus = 8\nlicense_fraction = 0.3\n"
+        "price = {input = 3, cached = 0.3, output = 15}\n"
+        "[report]\n"  # other commands' sections are allowed and ignored
+        'percentiles = "90"\n'
+    )
+    out = tmp_path / "res"
+    code, stdout, stderr = run(
+        str(trace),
+        "--endpoint",
+        server.url,
+        "--json",
+        "-o",
+        str(out),
+        "--config",
+        str(config),
+        "--gpus",
+        "4",
+        "--reset-cache",
+    )
+    assert code == 0, stderr
+    s = orjson.loads(stdout)
+    assert s["config"]["concurrency"] == 2 and s["config"]["time_scale"] == 0
+    assert s["config"]["scrape_metrics"] is False
+    assert list(s["latency_ms"]["ttft"]) == ["p50", "p90", "p95", "p99", "p99.9", "mean", "max"]
+    cost = s["cost"]
+    assert cost["gpus"] == 4 and cost["usd_per_hour"] == 8.0  # the command line wins
+    assert cost["price_usd_per_million_tokens"]["cached"] == 0.3
+    out_tps = s["throughput"]["output_tokens_per_s"]
+    assert cost["usd_per_million_output_tokens"] == pytest.approx(8.0 / (out_tps * 3600) * 1e6)
+    # the fault server has no cache-reset endpoint: a warning, in the summary and on stderr
+    assert any("could not reset the server's prefix cache" in w for w in s["warnings"])
+    assert "could not reset" in stderr and s["config"]["cache_reset"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[replay]\nnot-an-option = 1\n", "not-an-option: not an option of agentx replay"),
+        ("[cost]\ntime-scale = 0\n", "[cost] time-scale"),
+        ("[nope]\n", "unknown section [nope]"),
+        ("[replay\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_files_are_usage_errors(
+    trace: Path, tmp_path: Path, text: str, message: str
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    code, _, stderr = run(str(trace), "--endpoint", "http://127.0.0.1:9", "--config", str(config))
+    flat = " ".join(stderr.replace("│", " ").split())  # typer boxes and wraps usage errors
+    assert code == 2 and message in flat, stderr
