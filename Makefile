@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.agentx-installed
 
-.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents clean
+.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents chromium clean
 
 setup: $(STAMP)
 
@@ -44,9 +44,13 @@ vllm:
 vllm-stop:
 	bash scripts/vllm_cpu.sh stop
 
+# Debian's chromium for the headless-browser test of the HTML reports (.ci/run does this too)
+chromium:
+	bash scripts/install_chromium.sh
+
 # real coding agents (Claude Code, Codex from npm) captured through agentx; see docs/agents.md
 agents: setup
 	bash scripts/agents/run_agents.sh
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache artifacts

@@ -24,7 +24,8 @@ def comparison_section(base: dict[str, Any], new: dict[str, Any], cmp: dict[str,
     rows = []
     for row in cmp["metrics"]:
         cls = row["change"] if row["change"] in ("better", "worse") else ""
-        cells = [escape(row["key"]), *(escape(c) for c in fmt.compare_cells(row))]
+        key = escape(row["key"]).replace(".", ".<wbr>")  # narrow screens break keys at dots
+        cells = [key, *(escape(c) for c in fmt.compare_cells(row))]
         rows.append([f"<span class='{cls}'>{c}</span>" if cls else c for c in cells])
     warn = "".join(f"<p class='warn'>{escape(w)}</p>" for w in fmt.config_warnings(cmp))
     diffs = cmp.get("config_differences") or []

@@ -152,12 +152,14 @@ def line_chart(
     x_format: Fmt = _g,
     x_integer: bool = False,
     log_x: bool = False,
+    x_ticks: Sequence[float] | None = None,
 ) -> str:
     """Lines over a shared x axis; points with ``None`` y break the line.
 
     ``y_format`` labels values in tooltips, ``tick_format`` the axis (round numbers),
     ``x_format`` the x ticks and tooltips. ``x_integer``: whole-number x ticks (turn depths).
-    ``log_x``: a log x axis (points with x <= 0 are left out). Only series with a point to draw
+    ``log_x``: a log x axis (points with x <= 0 are left out). ``x_ticks``: the x ticks to draw
+    (e.g. a sweep's concurrency levels) instead of computed ones. Only series with a point to draw
     get a legend entry; a chart with none says "no data".
     """
     shown = [s for s in series if s.visible]
@@ -175,7 +177,9 @@ def line_chart(
     pw, ph = width - left - right, height - top - bottom
     x0, x1 = min(xs), max(xs)
     tx: Callable[[float], float] = math.log10 if log_x else (lambda v: v)
-    if log_x:
+    if x_ticks is not None:
+        x_ticks = [t for t in x_ticks if x0 <= t <= x1] or [x0]
+    elif log_x:
         x_ticks = log_ticks(x0, x1)
     elif x_integer:
         x_ticks = integer_ticks(x0, x1)
@@ -215,7 +219,7 @@ def line_chart(
         f'transform="rotate(-90 14 {top + ph / 2:g})">{escape(y_label)}</text>'
     )
     for s in shown:
-        body += _series(s, px, py, x_format, y_format)
+        body += _series(s, px, py, x_format, y_format, left + pw)
     body += _legend(legend, left, top + ph + 50, width - right)
     return _svg(width, height, body, title)
 
@@ -232,6 +236,7 @@ def _series(
     py: Callable[[float], float],
     x_format: Fmt,
     y_format: Fmt,
+    x_right: float,
 ) -> list[str]:
     body = []
     segments: list[list[tuple[float, float]]] = [[]]
@@ -260,8 +265,12 @@ def _series(
                 f"<title>{escape(tip)}</title></circle>"
             )
         if s.labels is not None and i < len(s.labels) and s.labels[i]:
+            near_edge = cx > x_right - 24  # put the label left of the point
+            anchor = ' text-anchor="end"' if near_edge else ""
+            lx = cx - 5 if near_edge else cx + 5
             body.append(
-                f'<text x="{cx + 5:.1f}" y="{cy - 6:.1f}" class="pl">{escape(s.labels[i])}</text>'
+                f'<text x="{lx:.1f}" y="{cy - 6:.1f}" class="pl"{anchor}>'
+                f"{escape(s.labels[i])}</text>"
             )
     return body
 

@@ -102,7 +102,7 @@ def _curve(data: dict[str, Any], y_key: str) -> tuple[list[tuple[float, float | 
     )
 
 
-def sweep_charts(data: dict[str, Any], width: int = 640, height: int = 280) -> dict[str, str]:
+def sweep_charts(data: dict[str, Any], width: int = 520, height: int = 280) -> dict[str, str]:
     """The sweep's charts by name: throughput and cost against interactivity, TTFT."""
     xy, labels = _curve(data, "output_tokens_per_s")
     out = {
@@ -131,7 +131,7 @@ def sweep_charts(data: dict[str, Any], width: int = 640, height: int = 280) -> d
         y_label="TTFT (ms)",
         y_format=lambda v: f"{v:,.1f} ms",
         x_format=lambda v: f"{v:g}",
-        x_integer=not log,
+        x_ticks=levels,
         log_x=log,
         width=width,
         height=height,
@@ -144,7 +144,7 @@ def sweep_charts(data: dict[str, Any], width: int = 640, height: int = 280) -> d
             x_label="per-user output tokens/s (p50)",
             y_label="USD per million output tokens",
             y_format=fmt.usd,
-            tick_format=fmt.usd,
+            tick_format=lambda v: f"${v:,g}",
             width=width,
             height=height,
         )
@@ -156,7 +156,7 @@ STYLE = f"<style>text{{font-family:system-ui,sans-serif}}{svg.CHART_CSS}</style>
 
 def sweep_svg(data: dict[str, Any]) -> str:
     """The sweep's charts stacked in one standalone SVG (``sweep.svg``)."""
-    w, h = 640, 280
+    w, h = 560, 280
     charts = list(sweep_charts(data, w, h).values())
     body = "".join(
         f'<g transform="translate(0,{i * (h + 16)})">{c}</g>' for i, c in enumerate(charts)

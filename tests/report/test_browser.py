@@ -1,0 +1,110 @@
+"""The HTML reports in a real headless Chromium: a run's report, a comparison and a sweep page load
+with no console error, no script exception and no network request, do not overflow a phone-sized
+viewport, and leave screenshots in ``artifacts/browser/`` (git-ignored; CI keeps them).
+
+Chromium is Debian's package (``scripts/install_chromium.sh``, run by ``.ci/run``). Without it
+the test skips with the reason, except under ``CI=true`` where it fails: CI must run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from agentx.cli import app
+from agentx.report.sweep_view import SCHEMA as SWEEP_SCHEMA
+from agentx.report.sweep_view import sweep_point
+from agentx.store.results import write_requests
+
+from .browser import Browser, find_chromium
+from .sample import records, summary
+
+ARTIFACTS = Path(os.environ.get("AGENTX_ARTIFACTS", Path(__file__).parents[2] / "artifacts"))
+WIDTHS = (1100, 390)  # a laptop window, a phone
+COST = ["--gpu-hour-cost", "2", "--gpus", "8", "--price-preset", "claude-sonnet-4.5"]
+COST += ["--license-fraction", "0.3", "--utilization", "0.6"]
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = find_chromium()
+    if path is None:
+        reason = "chromium is not installed (bash scripts/install_chromium.sh installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: CI must run the browser test")
+        pytest.skip(reason)
+    return path
+
+
+def _results(path: Path, slow: float, concurrency: int) -> Path:
+    s = summary(slow=slow)
+    s["config"] = {**s["config"], "concurrency": concurrency}
+    path.mkdir(parents=True)
+    (path / "summary.json").write_bytes(orjson.dumps(s))
+    write_requests(path / "requests.parquet", records(slow))
+    return path
+
+
+def _pages(tmp: Path) -> dict[str, Path]:
+    """A run's report, a comparison (differently configured: it warns) and a sweep page."""
+    base = _results(tmp / "base", 1.0, 3)
+    new = _results(tmp / "new", 1.6, 4)
+    pages = {"report": tmp / "report.html", "compare": tmp / "compare.html"}
+    r = runner.invoke(app, ["report", str(new), "--html", str(pages["report"]), *COST])
+    assert r.exit_code == 0, r.output
+    args = ["report", str(new), "--compare", str(base), "--html", str(pages["compare"]), *COST]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    sweep = tmp / "sweep"
+    points = []
+    for n, slow in ((1, 1.0), (2, 1.3), (4, 1.6), (8, 2.4)):
+        level = _results(sweep / f"c{n}", slow, n)
+        points.append(sweep_point(n, json.loads((level / "summary.json").read_text())))
+    doc = {"schema": SWEEP_SCHEMA, "endpoint": "http://127.0.0.1:8011", "trace": "example"}
+    (sweep / "sweep.json").write_text(json.dumps({**doc, "model": "m", "points": points}))
+    pages["sweep"] = tmp / "sweep.html"
+    r = runner.invoke(app, ["report", str(sweep), "--html", str(pages["sweep"]), *COST])
+    assert r.exit_code == 0, r.output
+    return pages
+
+
+async def test_reports_in_chromium(chromium: str, tmp_path: Path) -> None:
+    pages = _pages(tmp_path)
+    problems = []
+    async with Browser(chromium) as browser:
+        for name, page in pages.items():
+            for width in WIDTHS:
+                shot = ARTIFACTS / "browser" / f"{name}-{width}.png"
+                rep = await browser.open(page, width, screenshot=shot)
+                where = f"{name} at {width}px"
+                problems += [f"{where}: console error {e}" for e in rep.console_errors]
+                problems += [f"{where}: exception {e}" for e in rep.exceptions]
+                problems += [f"{where}: network request {u}" for u in rep.network]
+                if rep.overflow_px > 0:
+                    problems.append(f"{where}: {rep.overflow_px}px wider than the viewport")
+                assert rep.requests and rep.requests[0].startswith("file:")  # it did load
+                assert shot.read_bytes().startswith(b"\x89PNG")
+    assert problems == []
+
+
+async def test_the_driver_sees_errors_and_requests(chromium: str, tmp_path: Path) -> None:
+    """The checks above can fail: a page with a script error and a fetch is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        "<!DOCTYPE html><html><body><div style='width:2000px'>wide</div>"
+        "<img src='http://127.0.0.1:9/x.png'>"
+        "<script>console.error('boom'); undefinedFunction();</script></body></html>"
+    )
+    async with Browser(chromium) as browser:
+        rep = await browser.open(bad, 800)
+    assert any("boom" in e for e in rep.console_errors)
+    assert rep.exceptions
+    assert "http://127.0.0.1:9/x.png" in rep.network
+    assert rep.overflow_px > 0
