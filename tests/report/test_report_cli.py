@@ -146,7 +146,7 @@ class TestCompareHtml:
         assert r.exit_code == 0, r.output
         html = out.read_text()
         assert "agentx comparison" in html and "New vs base" in html
-        assert "latency_ms.ttft.p50" in html and "2.00x" in html
+        assert "latency_ms.<wbr>ttft.<wbr>p50" in html and "2.00x" in html
         assert "TTFT distribution (CDF)" in html and 'stroke-dasharray="6 4"' in html  # base
         own = tmp_path / "own.html"
         runner.invoke(app, ["report", str(new), "--html", str(own)])
