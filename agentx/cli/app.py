@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+import typer.core
 from rich.console import Console, ConsoleDimensions
 from rich.segment import Segment
 
@@ -24,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
 PIPE_WIDTH = 500  # columns of output to a pipe or a file: wide tables are never cut
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
@@ -46,6 +48,18 @@ class PipeConsole(Console):
         return text if self.is_terminal else _TRAILING.sub("", text)
 
 
+def _no_flag_metavar() -> None:
+    """typer's help shows ``<bool>`` in the type column of every on/off flag (``--json``,
+    ``--salt/--no-salt``): a flag takes no value, so show nothing there."""
+    show = typer.core.TyperOption.display_type_rich
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else show(self, ctx)
+
+    typer.core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+
+
+_no_flag_metavar()
 out = PipeConsole(highlight=False)
 err = PipeConsole(stderr=True, highlight=False)
 

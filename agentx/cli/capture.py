@@ -15,7 +15,8 @@ from agentx.errors import AgentxError
 @app.command()
 def capture(
     out_path: Annotated[
-        Path | None, typer.Option("--out", "-o", help="trace file to write (Parquet)")
+        Path | None,
+        typer.Option("-o", "--output", "--out", help="trace file to write (Parquet)"),
     ] = None,
     command: Annotated[
         list[str] | None, typer.Argument(help="after --: the agent to launch", show_default=False)

@@ -36,7 +36,7 @@ def replay(
     metrics_url: Annotated[
         str | None,
         typer.Option(
-            "--metrics-url", help="Prometheus URL [default: <endpoint>/metrics when it answers]"
+            "--metrics-url", help="Prometheus URL [default: ENDPOINT/metrics when it answers]"
         ),
     ] = None,
     no_metrics: o.NoMetrics = False,
@@ -61,7 +61,7 @@ def replay(
         typer.Option(
             "-o",
             "--output",
-            help="results directory [default: results/replay-<time>]",
+            help="results directory [default: results/replay-TIME]",
             show_default=False,
         ),
     ] = None,
@@ -250,7 +250,7 @@ def report(
     ] = None,
     png: Annotated[
         Path | None,
-        typer.Option("--png", metavar="DIR", help="also write every chart as DIR/<chart>.png"),
+        typer.Option("--png", metavar="DIR", help="also write every chart as DIR/CHART.png"),
     ] = None,
     csv: Annotated[
         Path | None,

@@ -44,7 +44,9 @@ MaxThink = Annotated[
 Assistant = Annotated[
     str,
     typer.Option(
-        "--assistant", help="recorded (captured assistant turns) or live (the server's own replies)"
+        "--assistant",
+        metavar="recorded|live",
+        help="recorded (captured assistant turns) or live (the server's own replies)",
     ),
 ]
 Salt = Annotated[
@@ -59,7 +61,9 @@ Warmup = Annotated[
 Api = Annotated[
     str,
     typer.Option(
-        "--api", help="chat (convert to OpenAI chat), messages (Anthropic /v1/messages) or native"
+        "--api",
+        metavar="chat|messages|native",
+        help="chat (convert to OpenAI chat), messages (Anthropic /v1/messages) or native",
     ),
 ]
 ExtraBody = Annotated[
@@ -93,7 +97,9 @@ ApiKey = Annotated[
     str | None,
     typer.Option(
         "--api-key",
-        help="API key [default: $OPENAI_API_KEY]; never printed or written",
+        envvar="OPENAI_API_KEY",
+        show_envvar=True,
+        help="API key; never printed or written",
         show_default=False,
     ),
 ]
