@@ -2,6 +2,8 @@
 
 Workers send :class:`Snapshot` values to the parent, which sums them; a single process draws its
 own. The display refreshes twice a second from a task on the event loop (no render thread).
+With a :class:`Goal` (the requests the run will send, or its ``--duration``) it also shows the
+total and an ETA.
 """
 
 from __future__ import annotations
@@ -15,6 +17,35 @@ from rich.live import Live
 from rich.text import Text
 
 from agentx.replay.lanes import Counters
+from agentx.replay.options import ReplayOptions
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """Where the run ends: after ``requests`` responses, or ``duration_s`` after it started."""
+
+    requests: int | None = None
+    duration_s: float | None = None
+
+
+def goal_of(options: ReplayOptions, plan_requests: int) -> Goal:
+    """``--duration`` ends by time; ``--max-requests`` after that many measured requests (plus
+    the warm-up ones); otherwise every planned request of this shard is sent once."""
+    if options.duration_s is not None:
+        return Goal(duration_s=options.duration_s)
+    if options.max_requests is not None:
+        return Goal(requests=options.max_requests + options.warmup * options.concurrency)
+    return Goal(requests=plan_requests)
+
+
+def clock(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    s = max(round(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +89,11 @@ class ProgressView:
 
     WINDOW_S = 5.0
 
-    def __init__(self, lanes: int, console: Console | None = None) -> None:
+    def __init__(
+        self, lanes: int, console: Console | None = None, goal: Goal | None = None
+    ) -> None:
         self.lanes = lanes
+        self.goal = goal or Goal()
         self.console = console or Console(stderr=True)
         self._history: deque[tuple[float, Snapshot]] = deque()
         self._t0 = time.perf_counter()
@@ -96,8 +130,20 @@ class ProgressView:
             (b.cpu_s - a.cpu_s) / dt,
         )
 
+    def _eta(self, done: int, req_s: float, elapsed: float) -> str:
+        g = self.goal
+        if g.duration_s is not None:
+            left = g.duration_s - elapsed
+            return f"  ETA {clock(left)}" if left > 0 else "  draining"
+        if g.requests is not None and req_s > 0 and done < g.requests:
+            return f"  ETA {clock((g.requests - done) / req_s)}"
+        return ""
+
     def _render(self, snap: Snapshot) -> Group:
         req_s, tok_s, cpu = self._rates(snap)
+        elapsed = time.perf_counter() - self._t0
+        done = snap.ok + snap.errors
+        total = f"/{self.goal.requests}" if self.goal.requests is not None else ""
         hit = (
             f"{snap.cached_tokens / snap.cached_known_prompt:.1%}"
             if snap.cached_known_prompt
@@ -105,9 +151,10 @@ class ProgressView:
         )
         errors = f"[red]errors {snap.errors}[/]" if snap.errors else "errors 0"
         first = (
-            f"[bold]replay[/] {time.perf_counter() - self._t0:.0f}s  lanes {snap.active_lanes}/"
-            f"{self.lanes}  sessions {snap.sessions_completed}/{snap.sessions_started}  "
-            f"requests {snap.ok + snap.errors} (+{snap.in_flight} in flight)  {errors}"
+            f"[bold]replay[/] {clock(elapsed)}{self._eta(done, req_s, elapsed)}  lanes "
+            f"{snap.active_lanes}/{self.lanes}  sessions {snap.sessions_completed}/"
+            f"{snap.sessions_started}  requests {done}{total} (+{snap.in_flight} in flight)  "
+            f"{errors}"
         )
         second = f"  {req_s:.1f} req/s  {tok_s:,.0f} tok/s  hit {hit}  client cpu {cpu:.0%}"
         return Group(Text.from_markup(first, overflow="ellipsis"), Text.from_markup(second))

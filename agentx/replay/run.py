@@ -26,7 +26,7 @@ from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import Engine
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
-from agentx.replay.progress import ProgressView, Snapshot
+from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
 from agentx.replay.setup import RunSetup, engine_config, http_client, probe_setup, start_scraper
 from agentx.replay.theory import SentLog, remove_quietly
 from agentx.replay.workers import run_workers
@@ -89,7 +89,8 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
         )
         scraper = await start_scraper(setup, client)
         restore = _install_sigint(engine.abort)
-        progress = asyncio.create_task(_progress(engine, o)) if o.progress else None
+        goal = goal_of(o, plan.requests)
+        progress = asyncio.create_task(_progress(engine, o, goal)) if o.progress else None
         try:
             result = await engine.run()
         finally:
@@ -125,9 +126,9 @@ def _install_sigint(abort: Callable[[], None]) -> Callable[[], None]:
     return restore
 
 
-async def _progress(engine: Engine, options: ReplayOptions) -> None:
+async def _progress(engine: Engine, options: ReplayOptions, goal: Goal) -> None:
     cpu0 = time.thread_time()
-    with ProgressView(options.concurrency) as view:
+    with ProgressView(options.concurrency, goal=goal) as view:
         while True:
             view.update(Snapshot.of(engine.counters, time.thread_time() - cpu0))
             await asyncio.sleep(PROGRESS_INTERVAL_S)

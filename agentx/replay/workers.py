@@ -31,7 +31,7 @@ from agentx.errors import AgentxError
 from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
-from agentx.replay.progress import ProgressView, Snapshot
+from agentx.replay.progress import ProgressView, Snapshot, goal_of
 from agentx.replay.setup import RunSetup, engine_config, http_client, start_scraper
 from agentx.replay.theory import SentLog
 
@@ -147,7 +147,7 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
     for p in procs:
         p.start()
     try:
-        return asyncio.run(_supervise(setup, procs, events, go, tmp))
+        return asyncio.run(_supervise(setup, procs, events, go, tmp, plan.requests))
     finally:
         for p in procs:
             p.join(timeout=5)
@@ -178,7 +178,12 @@ async def _wait_ready(procs: Sequence[BaseProcess], events: Events) -> None:
 
 
 async def _supervise(
-    setup: RunSetup, procs: Sequence[BaseProcess], events: Events, go: MpEvent, tmp: Path
+    setup: RunSetup,
+    procs: Sequence[BaseProcess],
+    events: Events,
+    go: MpEvent,
+    tmp: Path,
+    plan_requests: int,
 ) -> Collected:
     o = setup.options
     n = len(procs)
@@ -199,7 +204,7 @@ async def _supervise(
         go.set()
         snaps: dict[int, Snapshot] = {}
         done: dict[int, str] = {}
-        view = ProgressView(o.concurrency) if o.progress else None
+        view = ProgressView(o.concurrency, goal=goal_of(o, plan_requests)) if o.progress else None
         if view is not None:
             view.__enter__()
         try:
