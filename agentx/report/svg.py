@@ -58,10 +58,10 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     ticks = []
     v = start
     while v < hi + step * 1e-9:
-        ticks.append(round(v, 12))
+        ticks.append(round(v, 12) + 0.0)  # + 0.0: never a "-0" tick
         v += step
     if ticks[-1] < hi:
-        ticks.append(round(v, 12))
+        ticks.append(round(v, 12) + 0.0)
     return ticks
 
 

@@ -1,0 +1,131 @@
+"""The chart builders: adaptive time buckets, whole-number and log axes, legends only for what is
+drawn, CDFs from the summary's quantile curves, the margin curve."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentx.metrics.cost import CostOptions, Prices, cost_summary
+from agentx.report import svg
+from agentx.report.charts import (
+    Run,
+    bucket_width_s,
+    buckets,
+    latency_cdf,
+    margin_curve,
+    summary_charts,
+)
+
+from .sample import summary
+
+
+def second(
+    t: int, completed: int = 0, cached: int | None = None, prompt: int | None = None
+) -> dict[str, Any]:
+    return {
+        "t_s": t,
+        "started": completed,
+        "completed": completed,
+        "errors": 0,
+        "output_tokens": 10.0 * completed,
+        "cached_tokens": cached,
+        "prompt_tokens": prompt,
+        "reported_hit_rate": None,
+        "server_hit_rate": None,
+        "kv_cache_usage_perc": None,
+    }
+
+
+class TestBuckets:
+    def test_dense_short_runs_keep_seconds(self) -> None:
+        assert bucket_width_s([second(t, 5) for t in range(60)]) == 1
+
+    def test_long_runs_are_capped_at_120_points(self) -> None:
+        rows = [second(t, 5) for t in range(3600)]
+        width = bucket_width_s(rows)
+        assert width == 30 and len(buckets(rows, width)) <= 120
+
+    def test_sparse_runs_merge_until_about_3_completions_a_bucket(self) -> None:
+        rows = [second(t, 1 if t % 4 == 0 else 0) for t in range(200)]  # 0.25 per second
+        width = bucket_width_s(rows)
+        assert width == 15
+        assert min(b["completed"] * width for b in buckets(rows, width)[:-1]) >= 3
+
+    def test_short_sparse_runs_keep_a_few_points(self) -> None:
+        rows = [second(t, 1 if t == 0 else 0) for t in range(10)]
+        assert len(buckets(rows, bucket_width_s(rows))) >= 5
+
+    def test_rates_per_second_and_hit_rate_from_token_sums(self) -> None:
+        rows = [second(0, 2, 50, 100), second(1, 4, 150, 200), second(2, 0)]
+        (b, tail) = buckets(rows, 2)
+        assert b["completed"] == 3.0 and b["output_tokens"] == 30.0
+        assert b["reported_hit_rate"] == pytest.approx(200 / 300)
+        assert tail["reported_hit_rate"] is None  # no usage in that second: unknown, not 0
+
+
+class TestAxes:
+    def test_integer_ticks(self) -> None:
+        assert svg.integer_ticks(0, 5) == [0, 1, 2, 3, 4, 5]
+        assert all(t == int(t) for t in svg.integer_ticks(0, 3))
+        assert svg.integer_ticks(0, 100)[-1] == 100
+
+    def test_log_ticks(self) -> None:
+        assert svg.log_ticks(1, 100) == [1, 2, 5, 10, 20, 50, 100]
+        assert svg.log_ticks(0.5, 50_000) == [1, 10, 100, 1_000, 10_000]
+
+    def test_legend_only_for_drawn_series(self) -> None:
+        chart = svg.line_chart(
+            [svg.Series("shown", [(0, 1.0), (1, 2.0)]), svg.Series("empty", [(0, None)])],
+            title="t",
+            x_label="x",
+            y_label="y",
+        )
+        assert ">shown</text>" in chart and "empty" not in chart
+        nothing = svg.line_chart(
+            [svg.Series("empty", [(0, None)])], title="t", x_label="x", y_label="y"
+        )
+        assert "no data" in nothing
+
+    def test_point_labels_and_negative_values(self) -> None:
+        chart = svg.line_chart(
+            [svg.Series("s", [(1, -0.5), (2, 0.5)], labels=["c1", "c2"])],
+            title="t",
+            x_label="x",
+            y_label="y",
+        )
+        assert ">c1</text>" in chart and ">c2</text>" in chart  # the last one left of its point
+        assert ">-0.4</text>" in chart and ">0</text>" in chart and ">-0</text>" not in chart
+
+
+class TestCharts:
+    def test_cdf_overlay_dashes_the_base(self) -> None:
+        s = summary()
+        chart = latency_cdf([Run("base", s, dash=True), Run("new", s)], "ttft", "TTFT")
+        assert chart.count("<polyline") == 2 and 'stroke-dasharray="6 4"' in chart
+        assert ">base</text>" in chart and ">new</text>" in chart
+
+    def test_summary_without_curves_says_no_data(self) -> None:
+        s = summary()
+        del s["rollups"]["latency_quantiles_ms"]
+        assert "no data" in summary_charts(s)["ttft_cdf"]
+
+    def test_margin_curve_crosses_zero_at_break_even(self) -> None:
+        s = {
+            "throughput": {"input_tokens_per_s": 19_000.0, "output_tokens_per_s": 1_000.0},
+            "tokens": {"input": 1_900_000, "output": 100_000, "cached": 1_710_000},
+            "cache": {},
+        }
+        cost = cost_summary(
+            CostOptions(
+                usd_per_gpu_hour=2.0, gpus=8, prices=Prices(3, 0.3, 15), license_fraction=0.3
+            ),
+            s,
+        )
+        curve = dict(margin_curve(cost))
+        u = cost["breakeven_utilization"]
+        below = max(x for x in curve if x < u)
+        above = min(x for x in curve if x > u)
+        assert curve[below] < 0 < curve[above]
+        assert curve[1.0] == pytest.approx(cost["gross_margin"])
