@@ -48,31 +48,35 @@ def _ms_tick(v: float) -> str:
 
 
 def latency_cdf(runs: Sequence[Run], metric: str, label: str, width: int = 330) -> str:
-    """The CDF of one latency metric for each run (``rollups.latency_quantiles_ms``)."""
-    series = []
-    values: list[float] = []
-    for i, run in enumerate(runs):
+    """The CDF of one latency metric for each run (``rollups.latency_quantiles_ms``). A wide
+    spread gets a log axis; values of 0 (token gaps inside one network read) sit at its left
+    edge."""
+    curves = []
+    for run in runs:
         q = get(run.summary, "rollups.latency_quantiles_ms") or {}
-        levels, curve = q.get("levels"), q.get(metric)
-        if not levels or not curve:
-            continue
-        values += [v for v in curve if v > 0]
-        name = f"{run.label}" if len(runs) > 1 else f"{label}"
+        if q.get("levels") and q.get(metric):
+            curves.append((run, q["levels"], q[metric]))
+    positive = [v for _, _, curve in curves for v in curve if v > 0]
+    lo, hi = (min(positive), max(positive)) if positive else (0.0, 0.0)
+    log = lo > 0 and hi / lo > LOG_SPAN
+    zeros = log and any(v <= 0 for _, _, curve in curves for v in curve)
+    series = []
+    for i, (run, levels, curve) in enumerate(curves):
+        xs = [max(v, lo) for v in curve] if log else curve
         series.append(
             svg.Series(
-                name,
-                [(v, lv / 100) for v, lv in zip(curve, levels, strict=True)],
+                run.label if len(runs) > 1 else label,
+                [(v, lv / 100) for v, lv in zip(xs, levels, strict=True)],
                 svg.PALETTE[i % len(svg.PALETTE)],
                 dash=run.dash,
                 markers=False,
             )
         )
-    lo, hi = (min(values), max(values)) if values else (0.0, 0.0)
-    log = lo > 0 and hi / lo > LOG_SPAN
+    scale = ", log scale" + (", 0 at the left edge" if zeros else "") if log else ""
     return svg.line_chart(
         series,
         title=f"{label} distribution (CDF)",
-        x_label=f"{label} (ms{', log scale' if log else ''})",
+        x_label=f"{label} (ms{scale})",
         y_label="share of requests" if metric != "itl" else "share of token gaps",
         y_format=fmt.pct,
         tick_format=pct_tick,
