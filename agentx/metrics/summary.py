@@ -14,6 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from agentx import __version__
 from agentx.metrics import latency as lat
 from agentx.metrics import rollups
@@ -48,10 +51,16 @@ class RunInfo:
     config: dict[str, Any] = field(default_factory=dict)  # replay options, never the api key
 
 
-def latency_ms(records: Sequence[RequestRecord], extra: Iterable[float] = ()) -> dict[str, Any]:
+def latency_ms(
+    records: Sequence[RequestRecord],
+    extra: Iterable[float] = (),
+    itl: npt.NDArray[np.float64] | None = None,
+) -> dict[str, Any]:
     """``latency_ms`` of ``summary.json`` over the successful ``records``, with the percentiles
-    ``extra`` beyond the contract's (``--percentiles``)."""
+    ``extra`` beyond the contract's (``--percentiles``). ``itl``: their pooled gaps, when the
+    caller has them already."""
     qs = tuple(extra)
+    gaps = lat.pooled_itl_ms(records) if itl is None else itl
 
     def dist(fn: Callable[[RequestRecord], float | None]) -> dict[str, float | None]:
         return distribution(lat.known(fn, records), qs)
@@ -59,19 +68,21 @@ def latency_ms(records: Sequence[RequestRecord], extra: Iterable[float] = ()) ->
     return {
         "ttft": dist(lat.ttft_ms),
         "ttfc": dist(lat.ttfc_ms),
-        "itl": distribution(lat.pooled_itl_ms(records), qs),
+        "itl": distribution(gaps, qs),
         "tpot": dist(lat.tpot_ms),
         "e2e": dist(lat.e2e_ms),
     }
 
 
-def latency_curves_ms(records: Sequence[RequestRecord]) -> dict[str, Any]:
+def latency_curves_ms(
+    records: Sequence[RequestRecord], itl: npt.NDArray[np.float64] | None = None
+) -> dict[str, Any]:
     """Quantile curves of TTFT, ITL and E2E (``rollups.latency_quantiles_ms``): the reports'
     CDFs. ``levels`` are the percentiles the values sit at."""
     return {
         "levels": list(CURVE_LEVELS),
         "ttft": quantile_curve(lat.known(lat.ttft_ms, records)),
-        "itl": quantile_curve(lat.pooled_itl_ms(records)),
+        "itl": quantile_curve(lat.pooled_itl_ms(records) if itl is None else itl),
         "e2e": quantile_curve(lat.known(lat.e2e_ms, records)),
     }
 
@@ -114,6 +125,7 @@ def build_summary(
 
     inp = lat.total_tokens(lat.input_tokens, ok)
     out = lat.total_tokens(lat.output_tokens, ok)
+    itl = lat.pooled_itl_ms(ok)  # once: millions of gaps on a long run
     cached_vals = [r.cached_tokens for r in ok if r.cached_tokens is not None]
 
     summary: dict[str, Any] = {
@@ -141,7 +153,7 @@ def build_summary(
             "input_tokens_per_s": ratio(inp, span) or 0.0,
             "output_tokens_per_s": ratio(out, span) or 0.0,
         },
-        "latency_ms": latency_ms(ok, extra_percentiles),
+        "latency_ms": latency_ms(ok, extra_percentiles, itl),
         "per_user_output_tokens_per_s": distribution(
             lat.known(lat.output_tps_per_user, ok), extra_percentiles
         ),
@@ -177,7 +189,7 @@ def build_summary(
         "time_series": rollups.time_series(
             [*measured, *drained], origin, server.time_series if server else ()
         ),
-        "latency_quantiles_ms": latency_curves_ms(ok),
+        "latency_quantiles_ms": latency_curves_ms(ok, itl),
     }
     summary["server"] = _server_block(server)
     summary["cost"] = cost_summary(cost, summary) if cost is not None else None
@@ -217,6 +229,16 @@ def with_percentiles(
     }
     out["config"] = {**(summary.get("config") or {}), "percentiles": list(extra)}
     return out
+
+
+def with_curves(summary: dict[str, Any], records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """``summary`` with ``rollups.latency_quantiles_ms`` computed from ``records`` when it has
+    none (a results directory written before agentx drew CDFs)."""
+    rollups = summary.get("rollups") or {}
+    if rollups.get("latency_quantiles_ms") or not records:
+        return summary
+    ok = [r for r in lat.measured(records) if r.ok]
+    return {**summary, "rollups": {**rollups, "latency_quantiles_ms": latency_curves_ms(ok)}}
 
 
 def with_cost(summary: dict[str, Any], cost: CostOptions | None) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from rich.console import Group, RenderableType
 
 from agentx.errors import AgentxError, UsageError
 from agentx.metrics.cost import CostOptions
-from agentx.metrics.summary import with_cost, with_percentiles
+from agentx.metrics.summary import with_cost, with_curves, with_percentiles
 from agentx.record import RequestRecord
-from agentx.report import export
+from agentx.report import export, fmt
 from agentx.report.charts import Run, latency_cdfs, summary_charts
 from agentx.report.compare import compare
 from agentx.report.compare_page import render_compare_html
@@ -57,8 +57,11 @@ class Report:
 
 def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord]]:
     """A run's summary with the options applied, and its records when an option needs them."""
-    need_records = o.percentiles is not None or o.csv_dir is not None
-    summary, records = load_results(path) if need_records else (load_summary(path), [])
+    summary = load_summary(path)
+    old = not fmt.get(summary, "rollups.latency_quantiles_ms")  # written before the CDFs
+    need_records = o.percentiles is not None or o.csv_dir is not None or old
+    records = load_results(path)[1] if need_records else []
+    summary = with_curves(summary, records)
     if o.percentiles is not None:
         if not records:
             raise AgentxError(f"{path}: --percentiles needs requests.parquet beside summary.json")

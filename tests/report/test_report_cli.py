@@ -211,3 +211,12 @@ class TestExports:
             width, height = struct.unpack(">II", data[16:24])
             assert width >= 600 and height >= 100  # rendered at 2x
             assert f"wrote {p}" in r.stderr
+
+
+def test_results_written_before_the_cdfs_get_them_from_the_records(tmp_path: Path) -> None:
+    old = summary()
+    del old["rollups"]["latency_quantiles_ms"]
+    d = results_dir(tmp_path / "old", old)
+    r = runner.invoke(app, ["report", str(d), "--json"])
+    curves = json.loads(r.stdout)["rollups"]["latency_quantiles_ms"]
+    assert curves["ttft"] == summary()["rollups"]["latency_quantiles_ms"]["ttft"]
