@@ -185,10 +185,14 @@ def sweep(
     from agentx.replay.options import parse_extra_body
     from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep
 
+    done: list[object] = []
+
     def level_done(point: dict[str, object]) -> None:
+        done.append(point["concurrency"])
         if not json_out:
             err.print(
-                f"agentx: concurrency {point['concurrency']} done -> {output / str(point['results_dir'])}",
+                f"agentx: level {len(done)}/{len(concurrency.split(','))}: concurrency "
+                f"{point['concurrency']} done -> {output / str(point['results_dir'])}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,
