@@ -191,7 +191,7 @@ def sweep(
         done.append(point["concurrency"])
         if not json_out:
             err.print(
-                f"agentx: level {len(done)}/{len(concurrency.split(','))}: concurrency "
+                f"agentx: level {len(done)}/{len(levels)}: concurrency "
                 f"{point['concurrency']} done -> {output / str(point['results_dir'])}",
                 markup=False,
                 highlight=False,
@@ -211,9 +211,8 @@ def sweep(
             percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
             cost=ro.cost_from_flags(ctx.params),
         )  # fmt: skip
-        result = run_sweep(
-            SweepOptions(replay_options, parse_levels(concurrency), output), level_done
-        )
+        levels = parse_levels(concurrency)
+        result = run_sweep(SweepOptions(replay_options, levels, output), level_done)
     except AgentxError as exc:
         fail(exc)
     for warning in result.warnings:
