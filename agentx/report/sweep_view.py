@@ -102,7 +102,7 @@ def _curve(data: dict[str, Any], y_key: str) -> tuple[list[tuple[float, float | 
     )
 
 
-def sweep_charts(data: dict[str, Any], width: int = 520, height: int = 280) -> dict[str, str]:
+def sweep_charts(data: dict[str, Any], width: int = 490, height: int = 280) -> dict[str, str]:
     """The sweep's charts by name: throughput and cost against interactivity, TTFT."""
     xy, labels = _curve(data, "output_tokens_per_s")
     out = {
