@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,9 @@ from agentx.cli import replay_options as o
 from agentx.cli import report_options as ro
 from agentx.cli.app import app, err, fail, out, print_json
 from agentx.errors import AgentxError
+
+if TYPE_CHECKING:
+    from agentx.report.command import ReportOptions
 
 
 @app.command()
@@ -52,6 +55,15 @@ def replay(
     shard: Annotated[
         str, typer.Option("--shard", help="I/N: run only sessions i mod N == I (multi-machine)")
     ] = "0/1",
+    start_at: Annotated[
+        str | None,
+        typer.Option(
+            "--start-at",
+            metavar="TIME",
+            help="start the lanes at TIME (epoch seconds, or ISO 8601: UTC without an offset) "
+            "after loading and probing, so shards start together; at once if it has passed",
+        ),
+    ] = None,
     seed: o.Seed = 0,
     timeout: o.Timeout = 600.0,
     block_size: o.BlockSize = None,
@@ -87,7 +99,7 @@ def replay(
     """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
     from agentx.metrics.percentiles import parse_percentiles
     from agentx.replay import ReplayOptions, run_replay
-    from agentx.replay.options import parse_extra_body, parse_shard
+    from agentx.replay.options import parse_extra_body, parse_shard, parse_start_at
 
     try:
         options = ReplayOptions(
@@ -97,7 +109,8 @@ def replay(
             salt=salt, warmup=warmup,
             api=api,  # type: ignore[arg-type]
             extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, metrics_url=metrics_url,
-            scrape_metrics=not no_metrics, slo=slo, workers=workers, shard=parse_shard(shard), seed=seed,
+            scrape_metrics=not no_metrics, slo=slo, workers=workers, shard=parse_shard(shard),
+            start_at_s=parse_start_at(start_at) if start_at else None, seed=seed,
             timeout_s=timeout, block_size=block_size, api_key=api_key, output_dir=output,
             progress=not json_out and err.is_terminal,
             percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
@@ -231,13 +244,35 @@ def sweep(
         raise typer.Exit(130)
 
 
+MergeOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write the merged results directory here (summary.json, requests.parquet, ...)",
+        show_default=False,
+    ),
+]
+MergeSlo = Annotated[
+    str | None,
+    typer.Option(
+        "--slo",
+        help="check the merged rows against these SLOs (default: the shards' own --slo); "
+        "exit 3 when one fails",
+    ),
+]
+
+
 @app.command()
 def report(
     ctx: typer.Context,
-    results_dir: Annotated[
-        Path,
+    results_dirs: Annotated[
+        list[Path],
         typer.Argument(
-            help="a results directory (`agentx replay -o`) or a sweep directory (`agentx sweep -o`)"
+            help="a results directory (`agentx replay -o`) or a sweep directory (`agentx sweep -o`); "
+            "several results directories (the shards of a `replay --shard I/N` split) are merged",
+            show_default=False,
         ),
     ],
     compare_dir: Annotated[
@@ -263,6 +298,8 @@ def report(
             help="also write CSV: requests, summary, sessions, turns, time series (sweep: levels)",
         ),
     ] = None,
+    output: MergeOutput = None,
+    slo: MergeSlo = None,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -284,22 +321,67 @@ def report(
     price_file: ro.PriceFile = None,
     license_fraction: ro.LicenseFraction = 0.0,
 ) -> None:
-    """Re-render saved results; with --compare, the deltas and ratios against a base run."""
+    """Re-render saved results; --compare diffs against a base run; several dirs are merged."""
     from agentx.metrics.percentiles import parse_percentiles
-    from agentx.report.command import ReportOptions, build_report
+    from agentx.report.command import ReportOptions
+
+    _report(
+        ReportOptions(
+            results_dirs[0],
+            more_dirs=tuple(results_dirs[1:]),
+            base_dir=compare_dir,
+            html_path=html,
+            csv_dir=csv,
+            png_dir=png,
+            cost=ro.cost_from_flags(ctx.params),
+            percentiles=None if percentiles is None else parse_percentiles(percentiles),
+            output_dir=output,
+            slo=slo,
+        ),
+        json_out,
+    )
+
+
+@app.command()
+def merge(
+    results_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="results directories of the shards of one `replay --shard I/N` split",
+            show_default=False,
+        ),
+    ],
+    output: MergeOutput = None,
+    slo: MergeSlo = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="FILE", help="also write the merged HTML report here"),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print the merged summary.json to stdout")
+    ] = False,
+) -> None:
+    """Merge the shards of a `replay --shard I/N` split exactly, from their rows (not averages)."""
+    from agentx.report.command import ReportOptions
+
+    _report(
+        ReportOptions(
+            results_dirs[0],
+            more_dirs=tuple(results_dirs[1:]),
+            html_path=html,
+            output_dir=output,
+            slo=slo,
+            merge=True,
+        ),
+        json_out,
+    )
+
+
+def _report(options: ReportOptions, json_out: bool) -> None:
+    from agentx.report.command import build_report
 
     try:
-        result = build_report(
-            ReportOptions(
-                results_dir,
-                base_dir=compare_dir,
-                html_path=html,
-                csv_dir=csv,
-                png_dir=png,
-                cost=ro.cost_from_flags(ctx.params),
-                percentiles=None if percentiles is None else parse_percentiles(percentiles),
-            )
-        )
+        result = build_report(options)
     except AgentxError as exc:
         fail(exc)
     for warning in result.warnings:
@@ -310,3 +392,5 @@ def report(
         out.print(result.renderable)
     for path in result.written:
         err.print(f"agentx: wrote {path}", markup=False, highlight=False, soft_wrap=True)
+    if result.slo_failed:
+        raise typer.Exit(3)

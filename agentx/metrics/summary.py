@@ -49,6 +49,10 @@ class RunInfo:
     client_cpu_percent: float = 0.0
     client_saturated: bool = False
     config: dict[str, Any] = field(default_factory=dict)  # replay options, never the api key
+    # the run's start on the rows' clock (perf counter) and on the wall clock: maps sent_ns to
+    # wall time, so shards measured on different machines merge onto one clock
+    started_perf_ns: int | None = None
+    started_wall_ns: int | None = None
 
 
 def latency_ms(
@@ -193,6 +197,8 @@ def build_summary(
     }
     summary["server"] = _server_block(server)
     summary["cost"] = cost_summary(cost, summary) if cost is not None else None
+    if run.started_perf_ns is not None and run.started_wall_ns is not None:
+        summary["clock"] = {"perf_ns": run.started_perf_ns, "wall_ns": run.started_wall_ns}
     summary["config"] = run.config
     summary["agentx_version"] = __version__  # the agentx that measured the run
     return summary
@@ -208,6 +214,19 @@ def _server_block(server: ServerMetrics | None) -> dict[str, Any] | None:
         "scrapes": server.scrapes,
         "scrape_errors": server.scrape_errors,
         "deltas": server.raw_deltas,
+        "url": server.url,
+        "counters": [c.to_json() for c in server.counters],
+        # (t_ns, value) of every scrape, on the run's clock: what a merge pools
+        "kv_cache_usage_samples": [
+            [p["t_ns"], p["kv_cache_usage_perc"]]
+            for p in server.time_series
+            if p.get("kv_cache_usage_perc") is not None
+        ],
+        "window_t_ns": (
+            [server.time_series[0]["t_ns"], server.time_series[-1]["t_ns"]]
+            if server.time_series
+            else None
+        ),
     }
 
 

@@ -4,26 +4,24 @@ the client kept up, build ``summary.json`` and write the results directory."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from agentx.errors import AgentxError
 from agentx.metrics.percentiles import percentiles
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
+from agentx.prefix_union import TheoryRow
 from agentx.record import RequestRecord
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
-from agentx.report import write_html
-from agentx.store.results import write_requests
+from agentx.report.results_dir import write_results
 
 SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
 SATURATED_LAG_P99_MS = 50.0
@@ -88,7 +86,8 @@ def collect(
 
 def _with_theory(
     records: list[RequestRecord], logs: list[Path], block_size: int
-) -> list[RequestRecord]:
+) -> tuple[list[RequestRecord], list[TheoryRow]]:
+    """The records with their theoretical figures, and the rows of ``theory.parquet``."""
     expected = theoretical(merged(logs), block_size)
     out = []
     for r in records:
@@ -100,7 +99,11 @@ def _with_theory(
                 r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
             )
         )
-    return out
+    rows = [
+        TheoryRow(rid, e.sent_ns, e.prompt_tokens, e.hit_tokens, e.new_blocks)
+        for rid, e in expected.items()
+    ]
+    return out, rows
 
 
 def finish_run(
@@ -114,7 +117,7 @@ def finish_run(
     cache_reset: CacheReset | None = None,
 ) -> ReplayResult:
     o = setup.options
-    records = _with_theory(c.records, c.sent_logs, setup.block_size)
+    records, theory = _with_theory(c.records, c.sent_logs, setup.block_size)
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     cpu_percent = 100.0 * c.cpu_s / wall_s
     lag = percentiles([r.dispatch_lag_ns / 1e6 for r in records if not r.warmup])
@@ -160,6 +163,7 @@ def finish_run(
         interrupted=c.interrupted,
         cache_reset=None if cache_reset is None else cache_reset.endpoint,
     )
+    perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
     run = RunInfo(
         endpoint=o.endpoint,
         model=setup.model,
@@ -171,6 +175,8 @@ def finish_run(
         client_cpu_percent=round(cpu_percent, 1),
         client_saturated=saturated,
         config=config,
+        started_perf_ns=c.started_ns,
+        started_wall_ns=wall_now - (perf_now - c.started_ns),
     )
     summary = build_summary(
         run,
@@ -183,17 +189,5 @@ def finish_run(
     )
     if warnings:
         summary["warnings"] = warnings
-    write_results(out_dir, summary, records)
+    write_results(out_dir, summary, records, theory)
     return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted)
-
-
-def write_results(out_dir: Path, summary: dict[str, Any], records: Sequence[RequestRecord]) -> None:
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_requests(out_dir / "requests.parquet", records)
-        (out_dir / "summary.json").write_bytes(
-            orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
-        )
-    except OSError as exc:
-        raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
-    write_html(summary, out_dir / "report.html")

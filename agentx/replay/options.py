@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +47,7 @@ class ReplayOptions:
     slo: str | None = None
     workers: int = 1
     shard: tuple[int, int] = (0, 1)  # (index, count): this process runs sessions i % count == index
+    start_at_s: float | None = None  # --start-at: epoch seconds the lanes start at (a barrier)
     seed: int = 0
     timeout_s: float = DEFAULT_TIMEOUT_S
     block_size: int | None = None  # theoretical-hit block size; None: the server's, else 16
@@ -113,6 +115,26 @@ def parse_shard(text: str) -> tuple[int, int]:
     if count < 1 or not 0 <= index < count:
         raise UsageError(f"--shard {text}: need 0 <= I < N")
     return index, count
+
+
+def parse_start_at(text: str) -> float:
+    """``--start-at``: epoch seconds (``1767225600``, ``1767225600.5``) or an ISO 8601 time
+    (``2026-01-01T00:00:00Z``, ``...+02:00``; without an offset, UTC) -> epoch seconds."""
+    t = text.strip()
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(t)
+    except ValueError:
+        raise UsageError(
+            f"--start-at must be epoch seconds or an ISO 8601 time "
+            f"(e.g. 2026-01-01T12:00:00Z), got {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
 
 
 def parse_extra_body(text: str | None) -> dict[str, Any]:

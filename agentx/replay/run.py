@@ -27,7 +27,14 @@ from agentx.replay.lanes import Engine
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
-from agentx.replay.setup import RunSetup, engine_config, http_client, probe_setup, start_scraper
+from agentx.replay.setup import (
+    RunSetup,
+    engine_config,
+    http_client,
+    probe_setup,
+    start_barrier,
+    start_scraper,
+)
 from agentx.replay.theory import SentLog, remove_quietly
 from agentx.replay.workers import run_workers
 
@@ -79,6 +86,7 @@ async def _reset_cache(setup: RunSetup) -> CacheReset:
 
 async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
     o = setup.options
+    started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
     async with http_client(setup) as client:
         engine = Engine(
@@ -99,7 +107,7 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
                 progress.cancel()
             log.close()
         server_metrics = await scraper.stop() if scraper is not None else None
-    return collect([result], [log.path], server_metrics, [])
+    return collect([result], [log.path], server_metrics, [started_late] if started_late else [])
 
 
 def _install_sigint(abort: Callable[[], None]) -> Callable[[], None]:

@@ -9,8 +9,12 @@ both build on this module and never on each other.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import sys
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import httpx
 
@@ -134,6 +138,26 @@ def http_client(setup: RunSetup, max_connections: int | None = None) -> httpx.As
         max_connections=setup.max_connections if max_connections is None else max_connections,
         headers=setup.headers,
     )
+
+
+async def start_barrier(options: ReplayOptions) -> str | None:
+    """``--start-at``: wait until then (after loading and probing, before warm-up and the
+    scraper's baseline), so the shards of a run start together. Returns a warning when the time
+    had already passed (the run then starts at once)."""
+    if options.start_at_s is None:
+        return None
+    at = datetime.fromtimestamp(options.start_at_s, UTC).isoformat(timespec="milliseconds")
+    delay = options.start_at_s - time.time()
+    if delay <= 0:
+        warning = (
+            f"--start-at {at} had passed {-delay:.1f} s before set-up finished: started at once"
+        )
+        print(f"agentx: --start-at {at} has passed: starting now", file=sys.stderr)
+        return warning
+    print(f"agentx: waiting {delay:.1f} s for --start-at {at}", file=sys.stderr)
+    while (delay := options.start_at_s - time.time()) > 0:
+        await asyncio.sleep(min(delay, 1.0))
+    return None
 
 
 async def start_scraper(setup: RunSetup, client: httpx.AsyncClient) -> MetricsScraper | None:

@@ -4,7 +4,9 @@ During the run the hot path only appends each body's bytes to a spool file (one 
 write); tokenisation happens after the run, so it never delays a dispatch. The bodies are then
 rendered with :func:`agentx.tokens.request_tokens` and looked up in an unbounded prefix cache
 (:class:`agentx.prefix.UnboundedPrefixCache`) at the server's block size. Warm-up requests
-count in the cache state (they warmed the server's cache too).
+count in the cache state (they warmed the server's cache too). Each request's *new* blocks (from
+its hit on) are kept for ``theory.parquet``, from which ``agentx merge`` replays the cache of
+several shards' requests as one (:mod:`agentx.prefix_union`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import contextlib
 import heapq
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 from agentx.prefix import RequestHasher, UnboundedPrefixCache
@@ -83,10 +87,15 @@ def merged(paths: Iterable[Path]) -> Iterator[SentBody]:
 class Expected:
     prompt_tokens: int  # agentx's own count (cl100k_base rendering) of what was sent
     hit_tokens: int  # what an unbounded prefix cache would have served
+    sent_ns: int = 0  # when it was sent (perf counter)
+    new_blocks: npt.NDArray[np.uint64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.uint64)
+    )  # the chained hashes of its blocks from the hit on: what it added to the cache
 
 
 def theoretical(sent: Iterable[SentBody], block_size: int) -> dict[str, Expected]:
-    """Expected prompt tokens and unbounded-cache hit tokens of each request sent, in order.
+    """Expected prompt tokens, unbounded-cache hit tokens and new blocks of each request sent,
+    in send order (the dict keeps it).
 
     Bodies are hashed incrementally per thread (:class:`agentx.prefix.RequestHasher`), so a
     session of n turns costs O(its unique content) rather than O(n^2).
@@ -101,7 +110,8 @@ def theoretical(sent: Iterable[SentBody], block_size: int) -> dict[str, Expected
             continue
         hashes, n = hasher.hash_request(s.api, body, s.thread)
         lookup = cache.observe(hashes, n)
-        out[s.request_id] = Expected(lookup.prompt_tokens, lookup.hit_tokens)
+        new = hashes[lookup.hit_tokens // block_size :].copy()  # not a view of the whole chain
+        out[s.request_id] = Expected(lookup.prompt_tokens, lookup.hit_tokens, s.sent_ns, new)
     return out
 
 

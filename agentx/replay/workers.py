@@ -32,7 +32,13 @@ from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
-from agentx.replay.setup import RunSetup, engine_config, http_client, start_scraper
+from agentx.replay.setup import (
+    RunSetup,
+    engine_config,
+    http_client,
+    start_barrier,
+    start_scraper,
+)
 from agentx.replay.theory import SentLog
 
 READY_TIMEOUT_S = 600.0
@@ -188,6 +194,7 @@ async def _supervise(
     o = setup.options
     n = len(procs)
     await _wait_ready(procs, events)
+    started_late = await start_barrier(o)
 
     loop = asyncio.get_running_loop()
     interrupted = False
@@ -231,6 +238,11 @@ async def _supervise(
                 loop.remove_signal_handler(signal.SIGINT)
         server_metrics = await scraper.stop() if scraper is not None else None
     results: list[EngineResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
-    collected = collect(results, [tmp / f"sent-{w}.log" for w in range(n)], server_metrics, [])
+    collected = collect(
+        results,
+        [tmp / f"sent-{w}.log" for w in range(n)],
+        server_metrics,
+        [started_late] if started_late else [],
+    )
     collected.interrupted = collected.interrupted or interrupted
     return collected

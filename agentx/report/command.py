@@ -3,7 +3,8 @@ directory), optionally against a base run, as a terminal table, JSON, HTML, PNG 
 
 Cost options and ``--percentiles`` recompute what the saved files allow: the ``cost`` block from
 the summary's throughput and token mix, extra percentiles from ``requests.parquet``. Nothing in
-the results directory is rewritten unless an output path points there.
+the results directory is rewritten unless an output path points there. Several results
+directories (or ``-o``/``--slo``, or ``agentx merge``) are merged first (:mod:`agentx.report.merge`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ class ReportOptions:
     png_dir: Path | None = None
     cost: CostOptions | None = None
     percentiles: tuple[float, ...] | None = None  # None: as saved
+    more_dirs: tuple[Path, ...] = ()  # merged with results_dir (the shards of a split)
+    output_dir: Path | None = None  # the merged results directory to write
+    slo: str | None = None  # re-check the merged rows (None: the shards' own --slo)
+    merge: bool = False  # merge even one directory (`agentx merge DIR`)
+
+    @property
+    def merging(self) -> bool:
+        return bool(
+            self.merge or self.more_dirs or self.output_dir is not None or self.slo is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,18 @@ class Report:
     renderable: RenderableType  # what the terminal shows otherwise
     written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
     warnings: tuple[str, ...] = field(default=())
+    slo_failed: bool = False  # a merge re-checked the --slo and a check failed
+
+
+def _merged(o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord], tuple[str, ...]]:
+    """The shards merged (written to ``o.output_dir`` when given), with the view's options."""
+    from agentx.report.merge import merge_results
+
+    m = merge_results([o.results_dir, *o.more_dirs], o.output_dir, o.slo)
+    summary = m.summary
+    if o.percentiles is not None:
+        summary = with_percentiles(summary, m.records, o.percentiles)
+    return with_cost(summary, o.cost), m.records, m.warnings
 
 
 def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord]]:
@@ -70,19 +93,24 @@ def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRec
 
 
 def build_report(o: ReportOptions) -> Report:
-    """Load, recompute, write the files asked for, and return what to show."""
-    if is_sweep_dir(o.results_dir):
+    """Load (or merge), recompute, write the files asked for, and return what to show."""
+    merged: tuple[str, ...] = ()
+    if o.merging:
+        summary, records, merged = _merged(o)
+    elif is_sweep_dir(o.results_dir):
         if o.base_dir is not None:
             raise UsageError("--compare takes two results directories, not a sweep directory")
         return _sweep_report(o)
-    summary, records = _load(o.results_dir, o)
-    written: list[Path] = []
+    else:
+        summary, records = _load(o.results_dir, o)
+    slo_failed = o.merging and (summary.get("slo") or {}).get("passed") is False
+    written: list[Path] = [o.output_dir] if o.output_dir is not None else []
     if o.base_dir is None:
         if o.html_path is not None:
             write_page(render_html(summary), o.html_path)
             written.append(o.html_path)
         written += _exports(o, summary_charts(summary), summary, records)
-        return Report(summary, render_summary(summary), tuple(written))
+        return Report(summary, render_summary(summary), tuple(written), merged, slo_failed)
     base, _ = _load(o.base_dir, ReportOptions(o.base_dir, cost=o.cost, percentiles=o.percentiles))
     cmp = compare(base, summary)
     if o.html_path is not None:
@@ -100,7 +128,8 @@ def build_report(o: ReportOptions) -> Report:
         cmp,
         Group(render_summary(summary), render_compare(cmp)),
         tuple(written),
-        tuple(config_warnings(cmp)),
+        (*merged, *config_warnings(cmp)),
+        slo_failed,
     )
 
 

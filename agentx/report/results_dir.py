@@ -1,8 +1,11 @@
-"""Read a results directory (``agentx replay -o DIR``) back: summary.json and requests.parquet."""
+"""A results directory (``agentx replay -o DIR``, ``agentx merge -o DIR``): the one home of its
+layout. ``summary.json``, ``requests.parquet`` (one row per request), ``theory.parquet`` (what the
+theoretical cache learnt from each request, for an exact merge) and ``report.html``."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +13,14 @@ import orjson
 
 from agentx.errors import AgentxError
 from agentx.metrics.summary import SCHEMA
+from agentx.prefix_union import TheoryRow
 from agentx.record import RequestRecord
+from agentx.report.html import write_html
 
 SUMMARY = "summary.json"
 REQUESTS = "requests.parquet"
+THEORY = "theory.parquet"
+REPORT = "report.html"
 
 
 def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -42,3 +49,25 @@ def load_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Req
     from agentx.store.results import read_requests
 
     return summary, read_requests(rp)
+
+
+def write_results(
+    out_dir: Path,
+    summary: dict[str, Any],
+    records: Sequence[RequestRecord],
+    theory: Sequence[TheoryRow] | None = None,
+) -> None:
+    """Write a results directory: ``theory`` rows (in send order) when given, at the summary's
+    block size."""
+    from agentx.store.results import write_requests
+    from agentx.store.theory import write_theory
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_requests(out_dir / REQUESTS, records)
+        if theory is not None:
+            write_theory(out_dir / THEORY, theory, int(summary["cache"]["block_size"]))
+        (out_dir / SUMMARY).write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    except OSError as exc:
+        raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
+    write_html(summary, out_dir / REPORT)

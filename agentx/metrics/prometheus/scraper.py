@@ -106,7 +106,9 @@ class MetricsScraper:
 
     def result(self) -> ServerMetrics:
         """The deltas so far (``stop()`` returns this after its last scrape)."""
-        return build_server_metrics(self._snapshots, self._deltas, self._errors)
+        return build_server_metrics(
+            self._snapshots, self._deltas, self._errors, url=self.url, last_seen=self._last
+        )
 
     @property
     def latest(self) -> dict[str, Any] | None:

@@ -229,13 +229,63 @@ def aggregate(deltas: Mapping[SeriesKey, float]) -> dict[str, float]:
 
 
 @dataclass(frozen=True, slots=True)
+class CounterSeries:
+    """One counter series over a run, raw: its value at the first scrape (``None``: created
+    since), the last value seen, and the reset-aware increase in between. What ``agentx merge``
+    needs to count a server once however many shards scraped it."""
+
+    name: str
+    labels: Labels
+    first: float | None
+    last: float
+    delta: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "labels": dict(self.labels),
+            "first": self.first,
+            "last": self.last,
+            "delta": self.delta,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CounterSeries:
+        labels = tuple(sorted((str(k), str(v)) for k, v in (d.get("labels") or {}).items()))
+        first = d.get("first")
+        return cls(
+            str(d["name"]),
+            labels,
+            None if first is None else float(first),
+            float(d["last"]),
+            float(d["delta"]),
+        )
+
+    @property
+    def key(self) -> SeriesKey:
+        return (self.name, self.labels)
+
+
+def counter_series(
+    first: Mapping[SeriesKey, float],
+    last: Mapping[SeriesKey, float],
+    deltas: Mapping[SeriesKey, float],
+) -> tuple[CounterSeries, ...]:
+    return tuple(
+        CounterSeries(key[0], key[1], first.get(key), last[key], deltas.get(key, 0.0))
+        for key in sorted(last)
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ServerMetrics:
     """The server's own view of a run: Prometheus deltas between the first and last scrape.
 
     ``hit_rate`` is ``None`` when the server exposes no prefix-cache counters or looked nothing
     up; ``kv_cache_usage_perc`` is the gauge's distribution over scrapes (0..1, vLLM's unit).
     ``time_series`` has one entry per successful scrape: ``t_ns`` (perf counter), interval
-    ``queries``/``hits``/``hit_rate`` (``None`` on the first), and gauges.
+    ``queries``/``hits``/``hit_rate`` (``None`` on the first), and gauges. ``url`` is the page
+    scraped and ``counters`` its counter series, raw (see :class:`CounterSeries`).
     """
 
     hit_rate: float | None = None
@@ -248,6 +298,8 @@ class ServerMetrics:
     hits: float | None = None
     scrapes: int = 0
     scrape_errors: int = 0
+    url: str | None = None
+    counters: tuple[CounterSeries, ...] = ()
 
 
 def series_point(prev: Snapshot | None, cur: Snapshot) -> dict[str, Any]:
@@ -265,11 +317,17 @@ def series_point(prev: Snapshot | None, cur: Snapshot) -> dict[str, Any]:
 
 
 def build_server_metrics(
-    snapshots: list[Snapshot], deltas: Mapping[SeriesKey, float], scrape_errors: int = 0
+    snapshots: list[Snapshot],
+    deltas: Mapping[SeriesKey, float],
+    scrape_errors: int = 0,
+    *,
+    url: str | None = None,
+    last_seen: Mapping[SeriesKey, float] | None = None,
 ) -> ServerMetrics:
-    """Summarise a run from its successful scrapes and the per-series deltas accumulated over them."""
+    """Summarise a run from its successful scrapes and the per-series deltas accumulated over
+    them; ``last_seen`` is the last value of every counter series (default: the last scrape's)."""
     if not snapshots:
-        return ServerMetrics(scrape_errors=scrape_errors)
+        return ServerMetrics(scrape_errors=scrape_errors, url=url)
     counts = cache_counts(deltas) if len(snapshots) > 1 else None
     hit_rate = None if counts is None else counts.hit_rate
     source = None if counts is None else counts.source
@@ -290,4 +348,10 @@ def build_server_metrics(
         hits=None if counts is None else counts.hits,
         scrapes=len(snapshots),
         scrape_errors=scrape_errors,
+        url=url,
+        counters=counter_series(
+            snapshots[0].counters,
+            snapshots[-1].counters if last_seen is None else last_seen,
+            deltas,
+        ),
     )

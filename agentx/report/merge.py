@@ -1,0 +1,354 @@
+"""``agentx merge DIR... -o MERGED``: shards' results directories combined from their rows.
+
+Nothing is averaged. The merged ``summary.json`` is built by the same code as one run's, from the
+union of the shards' ``requests.parquet`` rows, so percentiles, token totals, error counts,
+roll-ups and the ``--slo`` checks are exactly what one run sending those requests would report:
+
+- Clock: each shard's rows are on its own perf counter; ``summary.json`` ``clock`` maps it to
+  the wall clock, so the merged rows' ``sent_ns``/``scheduled_ns`` are wall-clock ns (merged
+  ``clock`` is the identity). Throughput is over the union window: the earliest send of a
+  measured request of any shard to the latest finish of any shard.
+- Theoretical hit rate: the shards' ``theory.parquet`` rows are replayed through one unbounded
+  cache in send order (:mod:`agentx.prefix_union`): exact, cross-shard sharing included.
+- Server ``/metrics``: each server (metrics URL) counted once, then summed over servers
+  (:mod:`agentx.metrics.prometheus.union`).
+- Sessions started/completed add up; the client figures are the busiest shard's.
+
+Shards must come from one split (``--shard I/N`` with one ``N``), each index at most once (a
+merged directory counts as the shards it merged); a missing index is a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentx.errors import AgentxError, UsageError
+from agentx.metrics.cost import CostOptions, HourParts, Prices
+from agentx.metrics.prometheus.union import Scrape, scrapes_of, union_servers
+from agentx.metrics.slo import parse_slo
+from agentx.metrics.summary import RunInfo, build_summary
+from agentx.prefix_union import TheoryRow, union_theory
+from agentx.record import RequestRecord
+from agentx.report.results_dir import THEORY, load_results, write_results
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    path: Path
+    summary: dict[str, Any]
+    records: list[RequestRecord]
+    offset_ns: int  # rows' clock + offset = wall clock
+    covers: tuple[str, ...]  # the "I/N" shards it holds (a merged directory holds several)
+
+    @property
+    def label(self) -> str:
+        return ",".join(self.covers)
+
+    @property
+    def started_wall_ns(self) -> int:
+        clock = self.summary.get("clock") or {}
+        if "wall_ns" in clock:
+            return int(clock["wall_ns"])
+        return min((r.start_wall_ns for r in self.records), default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    summary: dict[str, Any]
+    records: list[RequestRecord]
+    output_dir: Path | None
+    warnings: tuple[str, ...]
+
+
+def _offset(summary: dict[str, Any], records: Sequence[RequestRecord]) -> tuple[int, bool]:
+    """(rows' clock -> wall clock offset, whether it came from the summary's anchor)."""
+    clock = summary.get("clock")
+    if isinstance(clock, dict) and "perf_ns" in clock and "wall_ns" in clock:
+        return int(clock["wall_ns"]) - int(clock["perf_ns"]), True
+    if not records:
+        return 0, False
+    return int(statistics.median(r.start_wall_ns - r.sent_ns for r in records)), False
+
+
+def _covers(summary: dict[str, Any]) -> tuple[str, ...]:
+    merged = summary.get("merged_from")
+    if merged:
+        return tuple(str(m["shard"]) for m in merged)
+    return (str((summary.get("config") or {}).get("shard") or "0/1"),)
+
+
+def load_shard(path: Path, warnings: list[str]) -> Shard:
+    summary, records = load_results(path)
+    if not records and not (path / "requests.parquet").is_file():
+        raise AgentxError(f"{path}: no requests.parquet (a merge needs the per-request rows)")
+    offset, anchored = _offset(summary, records)
+    if not anchored and records:
+        warnings.append(
+            f"{path}: no clock anchor in summary.json (written by an older agentx): its rows "
+            "were aligned by their wall-clock start times (to within a few ms)"
+        )
+    return Shard(path, summary, records, offset, _covers(summary))
+
+
+def check_split(shards: Sequence[Shard], warnings: list[str]) -> None:
+    """One split (``I/N`` with one N), each index once; warn about the indices missing."""
+    owner: dict[str, Path] = {}
+    counts: set[int] = set()
+    for s in shards:
+        for label in s.covers:
+            if label in owner:
+                hint = " (two unsharded runs: merge the shards of one `--shard I/N` split)"
+                raise UsageError(
+                    f"shard {label} is in both {owner[label]} and {s.path}: merging it twice "
+                    "would count its requests twice" + (hint if label == "0/1" else "")
+                )
+            owner[label] = s.path
+            try:
+                counts.add(int(label.split("/")[1]))
+            except (IndexError, ValueError):
+                raise AgentxError(f"{s.path}: unreadable shard {label!r} in summary.json") from None
+    if len(counts) > 1:
+        raise UsageError(
+            "these results come from different splits ("
+            + ", ".join(f"N={n}" for n in sorted(counts))
+            + "): merge the shards of one `--shard I/N` run"
+        )
+    (n,) = counts
+    missing = sorted(set(range(n)) - {int(label.split("/")[0]) for label in owner})
+    if missing:
+        warnings.append(
+            f"merging {len(owner)} of {n} shards: "
+            + ", ".join(f"{i}/{n}" for i in missing)
+            + " missing"
+        )
+
+
+def _same(shards: Sequence[Shard], get: Any) -> list[Any]:
+    """The distinct values of ``get(summary)`` over the shards, in shard order."""
+    out: list[Any] = []
+    for s in shards:
+        v = get(s.summary)
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _config(shards: Sequence[Shard]) -> dict[str, Any]:
+    """The first shard's options; an option the shards disagree on lists every shard's value."""
+    configs = [s.summary.get("config") or {} for s in shards]
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(k for c in configs for k in c):
+        values = [c.get(key) for c in configs]
+        out[key] = values[0] if all(v == values[0] for v in values) else values
+    out["shard"] = sorted(label for s in shards for label in s.covers)
+    out["interrupted"] = any(bool(c.get("interrupted")) for c in configs)
+    return out
+
+
+def _theory(
+    shards: Sequence[Shard], block_size: int, warnings: list[str]
+) -> list[TheoryRow] | None:
+    from agentx.store.theory import open_theory
+
+    missing = [s.path for s in shards if not (s.path / THEORY).is_file()]
+    if missing:
+        warnings.append(
+            f"no {THEORY} in {', '.join(map(str, missing))} (written by an older agentx): the "
+            "theoretical hit rate adds up the shards' own, without what they could have shared"
+        )
+        return None
+    files = [open_theory(s.path / THEORY) for s in shards]
+    for s, f in zip(shards, files, strict=True):
+        if f.block_size != block_size:
+            raise AgentxError(f"{s.path}/{THEORY}: block size {f.block_size}, not {block_size}")
+    return list(
+        union_theory([(f, s.offset_ns) for s, f in zip(shards, files, strict=True)], block_size)
+    )
+
+
+def _rows(shards: Sequence[Shard], theory: list[TheoryRow] | None) -> list[RequestRecord]:
+    """Every shard's rows on the wall clock, with the shared cache's theoretical hits."""
+    expected = {t.request_id: t for t in theory} if theory is not None else {}
+    seen: dict[str, Path] = {}
+    out: list[RequestRecord] = []
+    for s in shards:
+        for r in s.records:
+            if r.request_id in seen:
+                raise AgentxError(
+                    f"request id {r.request_id} is in both {seen[r.request_id]} and {s.path}"
+                )
+            seen[r.request_id] = s.path
+            e = expected.get(r.request_id)
+            r = dataclasses.replace(
+                r, sent_ns=r.sent_ns + s.offset_ns, scheduled_ns=r.scheduled_ns + s.offset_ns
+            )
+            if e is not None:
+                r = dataclasses.replace(
+                    r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
+                )
+            out.append(r)
+    out.sort(key=lambda r: r.sent_ns)
+    return out
+
+
+def _slo(shards: Sequence[Shard], slo: str | None, warnings: list[str]) -> str | None:
+    if slo is not None:
+        return slo or None
+    specs = [v for v in _same(shards, lambda d: (d.get("config") or {}).get("slo")) if v]
+    if len(specs) > 1:
+        warnings.append(f"the shards ran different --slo specs; checking the first: {specs[0]}")
+    return specs[0] if specs else None
+
+
+def _run_info(shards: Sequence[Shard], config: dict[str, Any]) -> RunInfo:
+    starts = [s.started_wall_ns for s in shards]
+    ends = [
+        st + int(float(s.summary.get("duration_s") or 0.0) * 1e9)
+        for st, s in zip(starts, shards, strict=True)
+    ]
+    start = min(starts)
+    endpoints = _same(shards, lambda d: d.get("endpoint"))
+    models = _same(shards, lambda d: d.get("model"))
+    clients = [s.summary.get("client") or {} for s in shards]
+    window = _same(shards, lambda d: (d.get("windows") or {}).get("window_s"))
+    return RunInfo(
+        endpoint=", ".join(map(str, endpoints)),
+        model=", ".join(map(str, models)),
+        started_at=min(str(s.summary.get("started_at") or "") for s in shards),
+        duration_s=max(ends) / 1e9 - start / 1e9,
+        window_s=window[0] if len(window) == 1 else None,
+        sessions_started=sum(
+            int((s.summary.get("sessions") or {}).get("started") or 0) for s in shards
+        ),
+        sessions_completed=sum(
+            int((s.summary.get("sessions") or {}).get("completed") or 0) for s in shards
+        ),
+        client_cpu_percent=max(float(c.get("cpu_percent") or 0.0) for c in clients),
+        client_saturated=any(bool(c.get("saturated")) for c in clients),
+        config=config,
+        started_perf_ns=start,  # the merged rows are on the wall clock
+        started_wall_ns=start,
+    )
+
+
+def _percentiles(config: dict[str, Any]) -> tuple[float, ...]:
+    """The shards' --percentiles (none when they disagree: the config then lists them all)."""
+    qs = config.get("percentiles")
+    if isinstance(qs, list) and all(isinstance(q, int | float) for q in qs):
+        return tuple(float(q) for q in qs)
+    return ()
+
+
+def _cost(config: dict[str, Any], warnings: list[str]) -> CostOptions | None:
+    """The shards' cost options, rebuilt from their config (they are the same for every shard
+    of a split; when they are not, the merged summary has no cost block)."""
+    d = config.get("cost")
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        warnings.append(
+            "the shards had different cost options: no cost block "
+            "(`agentx report --gpu-hour-cost ...` adds one)"
+        )
+        return None
+    prices, parts = d.get("prices"), d.get("parts")
+    return CostOptions(
+        **{
+            **d,
+            "prices": Prices(**prices) if isinstance(prices, dict) else None,
+            "parts": HourParts(**parts) if isinstance(parts, dict) else None,
+        }
+    )
+
+
+def _merged_from(shards: Sequence[Shard]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for s in shards:
+        inner = s.summary.get("merged_from")
+        if inner:
+            out.extend(inner)
+            continue
+        out.append(
+            {
+                "dir": str(s.path),
+                "shard": s.covers[0],
+                "started_at": s.summary.get("started_at"),
+                "endpoint": s.summary.get("endpoint"),
+                "requests": (s.summary.get("requests") or {}).get("total"),
+                "agentx_version": s.summary.get("agentx_version"),
+            }
+        )
+    return sorted(out, key=lambda m: tuple(int(x) for x in str(m["shard"]).split("/")[::-1]))
+
+
+def merge_results(
+    dirs: Sequence[str | Path], output_dir: Path | None = None, slo: str | None = None
+) -> MergeResult:
+    """Merge shards' results directories; write the merged directory when ``output_dir``.
+
+    ``slo`` re-checks the merged rows against another spec ("" for none); by default the shards'
+    own ``--slo``. Raises ``AgentxError`` for shards that cannot be merged without double counting.
+    """
+    if not dirs:
+        raise UsageError("merge needs at least one results directory")
+    warnings: list[str] = []
+    shards = [load_shard(Path(d), warnings) for d in dirs]
+    check_split(shards, warnings)
+    sizes = _same(shards, lambda d: (d.get("cache") or {}).get("block_size"))
+    if len(sizes) != 1 or not isinstance(sizes[0], int):
+        raise AgentxError(
+            f"the shards measured the theoretical hit rate at different block sizes ({sizes})"
+        )
+    block_size: int = sizes[0]
+    if len(_same(shards, lambda d: d.get("model"))) > 1:
+        warnings.append("the shards replayed against different models")
+    theory = _theory(shards, block_size, warnings)
+    records = _rows(shards, theory)
+    servers = union_servers(scrape for s in shards for scrape in _scrapes(s, warnings))
+    warnings.extend(servers.warnings)
+    spec = _slo(shards, slo, warnings)
+    config = _config(shards)
+    config["slo"] = spec
+    summary = build_summary(
+        _run_info(shards, config),
+        records,
+        servers.metrics,
+        parse_slo(spec) if spec else [],
+        block_size,
+        extra_percentiles=_percentiles(config),
+        cost=_cost(config, warnings),
+    )
+    if summary.get("server") is not None:
+        summary["server"]["servers"] = [s.to_json() for s in servers.servers]
+        summary["server"]["kv_cache_usage_samples"] = (
+            [[p["t_ns"], p["kv_cache_usage_perc"]] for p in servers.metrics.time_series]
+            if servers.metrics
+            else []
+        )
+    summary["merged_from"] = _merged_from(shards)
+    shard_warnings = [
+        w if s.summary.get("merged_from") else f"shard {s.label}: {w}"
+        for s in shards
+        for w in s.summary.get("warnings") or ()
+    ]
+    if warnings or shard_warnings:
+        summary["warnings"] = [*warnings, *shard_warnings]
+    if output_dir is not None:
+        write_results(output_dir, summary, records, theory)
+    return MergeResult(summary, records, output_dir, tuple(warnings))
+
+
+def _scrapes(s: Shard, warnings: list[str]) -> list[Scrape]:
+    server = s.summary.get("server")
+    found = scrapes_of(s.label, server, s.offset_ns)
+    if server and not found and (server.get("scrapes") or 0) > 0:
+        warnings.append(
+            f"{s.path}: its /metrics figures keep no raw counters (written by an older agentx); "
+            "left out of the merged server figures"
+        )
+    return found
