@@ -31,6 +31,7 @@ STAGES: list[list[str]] = [
         "agentx.record",
         "agentx.tokens",
         "agentx.prefix",
+        "agentx.prefix_union",
         "agentx.synth",
         "agentx.hitrate",
         "agentx.kvcache",
