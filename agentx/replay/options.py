@@ -122,9 +122,16 @@ def parse_start_at(text: str) -> float:
     (``2026-01-01T00:00:00Z``, ``...+02:00``; without an offset, UTC) -> epoch seconds."""
     t = text.strip()
     try:
-        return float(t)
+        epoch = float(t)
     except ValueError:
         pass
+    else:
+        if epoch < 1e9:  # before 2001: a relative time, which each shard would read differently
+            raise UsageError(
+                f"--start-at {text} is not an absolute time: give epoch seconds "
+                "(e.g. $(( $(date +%s) + 120 ))) or an ISO 8601 time"
+            )
+        return epoch
     try:
         when = datetime.fromisoformat(t)
     except ValueError:
