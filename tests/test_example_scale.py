@@ -197,7 +197,7 @@ def test_the_array_tasks_and_the_merge_step_run_with_the_index_set_by_hand(
         "AGENTX_ENDPOINT": sim.url,
         "AGENTX_RESULTS": str(results),
         "AGENTX_START_AT": f"{start_at}",
-        "AGENTX_REPLAY_ARGS": QUICK,
+        "AGENTX_REPLAY_ARGS": f"{QUICK} --warmup 1",  # each shard warms its own 2 lanes
     }
     procs = [
         subprocess.Popen(
@@ -224,7 +224,9 @@ def test_the_array_tasks_and_the_merge_step_run_with_the_index_set_by_hand(
     assert res.returncode == 0, res.stderr
     merged = summary(results / "merged")
     assert [m["shard"] for m in merged["merged_from"]] == ["0/2", "1/2"]
-    assert merged["requests"]["total"] == 48
+    assert [summary(results / f"shard-{i}")["requests"]["warmup"] for i in range(n)] == [2, 2]
+    assert merged["requests"]["warmup"] == 4
+    assert merged["requests"]["total"] == 48 - 4
     starts = [summary(results / f"shard-{i}")["clock"]["wall_ns"] / 1e9 for i in range(n)]
     assert min(starts) >= start_at
 
