@@ -84,10 +84,19 @@ def runs(sim: SimProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 
 def test_shards_start_together_at_the_barrier(runs: dict[str, Any]) -> None:
-    starts = [summary(d)["clock"]["wall_ns"] / 1e9 for d in runs["shards"]]
-    assert all("waiting" in e and "--start-at" in e for e in runs["errors"]), runs["errors"]
-    assert min(starts) >= runs["start_at"]
-    assert max(starts) - runs["start_at"] < 2.0  # loose: a loaded 2-core machine
+    """Every shard waits for the barrier and starts within a moment of it; a shard that got
+    there late (a machine too loaded to load the trace within START_LEAD_S) starts at once and
+    says so in its summary."""
+    for d, err in zip(runs["shards"], runs["errors"], strict=True):
+        s = summary(d)
+        start = s["clock"]["wall_ns"] / 1e9
+        assert start >= runs["start_at"]
+        if "waiting" in err:
+            assert start - runs["start_at"] < 2.0, err  # loose: a loaded 2-core machine
+            assert not any("--start-at" in w for w in s.get("warnings", ()))
+        else:
+            assert "has passed: starting now" in err, err
+            assert any("--start-at" in w and "started at once" in w for w in s["warnings"])
 
 
 def test_counts_and_tokens_equal_one_unsharded_run(runs: dict[str, Any]) -> None:
@@ -132,7 +141,12 @@ def test_server_metrics_count_the_one_server_once(runs: dict[str, Any], sim: Sim
     merged = runs["merged"]
     assert [s["shards"] for s in merged["server"]["servers"]] == [[f"{i}/{N}" for i in range(N)]]
     assert merged["server"]["queries"] == merged["tokens"]["input"]
-    assert sum(summary(d)["server"]["queries"] for d in runs["shards"]) > merged["tokens"]["input"]
+    # each shard's own delta holds its traffic and whatever other shards sent meanwhile: adding
+    # them up would count the overlap twice (the shards overlap unless a loaded machine made
+    # them start late, one after the other)
+    for d in runs["shards"]:
+        own = summary(d)
+        assert own["server"]["queries"] >= own["tokens"]["input"]
     assert merged["cache"]["server_metrics_hit_rate"] is not None
 
 
