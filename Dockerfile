@@ -3,7 +3,8 @@
 #   docker run --rm agentx --version
 #   docker run --rm --network host -v "$PWD/results:/results" agentx \
 #     replay example --endpoint http://127.0.0.1:8000 -o /results/run1
-# examples/kubernetes runs it as an Indexed Job, one --shard per pod.
+# examples/kubernetes runs it as an Indexed Job, one --shard per pod. Where Docker Hub is out of
+# reach, `make image-check` (scripts/image_check.sh) builds and runs it with buildah.
 ARG PYTHON_IMAGE=python:3.12-slim
 
 # Build the wheel (the same one `pip install agentx-replay` installs).

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.agentx-installed
 
-.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents chromium clean
+.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents chromium image-check clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,11 @@ chromium:
 # real coding agents (Claude Code, Codex from npm) captured through agentx; see docs/agents.md
 agents: setup
 	bash scripts/agents/run_agents.sh
+
+# build the Dockerfile with buildah and run the image (root, Debian; a stand-in base where Docker
+# Hub is unreachable); see scripts/image_check.sh
+image-check: setup
+	bash scripts/image_check.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache artifacts

@@ -83,6 +83,8 @@ def _covers(summary: dict[str, Any]) -> tuple[str, ...]:
 
 
 def load_shard(path: Path, warnings: list[str]) -> Shard:
+    if path.is_file():  # DIR/summary.json names its directory
+        path = path.parent
     summary, records = load_results(path)
     if not records and not (path / "requests.parquet").is_file():
         raise AgentxError(f"{path}: no requests.parquet (a merge needs the per-request rows)")
