@@ -326,12 +326,11 @@ def merge_results(
         cost=_cost(config, warnings),
     )
     if summary.get("server") is not None:
-        summary["server"]["servers"] = [s.to_json() for s in servers.servers]
-        summary["server"]["kv_cache_usage_samples"] = (
-            [[p["t_ns"], p["kv_cache_usage_perc"]] for p in servers.metrics.time_series]
-            if servers.metrics
-            else []
+        windows = [s.window_wall_ns for s in servers.servers if s.window_wall_ns is not None]
+        summary["server"]["window_t_ns"] = (
+            [min(w[0] for w in windows), max(w[1] for w in windows)] if windows else None
         )
+        summary["server"]["servers"] = [s.to_json() for s in servers.servers]
     summary["merged_from"] = _merged_from(shards)
     shard_warnings = [
         w if s.summary.get("merged_from") else f"shard {s.label}: {w}"

@@ -277,6 +277,8 @@ def test_server_metrics_of_one_server_count_once(tmp_path: Path) -> None:
     assert s["cache"]["server_metrics_hit_rate"] == 0.5
     assert s["cache"]["kv_cache_usage_perc"]["max"] == 0.7
     assert s["server"]["servers"][0]["shards"] == ["0/2", "1/2"]
+    assert s["server"]["window_t_ns"] == [WALL0, WALL0 + S]  # the scrapes, on the wall clock
+    assert len(s["server"]["kv_cache_usage_samples"]) == 4  # both shards' samples, pooled
 
 
 def test_slo_is_re_evaluated_on_the_merged_rows_and_fails_with_exit_3(
