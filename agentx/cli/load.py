@@ -325,8 +325,8 @@ def report(
     from agentx.metrics.percentiles import parse_percentiles
     from agentx.report.command import ReportOptions
 
-    _report(
-        ReportOptions(
+    try:
+        options = ReportOptions(
             results_dirs[0],
             more_dirs=tuple(results_dirs[1:]),
             base_dir=compare_dir,
@@ -337,9 +337,10 @@ def report(
             percentiles=None if percentiles is None else parse_percentiles(percentiles),
             output_dir=output,
             slo=slo,
-        ),
-        json_out,
-    )
+        )
+    except AgentxError as exc:
+        fail(exc)
+    _report(options, json_out)
 
 
 @app.command()

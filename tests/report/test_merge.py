@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -39,9 +41,11 @@ def shard_dir(
     server: ServerMetrics | None = None,
     slo: str | None = None,
     clock: bool = True,
+    config_extra: dict[str, Any] | None = None,
 ) -> Path:
     """A results directory as `agentx replay --shard` writes it (rows on the shard's clock)."""
     config = {"shard": shard, "slo": slo, "concurrency": 2, "output_dir": str(path)}
+    config.update(config_extra or {})
     end = max(lat.end_ns(r) for r in records) if records else perf0
     run = RunInfo(
         endpoint="http://sim:8000",
@@ -334,3 +338,17 @@ def test_older_summaries_without_a_clock_align_rows_by_their_wall_start(tmp_path
     res = merge_results([a])
     assert any("no clock anchor" in w for w in res.warnings)
     assert min(r.sent_ns for r in res.records) == WALL0
+
+
+def test_the_shards_cost_and_percentile_options_carry_over(tmp_path: Path) -> None:
+    from agentx.metrics.cost import CostOptions, Prices
+
+    options = {
+        "cost": asdict(CostOptions(usd_per_gpu_hour=2.0, prices=Prices(3.0, 0.3, 15.0))),
+        "percentiles": [95.0],
+    }
+    a = shard_dir(tmp_path / "a", "0/2", shard_records(0, 0, [100, 200]), config_extra=options)
+    b = shard_dir(tmp_path / "b", "1/2", shard_records(1, 0, [300]), config_extra=options)
+    s = merge_results([a, b]).summary
+    assert s["cost"] is not None and s["cost"]["usd_per_hour"] == 2.0
+    assert "p95" in s["latency_ms"]["ttft"]
