@@ -85,6 +85,8 @@ def _header(s: dict[str, Any], title: str) -> str:
         f"sessions {escape(fmt.count(get(s, 'sessions.started')))} started, "
         f"{escape(fmt.count(get(s, 'sessions.completed')))} completed"
     )
+    if s.get("merged_from"):
+        meta += f" · merged from {len(s['merged_from'])} shards"
     out = f"<h1>{escape(title)}</h1><div class='meta'>{meta}</div>"
     out += f"<div class='cards'>{''.join(cards)}</div>"
     for w in fmt.warnings(s):

@@ -30,7 +30,10 @@ def _header(s: dict[str, Any]) -> Text:
     line = Text()
     line.append("agentx replay ", style="bold")
     line.append(f"{s.get('model')} @ {s.get('endpoint')}  ·  {s.get('started_at')}")
-    line.append(f"  ·  {fmt.seconds(s.get('duration_s'))}\n")
+    line.append(f"  ·  {fmt.seconds(s.get('duration_s'))}")
+    if s.get("merged_from"):
+        line.append(f"  ·  merged from {len(s['merged_from'])} shards")
+    line.append("\n")
     line.append(
         f"requests {fmt.count(req.get('total'))} (ok {fmt.count(req.get('ok'))}, "
         f"errors {fmt.count(req.get('errors'))}{': ' + err if err else ''})"

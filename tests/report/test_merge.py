@@ -309,6 +309,8 @@ def test_report_with_several_directories_merges_them(
     r = runner.invoke(app, ["report", str(a), str(b), "-o", str(tmp_path / "m"), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["requests"]["total"] == 8
+    shown = runner.invoke(app, ["report", str(a), str(b)])
+    assert "merged from 2 shards" in shown.stdout
     assert (tmp_path / "m" / "summary.json").is_file()
     shown = runner.invoke(app, ["report", str(tmp_path / "m"), "--json"])
     assert orjson.loads(shown.stdout)["merged_from"] == json.loads(r.stdout)["merged_from"]
