@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.agentx-installed
 
-.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents chromium image-check clean
+.PHONY: setup demo test unit lint typecheck bench vllm vllm-stop agents chromium image-check slurm slurm-stop clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,13 @@ agents: setup
 # Hub is unreachable); see scripts/image_check.sh
 image-check: setup
 	bash scripts/image_check.sh
+
+# a one-node SLURM cluster for tests/integration/test_slurm.py (examples/slurm for real); root
+slurm:
+	bash scripts/slurm_local.sh start
+
+slurm-stop:
+	bash scripts/slurm_local.sh stop
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache artifacts
