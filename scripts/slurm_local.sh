@@ -61,6 +61,7 @@ start() {
     chown munge:munge /run/munge
     if ! munge -n >/dev/null 2>&1; then
         su -s /bin/sh munge -c /usr/sbin/munged
+        touch "$dir/munged.ours" # stop ends it too
     fi
     export SLURM_CONF=$conf
     slurmctld -f "$conf"
@@ -83,6 +84,10 @@ stop() {
             rm -f "$pid_file"
         fi
     done
+    if [[ -f $dir/munged.ours && -s /run/munge/munged.pid ]]; then
+        kill "$(cat /run/munge/munged.pid)" 2>/dev/null || true
+        rm -f "$dir/munged.ours"
+    fi
 }
 
 case ${1:-} in
