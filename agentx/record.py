@@ -19,6 +19,7 @@ ERR_HTTP = "http"  # non-2xx status
 ERR_RESET = "reset"  # connection closed mid-stream
 ERR_PROTOCOL = "protocol"  # malformed SSE / JSON
 ERR_NO_USAGE = "no_usage"  # stream ended without a usage block (row still counts as ok)
+ERR_BAD_USAGE = "bad_usage"  # impossible token counts, left unknown (row still counts as ok)
 ERR_CANCELLED = "cancelled"  # run stopped (Ctrl-C, --duration drain deadline)
 
 

@@ -121,12 +121,19 @@ def test_no_usage_is_all_unknown() -> None:
         assert usage_from(api, [1, 2], "x") == Usage()  # type: ignore[arg-type]
 
 
-def test_merge_keeps_ints_and_later_values_win() -> None:
+def test_merge_later_ints_win_and_a_bad_value_stays_only_where_no_int_is_known() -> None:
     acc: dict[str, Any] = {}
     merge_usage(acc, {"input_tokens": 10, "cache_read_input_tokens": 5, "cache_creation": {}})
     merge_usage(acc, {"output_tokens": 7, "input_tokens": 11, "bogus": None})
+    merge_usage(acc, {"input_tokens": "lots", "cache_creation_input_tokens": "lots"})
     merge_usage(acc, None)
-    assert acc == {"input_tokens": 11, "cache_read_input_tokens": 5, "output_tokens": 7}
+    assert acc == {
+        "input_tokens": 11,
+        "cache_read_input_tokens": 5,
+        "output_tokens": 7,
+        "cache_creation": {},
+        "cache_creation_input_tokens": "lots",  # kept so that checked_usage names it
+    }
 
 
 COUNT = st.none() | st.integers(min_value=0, max_value=10**7) | st.booleans() | st.just("12")
@@ -176,7 +183,12 @@ def test_anthropic_prompt_is_the_total_input(raw: dict[str, Any]) -> None:
         _int(raw.get("cache_read_input_tokens")),
         _int(raw.get("cache_creation_input_tokens")),
     )
-    assert u.prompt_tokens == (None if uncached is None else uncached + (read or 0) + (made or 0))
+    impossible = any(  # a part present but not a count makes the total unknown
+        raw.get(k) is not None and _int(raw.get(k)) is None
+        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    total = None if uncached is None else uncached + (read or 0) + (made or 0)
+    assert u.prompt_tokens == (None if impossible else total)
     assert u.cached_tokens == read and u.cache_creation_tokens == made
     assert u.completion_tokens == _int(raw.get("output_tokens")) and u.reasoning_tokens is None
 
@@ -198,11 +210,14 @@ def test_fields_are_ints_or_unknown_and_cached_uses_the_family_names(
         u.reasoning_tokens,
     ):
         assert value is None or (isinstance(value, int) and not isinstance(value, bool))
-    assert u.cached_tokens == (
+    cached = (
         _int(raw.get("cache_read_input_tokens"))
         if api == API_ANTHROPIC_MESSAGES
         else cached_from_usage(raw)
     )
+    if cached is not None and u.prompt_tokens is not None and cached > u.prompt_tokens:
+        cached = None  # impossible: more cached than prompt tokens
+    assert u.cached_tokens == cached
 
 
 # -- capture and replay read the same usage the same way ---------------------------------------

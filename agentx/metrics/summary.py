@@ -30,7 +30,7 @@ from agentx.metrics.percentiles import (
 )
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
-from agentx.record import RequestRecord
+from agentx.record import ERR_BAD_USAGE, RequestRecord
 
 SCHEMA = "agentx.summary/1"
 
@@ -145,6 +145,7 @@ def build_summary(
             "warmup": sum(1 for r in records if r.warmup),
             "drained": len(drained),
             "without_usage": sum(1 for r in ok if lat.no_usage(r)),
+            "bad_usage": sum(1 for r in ok if r.error_type == ERR_BAD_USAGE),
         },
         "sessions": {"started": run.sessions_started, "completed": run.sessions_completed},
         "tokens": {

@@ -26,6 +26,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from agentx.models import JSON
 from agentx.record import (
+    ERR_BAD_USAGE,
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,
@@ -35,7 +36,7 @@ from agentx.record import (
     ERR_TIMEOUT,
 )
 from agentx.replay.sse import StreamParser, StreamProtocolError, parser_for
-from agentx.usage import usage_from
+from agentx.usage import checked_usage
 
 USER_AGENT = "agentx-replay"
 CONNECT_TIMEOUT_S = 30.0
@@ -222,6 +223,9 @@ async def stream_request(
         if isinstance(exc, TimeoutError) and not isinstance(exc, httpx.TimeoutException):
             message = f"no complete answer within --timeout {timeout_s:g} s"
         return _partial(parser, sent_ns, status, ttfb_ns, error_type, message)
+    except Exception as exc:  # whatever else the answer provoked is this request's failure
+        message = f"unexpected answer ({type(exc).__name__}: {str(exc)[:200]})"
+        return _partial(parser, sent_ns, status, ttfb_ns, ERR_PROTOCOL, message)
     return _complete(parser, sent_ns, status, ttfb_ns, end_ns)
 
 
@@ -307,6 +311,8 @@ def _complete(
     error_type = error = None
     if not parser.usage_seen:
         error_type, error = ERR_NO_USAGE, "stream ended without a usage block"
+    elif parser.usage_problem:
+        error_type, error = ERR_BAD_USAGE, f"impossible usage: {parser.usage_problem}"
     return _outcome(parser, sent_ns, status, ttfb_ns, end_ns, error_type, error, ok=True)
 
 
@@ -323,18 +329,31 @@ def _non_streamed(
         return StreamOutcome(
             sent_ns, status, False, ERR_PROTOCOL, "response is not an object", ttfb_ns
         )
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
-    tokens = usage_from(api, usage, obj.get("timings"))
-    assistant: JSON = None
-    if live:
-        choices = obj.get("choices") or [{}]
-        assistant = (choices[0] or {}).get("message")
+    choices = obj.get("choices")
+    message: JSON = None
+    if choices is not None:
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            return StreamOutcome(
+                sent_ns, status, False, ERR_PROTOCOL, "response choices are not objects", ttfb_ns
+            )
+        message = choices[0].get("message") if choices else None
+        if message is not None and not isinstance(message, dict):
+            return StreamOutcome(
+                sent_ns, status, False, ERR_PROTOCOL, "response message is not an object", ttfb_ns
+            )
+    raw_usage = obj.get("usage")
+    tokens, problem = checked_usage(api, raw_usage, obj.get("timings"))
+    error_type = error = None
+    if raw_usage is None:
+        error_type, error = ERR_NO_USAGE, "response without a usage block"
+    elif problem:
+        error_type, error = ERR_BAD_USAGE, f"impossible usage: {problem}"
     return StreamOutcome(
         sent_ns=sent_ns,
         status=status,
         ok=True,
-        error_type=None if usage else ERR_NO_USAGE,
-        error=None if usage else "response without a usage block",
+        error_type=error_type,
+        error=error,
         ttfb_ns=ttfb_ns,
         ttft_ns=end,
         ttfc_ns=end,
@@ -342,5 +361,5 @@ def _non_streamed(
         prompt_tokens=tokens.prompt_tokens,
         completion_tokens=tokens.completion_tokens,
         cached_tokens=tokens.cached_tokens,
-        assistant=assistant,
+        assistant=message if live else None,
     )

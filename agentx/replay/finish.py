@@ -15,13 +15,14 @@ from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefix_union import TheoryRow
-from agentx.record import RequestRecord
+from agentx.record import ERR_BAD_USAGE, RequestRecord
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.report.results_dir import write_results
+from agentx.usage import MAX_TOKENS
 
 SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
 SATURATED_LAG_P99_MS = 50.0
@@ -143,6 +144,13 @@ def finish_run(
         warnings.append(
             f"could not reset the server's prefix cache before the run ({cache_reset.message}): "
             "it may hold blocks from earlier traffic"
+        )
+    bad_usage = [r for r in records if r.error_type == ERR_BAD_USAGE]
+    if bad_usage:
+        warnings.append(
+            f"{len(bad_usage)} responses reported impossible token counts (not an integer, "
+            f"negative, above {MAX_TOKENS:,} or cached above prompt): those counts are unknown "
+            f"on their rows (error_type {ERR_BAD_USAGE}), never summed; first: {bad_usage[0].error}"
         )
     if c.live_fallbacks:
         warnings.append(

@@ -3,6 +3,12 @@
 A request whose body contains ``fault:NAME`` gets that fault; any other request gets a normal
 stream of ``max_tokens`` one-token chunks with a usage block. Runs on its own thread and event
 loop (``run_replay`` runs its own loop), on 127.0.0.1 and a free port.
+
+Besides the transport faults (``reset``, ``stall``, ``die``, ...), the *hostile* modes of
+:data:`HOSTILE` answer with valid JSON of the wrong shape, impossible usage or oversized events:
+whatever a server sends, a replay must turn it into a typed row. ``/v1/messages`` and
+``/v1/responses`` are served by the same handler (the OpenAI chat shapes, unless the mode is
+written for that API).
 """
 
 from __future__ import annotations
@@ -38,6 +44,106 @@ ROLE = _chunk({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant"
 FINISH = _chunk({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
 
 
+def _raw_usage(usage: dict[str, Any]) -> bytes:
+    return _chunk({"id": "c", "choices": [], "usage": usage})
+
+
+def _delta(delta: Any) -> bytes:
+    return _chunk({"id": "c", "choices": [{"index": 0, "delta": delta}]})
+
+
+# Hostile modes: the events (bytes) a streamed answer carries between the role chunk and
+# [DONE], or, for names starting with ``json_``, the whole non-streamed JSON body.
+HOSTILE: dict[str, Any] = {
+    "choices_str": [_chunk({"id": "c", "choices": "oops"})],
+    "choices_int": [_chunk({"id": "c", "choices": [5]})],
+    "choices_null_item": [_chunk({"id": "c", "choices": [None]})],
+    "delta_str": [_delta("abc")],
+    "delta_list": [_delta(["a"])],
+    "content_int": [_delta({"content": 5})],
+    "tool_calls_str": [_delta({"tool_calls": "x"})],
+    "tool_index_str": [_delta({"tool_calls": [{"index": "a", "function": {"name": "f"}}]})],
+    "tool_function_str": [_delta({"tool_calls": [{"index": 0, "function": "f"}]})],
+    "finish_obj": [
+        _chunk({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": {}}]})
+    ],
+    "data_null": [b"data: null\n\n"],
+    "data_list": [b"data: [1,2]\n\n"],
+    "binary": [b"data: \xff\xfe\x00garbage\n\n"],
+    "usage_str": [_raw_usage({"prompt_tokens": "10", "completion_tokens": "x"})],
+    "usage_list": [_raw_usage({"prompt_tokens": [1], "completion_tokens": {"n": 1}})],
+    "usage_negative": [_raw_usage({"prompt_tokens": -30, "completion_tokens": 4})],
+    "usage_absurd": [_raw_usage({"prompt_tokens": 10, "completion_tokens": 10**18})],
+    "usage_huge_int": [b'data: {"choices":[],"usage":{"prompt_tokens":1' + b"0" * 40 + b"}}\n\n"],
+    "usage_float": [_raw_usage({"prompt_tokens": 1e300, "completion_tokens": 4})],
+    "cached_over_prompt": [
+        _raw_usage(
+            {
+                "prompt_tokens": 10,
+                "completion_tokens": 4,
+                "prompt_tokens_details": {"cached_tokens": 99},
+            }
+        )
+    ],
+    "details_str": [
+        _raw_usage({"prompt_tokens": 10, "completion_tokens": 4, "prompt_tokens_details": "lots"})
+    ],
+    "timings_str": [_chunk({"id": "c", "choices": [], "timings": "x"})],
+    "json_choices_str": {"choices": "oops", "usage": {"prompt_tokens": 7, "completion_tokens": 1}},
+    "json_choices_int": {"choices": [5], "usage": {"prompt_tokens": 7, "completion_tokens": 1}},
+    "json_message_str": {"choices": [{"message": "hi"}], "usage": {"prompt_tokens": 7}},
+    "json_usage_str": {"choices": [], "usage": "lots"},
+    "json_cache_lots": {
+        "type": "message",
+        "content": [{"type": "text", "text": "hi"}],
+        "usage": {"input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": "lots"},
+    },
+    "json_negative": {"choices": [], "usage": {"prompt_tokens": -30, "completion_tokens": 1}},
+    "json_list": [1, 2, 3],
+    "json_timings_str": {"choices": [], "usage": {"prompt_tokens": 7}, "timings": [1]},
+    # Anthropic-shaped events (for --api messages)
+    "msg_delta_str": [_chunk({"type": "content_block_delta", "index": 0, "delta": "abc"})],
+    "msg_start_str": [_chunk({"type": "message_start", "message": "x"})],
+    "msg_usage_lots": [
+        _chunk(
+            {
+                "type": "message_start",
+                "message": {"usage": {"input_tokens": 5, "cache_read_input_tokens": "lots"}},
+            }
+        )
+    ],
+    "msg_negative": [
+        _chunk({"type": "message_start", "message": {"usage": {"input_tokens": -30}}}),
+        _chunk(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 2},
+            }
+        ),
+    ],
+    "msg_index_str": [
+        _chunk(
+            {
+                "type": "content_block_start",
+                "index": "a",
+                "content_block": {"type": "tool_use", "id": 5, "name": []},
+            }
+        )
+    ],
+    # Responses-shaped events (for --api native on a Responses trace)
+    "resp_response_str": [_chunk({"type": "response.completed", "response": "x"})],
+    "resp_usage_negative": [
+        _chunk(
+            {
+                "type": "response.completed",
+                "response": {"status": "completed", "usage": {"input_tokens": -1}},
+            }
+        )
+    ],
+}
+
+
 def _usage(prompt: int, completion: int, cached: int | None) -> bytes:
     usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
     if cached is not None:
@@ -70,6 +176,7 @@ class FaultServer:
         self._stopped = threading.Event()
         self.port = 0
         self.on_request: Callable[[dict[str, Any]], None] | None = None
+        self.big_event_bytes = 20 * 1024 * 1024  # the "big_event" fault's one SSE event
 
     @property
     def url(self) -> str:
@@ -101,6 +208,9 @@ class FaultServer:
             return web.json_response({"error": {"message": "engine exploded"}}, status=500)
         if fault == "http400":
             return web.json_response({"error": {"message": "context too long"}}, status=400)
+        hostile = HOSTILE.get(fault)
+        if isinstance(hostile, dict | list) and fault.startswith("json_"):
+            return web.json_response(hostile)
         if fault == "json":  # ignores stream=true
             return web.json_response(
                 {
@@ -114,6 +224,24 @@ class FaultServer:
             await asyncio.sleep(self.stall_s)
             return resp
         await resp.write(ROLE)
+        if isinstance(hostile, list):
+            await resp.write(_token(0))
+            for event in hostile:
+                await resp.write(event)
+            if fault.startswith("msg_"):
+                await resp.write(_chunk({"type": "message_stop"}))
+            elif not fault.startswith("resp_"):
+                await resp.write(FINISH + b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
+        if fault == "big_event":  # one token chunk of big_event_bytes, in 64 KiB writes
+            text = b"x" * self.big_event_bytes
+            event = b'data: {"choices":[{"index":0,"delta":{"content":"' + text + b'"}}]}\n\n'
+            for i in range(0, len(event), 65536):
+                await resp.write(event[i : i + 65536])
+            await resp.write(FINISH + _usage(10, 1, 0) + b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
         if fault == "hold":
             await self.hold.wait()
         if fault == "slow":
@@ -155,6 +283,8 @@ class FaultServer:
         app.router.add_get("/v1/models", self.list_models)
         app.router.add_get("/metrics", self.prometheus)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/messages", self.chat)
+        app.router.add_post("/v1/responses", self.chat)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
