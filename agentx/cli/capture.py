@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from agentx.cli.app import app, err, fail
-from agentx.errors import AgentxError
+from agentx.errors import AgentxError, CaptureError
 
 
 @app.command()
@@ -110,5 +110,7 @@ def capture(
         )
     except AgentxError as exc:
         fail(exc)
+    if result.write_failure is not None:
+        fail(CaptureError(result.write_failure))
     if result.exit_code:
         raise typer.Exit(result.exit_code)

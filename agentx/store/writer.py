@@ -1,7 +1,9 @@
 """TraceWriter: append exchanges to a write-ahead spool, compact to Parquet (zstd) on close.
 
 Each ``append`` writes one JSON line to ``<trace>.spool`` and flushes it to the OS before it
-returns, so a writer killed with SIGKILL loses at most the exchange in flight; the next
+returns, so a writer killed with SIGKILL loses at most the exchange in flight. ``amend`` adds
+flags to a row already spooled (one more line, applied at compaction): capture learns that a
+call was a side call only after writing it. The next
 ``open``/``read`` of the trace (or ``agentx recover``) rebuilds the Parquet file from the spool.
 The writer holds an exclusive ``flock`` on its spool for its whole life: the kernel drops it when
 the process dies, however it dies, which is how a reader tells a live writer from a dead one.
@@ -48,6 +50,9 @@ except ImportError:  # pragma: no cover - not POSIX: fall back to the writer's p
 
 ROW_GROUP_ROWS = 1024  # rows repeat ~tens of KB of tools/system text: keep batches small
 SPOOL_MAGIC = "agentx.spool/1"
+AMEND = "amend"  # key of an amendment line: {"amend": request_id, "flags": [...]}
+_AMEND_PREFIX = b'{"' + AMEND.encode() + b'"'
+
 
 
 def spool_path(path: Path) -> Path:
@@ -130,7 +135,16 @@ class TraceWriter:
             row = self._encoder.encode(ex)
         except TypeError as exc:
             raise TraceError(f"exchange {ex.request_id}: not JSON-serialisable ({exc})") from None
-        line = _row_line(self._texts.pack(row))
+        self._write_line(_row_line(self._texts.pack(row)))
+        self.count += 1
+
+    def amend(self, request_id: str, flags: tuple[str, ...]) -> None:
+        """Add ``flags`` to the row of ``request_id``, already appended (durable like append)."""
+        if self._spool.closed:
+            raise TraceError(f"{self.path}: amend after close")
+        self._write_line(orjson.dumps({AMEND: request_id, "flags": list(flags)}) + b"\n")
+
+    def _write_line(self, line: bytes) -> None:
         try:
             self._spool.write(line)  # one write of one whole line: a kill tears at most this line
             self._spool.flush()
@@ -140,7 +154,6 @@ class TraceWriter:
             raise TraceError(
                 f"cannot write trace spool {self._spool_path}: {exc.strerror or exc}"
             ) from None
-        self.count += 1
 
     def close(self) -> None:
         """Compact the spool into the Parquet trace and remove the spool (idempotent)."""
@@ -255,18 +268,40 @@ def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], Iterator[Row
     if not isinstance(header, dict) or header.get("spool") != SPOOL_MAGIC:
         raise TraceError(f"{spool}: not an agentx spool (bad header)")
 
+    start = fh.tell()
+    amends = _amendments(fh)
+    fh.seek(start)
+
     def rows() -> Iterator[Row]:
         texts = SpoolTexts()
         for line in fh:
             if not line.endswith(b"\n"):
                 return  # torn write of the exchange in flight
+            if line.startswith(_AMEND_PREFIX):
+                continue
             try:
                 row = orjson.loads(line)
             except orjson.JSONDecodeError:
                 return
+            extra = amends.get(row.get("request_id"))
+            if extra:
+                row["flags"] = list(dict.fromkeys([*row["flags"], *extra]))
             yield texts.unpack(row)
 
     return header, rows()
+
+
+def _amendments(fh: IO[bytes]) -> dict[str, list[str]]:
+    """Every amendment line of the spool: request id -> flags to add (few; read first)."""
+    out: dict[str, list[str]] = {}
+    for line in fh:
+        if line.startswith(_AMEND_PREFIX) and line.endswith(b"\n"):
+            try:
+                amend = orjson.loads(line)
+                out.setdefault(str(amend[AMEND]), []).extend(str(f) for f in amend["flags"])
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue
+    return out
 
 
 def compact(spool: Path, path: Path) -> int:

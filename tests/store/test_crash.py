@@ -132,3 +132,19 @@ def test_fsync_mode_writes_the_same_trace(tmp_path: Path) -> None:
     with TraceWriter(path, fsync=True) as w:
         w.append(make_exchange(0))
     assert os.path.getsize(path) > 0 and len(read_trace(path)) == 1
+
+
+def test_amendments_add_flags_at_compaction_and_at_recovery(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    with TraceWriter(path) as w:
+        w.append(make_exchange(0))
+        w.append(make_exchange(1))
+        w.amend("r0", ("side_call",))
+        w.amend("r0", ("side_call", "retry"))
+    assert [ex.flags for ex in read_trace(path)] == [("side_call", "retry"), ()]
+    dead = tmp_path / "dead.parquet"
+    w = TraceWriter(dead)
+    w.append(make_exchange(0))
+    w.amend("r0", ("side_call",))
+    w._spool.close()  # killed: the amendment is in the spool, and recovery applies it
+    assert [ex.flags for ex in read_trace(dead)] == [("side_call",)]

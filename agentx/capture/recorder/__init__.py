@@ -22,13 +22,14 @@ from agentx.capture.recorder.counters import CaptureStats, StatsCounter, summary
 from agentx.capture.recorder.events import Event
 from agentx.capture.recorder.exchange import KEEP_RESPONSES, ExchangeBuilder
 from agentx.capture.recorder.flow import MAX_MODEL_BODY, MAX_OTHER_BODY, Flow
-from agentx.capture.recorder.worker import HOLD_NS, Recorder
+from agentx.capture.recorder.worker import HOLD_NS, SPOOL_LATENCY_S, Recorder
 
 __all__ = [
     "HOLD_NS",
     "KEEP_RESPONSES",
     "MAX_MODEL_BODY",
     "MAX_OTHER_BODY",
+    "SPOOL_LATENCY_S",
     "CaptureStats",
     "Event",
     "ExchangeBuilder",

@@ -2,10 +2,12 @@
 
 The mitmproxy addon only timestamps and enqueues (:meth:`Recorder.submit` is a lock-free
 ``SimpleQueue.put``); decoding, SSE parsing, session placement and the durable spool write all
-happen on the worker, off the proxy's event loop. A tool-less first call is held back until its
-session shows whether the agent uses tools (then it was a side call). A write that fails is
-counted as lost and reported once, loudly; an internal error drops one exchange, never the
-capture.
+happen on the worker, off the proxy's event loop. Every exchange is appended to the trace's
+write-ahead spool as soon as its response ends (its end event is processed), whatever its
+session: a SIGKILL then loses only the exchanges in flight. A tool-less first call is written at
+once too, and *amended* (flag ``side_call``) if its session later shows that the agent uses
+tools. A write that fails is counted as lost and reported once, loudly; an internal error drops
+one exchange, never the capture.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 import orjson
 
@@ -43,11 +44,14 @@ from agentx.flags import (
     THREAD_FLAGS,
 )
 from agentx.models import API_OTHER, Exchange
-from agentx.store import TraceWriter
+from agentx.store import TraceWriter, spool_path
 
 log = logging.getLogger("agentx.capture")
 
-HOLD_NS = 60 * 1_000_000_000  # how long a tool-less first call waits to learn what it was
+HOLD_NS = 60 * 1_000_000_000  # how long a tool-less first call may still become a side call
+# The bound docs/reliability.md states: a completed exchange is in the spool this soon after its
+# response ended (the worker writes it when it processes the end event; typically milliseconds).
+SPOOL_LATENCY_S = 1.0
 
 
 def response_create(data: bytes) -> bytes | None:
@@ -89,8 +93,8 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self._stats = StatsCounter()
         self._reported: set[str] = set()
-        # Tool-less thread roots, held until the session shows whether its agent uses tools
-        # (then they are side calls: titles, topic checks) or HOLD_NS passes.
+        # Tool-less thread roots (written already), until the session shows whether its agent
+        # uses tools (then they were side calls: titles, topic checks) or HOLD_NS passes.
         self._held: dict[str, list[tuple[int, Exchange]]] = {}
         # WebSocket flow id -> (messages seen, key of the response streaming on it)
         self._sockets: dict[str, tuple[int, str | None]] = {}
@@ -154,10 +158,18 @@ class Recorder:
         if self.writer is not None:
             try:
                 self.writer.close()
-            except AgentxError as exc:
-                self._report_once("close", f"agentx capture: {exc}")
-            except OSError as exc:
-                self._report_once("close", f"agentx capture: cannot finish the trace: {exc}")
+            except (AgentxError, OSError) as exc:
+                kept = spool_path(self.writer.path)
+                self._report_once(
+                    "close",
+                    f"agentx capture: {exc}"
+                    + (
+                        f"; every exchange is kept in {kept}: run `agentx recover "
+                        f"{self.writer.path}` once that is fixed"
+                        if kept.exists()
+                        else ""
+                    ),
+                )
         return self.stats()
 
     def stats(self) -> CaptureStats:
@@ -287,8 +299,7 @@ class Recorder:
             or any(h.thread_id == ex.thread_id for _, h in held)  # (its retries) share its fate
         ):
             self._held.setdefault(ex.session_id, []).append((t_ns + HOLD_NS, ex))
-        else:
-            self._write(ex)
+        self._write(ex)
         partial = 1 if (FLAG_PARTIAL in ex.flags or FLAG_NO_RESPONSE in ex.flags) else 0
         if flow.api == API_OTHER:
             self._stats.bump(other=1, partial=partial)
@@ -304,9 +315,10 @@ class Recorder:
     # ------------------------------------------------------------------ writing
 
     def _release(self, session_id: str) -> None:
-        side = self.sessions.uses_tools(session_id)
-        for _deadline, ex in self._held.pop(session_id, []):
-            self._write(replace(ex, flags=(*ex.flags, FLAG_SIDE_CALL)) if side else ex)
+        held = self._held.pop(session_id, [])
+        if self.sessions.uses_tools(session_id):
+            for _deadline, ex in held:
+                self._amend(ex.request_id, (FLAG_SIDE_CALL,))
 
     def _release_expired(self, now_ns: int) -> None:
         for session_id, held in list(self._held.items()):
@@ -321,9 +333,14 @@ class Recorder:
             return
         try:
             self.writer.append(ex)
-        except AgentxError as exc:
+        except (AgentxError, OSError) as exc:
             self._stats.bump(lost=1)
             self._report_once("write", f"agentx capture: NOT RECORDING: {exc}")
-        except OSError as exc:
-            self._stats.bump(lost=1)
+
+    def _amend(self, request_id: str, flags: tuple[str, ...]) -> None:
+        if self.writer is None or "write" in self._reported:
+            return
+        try:
+            self.writer.amend(request_id, flags)
+        except (AgentxError, OSError) as exc:
             self._report_once("write", f"agentx capture: NOT RECORDING: {exc}")

@@ -93,6 +93,8 @@ class Capture:
             self.confdir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise CaptureError(f"cannot create {self.confdir}: {exc.strerror or exc}") from None
+        if Path(cfg.out).is_dir():
+            raise CaptureError(f"cannot write trace {cfg.out}: it is a directory")
         try:
             writer = TraceWriter(
                 cfg.out, metadata={"capture": cfg.mode, "upstream": cfg.upstream or ""}

@@ -30,6 +30,16 @@ class CaptureResult:
     out: Path
     exit_code: int  # the agent's, or 0 without a command
 
+    @property
+    def write_failure(self) -> str | None:
+        """Why the trace is not everything that was captured (``None``: it is)."""
+        s = self.stats
+        if s.write_error is None and not s.lost:
+            return None
+        why = (s.write_error or "").removeprefix("agentx capture: ")
+        lost = f"{s.lost} exchanges not recorded" if s.lost else "the trace was not written"
+        return f"{lost}: {why}" if why else lost
+
 
 def _status_text(cap: Capture, started: float) -> str:
     assert cap.recorder is not None
