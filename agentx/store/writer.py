@@ -54,7 +54,6 @@ AMEND = "amend"  # key of an amendment line: {"amend": request_id, "flags": [...
 _AMEND_PREFIX = b'{"' + AMEND.encode() + b'"'
 
 
-
 def spool_path(path: Path) -> Path:
     return path.with_name(path.name + ".spool")
 
