@@ -18,7 +18,6 @@ also keeps sessions from sharing cache across lanes and levels.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,8 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import AgentxError, UsageError
+from agentx.errors import UsageError
+from agentx.outputs import check_results_dir, write_atomic
 from agentx.replay import ReplayOptions, run_replay
 from agentx.report.sweep_view import (
     POINT_KEYS,
@@ -78,6 +78,7 @@ class SweepOptions:
     replay: ReplayOptions
     levels: tuple[int, ...]
     output_dir: Path
+    force: bool = False  # replace an earlier sweep's results in output_dir
 
     def __post_init__(self) -> None:
         if not self.levels or any(n < 1 for n in self.levels):
@@ -104,6 +105,9 @@ def run_sweep(
     """
     out = options.output_dir
     base = options.replay
+    check_results_dir(out, force=options.force)  # before the first level, not after it
+    for n in options.levels:
+        check_results_dir(out / f"c{n}", force=options.force)
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "endpoint": base.endpoint,
@@ -114,7 +118,9 @@ def run_sweep(
     warnings: list[str] = []
     interrupted = False
     for n in options.levels:
-        level = dataclasses.replace(base, concurrency=n, output_dir=out / f"c{n}")
+        level = dataclasses.replace(
+            base, concurrency=n, output_dir=out / f"c{n}", force=options.force
+        )
         result = run_replay(level)
         data["model"] = result.summary.get("model", data["model"])
         point = sweep_point(n, result.summary)
@@ -130,16 +136,7 @@ def run_sweep(
 
 
 def write_sweep(out: Path, data: dict[str, Any]) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out / "sweep.json", orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-        _atomic_write(out / "sweep.svg", sweep_svg(data).encode())
-        _atomic_write(out / "sweep.html", render_sweep_html(data).encode())
-    except OSError as exc:
-        raise AgentxError(f"cannot write the sweep to {out}: {exc.strerror or exc}") from None
-
-
-def _atomic_write(path: Path, content: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(content)
-    os.replace(tmp, path)
+    summary = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    write_atomic(out / "sweep.json", summary, force=True)
+    write_atomic(out / "sweep.svg", sweep_svg(data), force=True)
+    write_atomic(out / "sweep.html", render_sweep_html(data), force=True)

@@ -36,6 +36,7 @@ STAGES: list[list[str]] = [
         "agentx.hitrate",
         "agentx.kvcache",
         "agentx.examples",
+        "agentx.outputs",
     ],
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert

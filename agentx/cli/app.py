@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleDimensions
 from rich.segment import Segment
 
 from agentx import DISTRIBUTION, __version__
-from agentx.errors import AgentxError, TraceError
+from agentx.errors import AgentxError
 
 app = typer.Typer(
     name="agentx",
@@ -86,6 +86,11 @@ def _root(
 
 
 BUNDLED_HELP = "; or a bundled example by name: example, weka (see agentx example-path)"
+# Every command that writes an output takes it: without it an existing output is refused.
+Force = Annotated[
+    bool,
+    typer.Option("--force", help="replace an existing output (it is kept if the command fails)"),
+]
 
 
 def trace_path(value: Path) -> Path:
@@ -106,13 +111,12 @@ def print_json(data: object) -> None:
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def write_json_file(path: Path, data: object) -> None:
+def write_json_file(path: Path, data: object, *, force: bool) -> None:
     import orjson
 
-    try:
-        path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    except OSError as exc:
-        raise TraceError(f"cannot write {path}: {exc.strerror or exc}") from None
+    from agentx.outputs import write_atomic
+
+    write_atomic(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", force=force)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agentx.cli.app import app, err, fail
+from agentx.cli.app import Force, app, err, fail
 from agentx.errors import AgentxError, CaptureError
 
 
@@ -79,6 +79,7 @@ def capture(
     print_addon_path: Annotated[
         bool, typer.Option("--print-addon-path", help="print the file for `mitmdump -s` and exit")
     ] = False,
+    force: Force = False,
 ) -> None:
     """mitmproxy in front of a coding agent; writes a trace. `agentx capture -o t.parquet -- claude`"""
     from agentx.capture import ADDON_PATH
@@ -105,6 +106,7 @@ def capture(
                 confdir=confdir,
                 upstream_insecure=upstream_insecure,
                 status=status,
+                force=force,
             ),
             console=err,
         )

@@ -9,6 +9,7 @@ import typer
 
 from agentx.cli.app import (
     BUNDLED_HELP,
+    Force,
     app,
     err,
     fail,
@@ -63,16 +64,20 @@ def scrub(
         ),
     ] = True,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    force: Force = False,
 ) -> None:
     """Drop malformed exchanges, repair orphaned tool calls, redact secrets; say what and why."""
+    from agentx.outputs import check_output
     from agentx.scrub import ScrubOptions, render_report, scrub_trace
 
     options = ScrubOptions(max_context=max_context, keep_side_calls=keep_side_calls, keep_non_model=keep_non_model,
                            redact_emails=redact_emails, block_size=block_size, hit_rate=hit_rate)  # fmt: skip
     try:
-        result = scrub_trace(trace, output, options)
         if report_file is not None:
-            write_json_file(report_file, result.to_json())
+            check_output(report_file, force=force)  # before the work, not after it
+        result = scrub_trace(trace, output, options, force=force)
+        if report_file is not None:
+            write_json_file(report_file, result.to_json(), force=force)
     except AgentxError as exc:
         fail(exc)
     if json_out:
@@ -100,13 +105,14 @@ def anonymize(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    force: Force = False,
 ) -> None:
     """Shareable trace: no original text, same token counts and prefix-sharing structure."""
     from agentx.scrub.anonymize import AnonymizeOptions, anonymize_trace
 
     options = AnonymizeOptions(key=key.encode() if key is not None else None, keep_tools=keep_tools)
     try:
-        result = anonymize_trace(trace, output, options)
+        result = anonymize_trace(trace, output, options, force=force)
     except AgentxError as exc:
         fail(exc)
     if json_out:
@@ -143,12 +149,13 @@ def convert(
         ),
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    force: Force = False,
 ) -> None:
     """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""
     from agentx.formats.convert import convert as run_convert
 
     try:
-        result = run_convert(input_path, output, to=to, skip_bad=skip_bad)
+        result = run_convert(input_path, output, to=to, skip_bad=skip_bad, force=force)
     except AgentxError as exc:
         fail(exc)
     if json_out:

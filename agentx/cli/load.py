@@ -9,7 +9,7 @@ import typer
 
 from agentx.cli import replay_options as o
 from agentx.cli import report_options as ro
-from agentx.cli.app import app, err, fail, out, print_json
+from agentx.cli.app import Force, app, err, fail, out, print_json
 from agentx.errors import AgentxError
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def replay(
     price_preset: ro.PricePreset = None,
     price_file: ro.PriceFile = None,
     license_fraction: ro.LicenseFraction = 0.0,
+    force: Force = False,
 ) -> None:
     """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
     from agentx.metrics.percentiles import parse_percentiles
@@ -111,7 +112,7 @@ def replay(
             extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, metrics_url=metrics_url,
             scrape_metrics=not no_metrics, slo=slo, workers=workers, shard=parse_shard(shard),
             start_at_s=parse_start_at(start_at) if start_at else None, seed=seed,
-            timeout_s=timeout, block_size=block_size, api_key=api_key, output_dir=output,
+            timeout_s=timeout, block_size=block_size, api_key=api_key, output_dir=output, force=force,
             progress=not json_out and err.is_terminal,
             percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
             cost=ro.cost_from_flags(ctx.params),
@@ -191,6 +192,7 @@ def sweep(
     price_preset: ro.PricePreset = None,
     price_file: ro.PriceFile = None,
     license_fraction: ro.LicenseFraction = 0.0,
+    force: Force = False,
 ) -> None:
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.metrics.percentiles import parse_percentiles
@@ -225,7 +227,7 @@ def sweep(
             cost=ro.cost_from_flags(ctx.params),
         )  # fmt: skip
         levels = parse_levels(concurrency)
-        result = run_sweep(SweepOptions(replay_options, levels, output), level_done)
+        result = run_sweep(SweepOptions(replay_options, levels, output, force), level_done)
     except AgentxError as exc:
         fail(exc)
     for warning in result.warnings:
@@ -320,6 +322,7 @@ def report(
     price_preset: ro.PricePreset = None,
     price_file: ro.PriceFile = None,
     license_fraction: ro.LicenseFraction = 0.0,
+    force: Force = False,
 ) -> None:
     """Re-render saved results; --compare diffs against a base run; several dirs are merged."""
     from agentx.metrics.percentiles import parse_percentiles
@@ -337,6 +340,7 @@ def report(
             percentiles=None if percentiles is None else parse_percentiles(percentiles),
             output_dir=output,
             slo=slo,
+            force=force,
         )
     except AgentxError as exc:
         fail(exc)

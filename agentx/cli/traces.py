@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agentx.cli.app import BUNDLED_HELP, app, err, fail, out, print_json, trace_path
+from agentx.cli.app import BUNDLED_HELP, Force, app, err, fail, out, print_json, trace_path
 from agentx.errors import AgentxError
 
 
@@ -119,11 +119,14 @@ def simulate(
             "--plot", help="write hit rate vs capacity as an SVG file", show_default=False
         ),
     ] = None,
+    force: Force = False,
 ) -> None:
     """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
     from agentx import simulate as so
 
     try:
+        if plot is not None:
+            so.check_plot(plot, force=force)
         options = so.SimulateOptions(
             trace=trace, block_size=block_size, pin=pin, reserve_output=reserve_output,
             capacities_tokens=so.parse_token_list(capacity_tokens) if capacity_tokens else None,
@@ -133,7 +136,7 @@ def simulate(
         )  # fmt: skip
         result = so.run_simulate(options)
         if plot is not None:
-            so.write_plot(result, plot)
+            so.write_plot(result, plot, force=force)
     except AgentxError as exc:
         fail(exc)
     if json_out:

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentx.capture.runner import Capture, CaptureConfig
 from agentx.demo.agent import ScriptedAgent
+from agentx.errors import AgentxError
 from agentx.examples import EXAMPLES
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 from agentx.replay.options import ReplayOptions
@@ -53,11 +54,14 @@ def run_demo(
 ) -> DemoResult:
     """``fast``: serve-sim without modelled latency and no think time (seconds, not a minute: a
     check that an install works); the hit rates are the same, the latencies are loopback's."""
-    workdir.mkdir(parents=True, exist_ok=True)
     capture_path = workdir / "capture.parquet"
     clean_path = workdir / "capture.clean.parquet"
-    for stale in (capture_path, clean_path):
-        stale.unlink(missing_ok=True)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        for stale in (capture_path, clean_path):
+            stale.unlink(missing_ok=True)
+    except OSError as exc:
+        raise AgentxError(f"--workdir {workdir}: {exc.strerror or exc}") from None
 
     say("1/4 serve-sim as the model provider, agentx capture in front of it")
     provider = SimConfig(port=0, decode_tps=400.0)  # a quick "provider" for the scripted agent
@@ -80,7 +84,7 @@ def run_demo(
     say(f"   captured {stats.requests} requests into {capture_path}")
 
     say("3/4 scrub")
-    report = scrub_trace(capture_path, clean_path, ScrubOptions())
+    report = scrub_trace(capture_path, clean_path, ScrubOptions(), force=True)
 
     replays: dict[str, dict[str, Any]] = {}
     targets = [("capture", clean_path)]
@@ -97,6 +101,7 @@ def run_demo(
                     time_scale=0.0 if fast else time_scale,
                     max_think_s=2.0,
                     output_dir=workdir / f"replay-{name}",
+                    force=True,  # the demo's own directory: a second demo replaces the first
                     progress=False,
                 )
             )

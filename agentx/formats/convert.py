@@ -110,6 +110,7 @@ def convert(
     to: str = "agentx",
     skip_bad: bool = False,
     synthesize: bool = True,
+    force: bool = False,
 ) -> ConvertReport:
     """Convert ``input_path`` (any supported format) into ``output_path`` in format ``to``."""
     from agentx.formats import detect_format
@@ -130,21 +131,26 @@ def convert(
             yield ex
 
     if to == "agentx":
-        written = _write_agentx(stream(), dst, synthesize, counts, fmt)
+        written = _write_agentx(stream(), dst, synthesize, counts, fmt, force)
     elif to == "mooncake":
-        written = write_mooncake(stream(), dst)
+        written = write_mooncake(stream(), dst, force=force)
     else:
-        written = write_weka(stream(), dst)
+        written = write_weka(stream(), dst, force=force)
     return ConvertReport(str(src), fmt, str(dst), to, counts["read"], written, counts["synth"],
                          skipped.count, skipped.first)  # fmt: skip
 
 
 def _write_agentx(
-    exchanges: Iterator[Exchange], dst: Path, synthesize: bool, counts: dict[str, int], fmt: str
+    exchanges: Iterator[Exchange],
+    dst: Path,
+    synthesize: bool,
+    counts: dict[str, int],
+    fmt: str,
+    force: bool,
 ) -> int:
-    from agentx.store import TraceWriter
+    from agentx.store import new_trace
 
-    with TraceWriter(dst, metadata={"converted_from": fmt}) as writer:
+    with new_trace(dst, force=force, metadata={"converted_from": fmt}) as writer:
         for ex in exchanges:
             if synthesize:
                 new = with_text(ex)

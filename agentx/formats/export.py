@@ -33,7 +33,8 @@ import orjson
 from agentx.errors import TraceError, UsageError
 from agentx.flags import FLAG_SUBAGENT, weka_values
 from agentx.hitrate import is_model_call
-from agentx.models import JSON, Exchange
+from agentx.models import Exchange
+from agentx.outputs import atomic_output, check_output, write_atomic
 from agentx.prefix import HashArray, block_hashes, chain_ids
 from agentx.synth import hash_id_tokens
 from agentx.tokens import TokenArray, conversation, count_tokens, request_tokens
@@ -129,30 +130,23 @@ def output_tokens(ex: Exchange) -> int:
 
 
 def write_mooncake(exchanges: Iterable[Exchange], path: str | os.PathLike[str], *,
-                   block_size: int = MOONCAKE_BLOCK_SIZE) -> int:  # fmt: skip
-    """Stream model calls to a Mooncake JSONL file; returns the number of lines."""
-    p = Path(path)
+                   block_size: int = MOONCAKE_BLOCK_SIZE, force: bool = True) -> int:  # fmt: skip
+    """Stream model calls to a Mooncake JSONL file; returns the number of lines. The file
+    replaces ``path`` once complete (an existing one only with ``force``)."""
     mapper = IdMapper(0)
     t0: int | None = None
     n = 0
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            for ex in exchanges:
-                if not is_model_call(ex):
-                    continue
-                start = ex.timing.start_wall_ns
-                t0 = start if t0 is None else t0
-                length, keys = block_keys(ex, block_size, partial=True)
-                row = {"timestamp": max(0, round((start - t0) / 1e6)), "input_length": length,
-                       "output_length": output_tokens(ex), "hash_ids": mapper(keys)}  # fmt: skip
-                fh.write(orjson.dumps(row) + b"\n")
-                n += 1
-        os.replace(tmp, p)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
+    with atomic_output(path, force=force) as tmp, open(tmp, "wb") as fh:
+        for ex in exchanges:
+            if not is_model_call(ex):
+                continue
+            start = ex.timing.start_wall_ns
+            t0 = start if t0 is None else t0
+            length, keys = block_keys(ex, block_size, partial=True)
+            row = {"timestamp": max(0, round((start - t0) / 1e6)), "input_length": length,
+                   "output_length": output_tokens(ex), "hash_ids": mapper(keys)}  # fmt: skip
+            fh.write(orjson.dumps(row) + b"\n")
+            n += 1
     return n
 
 
@@ -320,16 +314,26 @@ def _finish_session(session: str, reqs: list[_Req], mapper: IdMapper) -> dict[st
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def write_weka(exchanges: Iterable[Exchange], path: str | os.PathLike[str]) -> int:
+def write_weka(
+    exchanges: Iterable[Exchange], path: str | os.PathLike[str], *, force: bool = True
+) -> int:
     """Write one Weka file per session: ``path`` is a directory, or a ``.json`` file when the
     trace holds a single session. Returns the number of sessions written. Rows are reduced to
-    their Weka fields as they are read; the documents are written at the end."""
+    their Weka fields as they are read; the documents are written at the end, each replacing
+    its file once complete. An existing file, or a directory already holding ``.json`` files,
+    is refused unless ``force``."""
+    p = Path(path)
+    if p.suffix == ".json" or (p.exists() and not p.is_dir()):
+        check_output(p, force=force)
+    elif not force and p.is_dir() and any(p.glob("*.json")):
+        raise UsageError(
+            f"{p} already holds Weka files: pass --force to replace them, or choose another path"
+        )
     sessions: dict[str, tuple[list[_Req], IdMapper]] = {}
     for ex in exchanges:
         if is_model_call(ex):
             reqs, mapper = sessions.setdefault(ex.session_id, ([], IdMapper(1)))
             reqs.append(weka_request(ex, mapper))
-    p = Path(path)
     single = p.suffix == ".json"
     if single and len(sessions) != 1:
         raise UsageError(f"{len(sessions)} sessions: a Weka file holds one; give a directory as -o")
@@ -347,17 +351,10 @@ def write_weka(exchanges: Iterable[Exchange], path: str | os.PathLike[str]) -> i
                     name += "_"
                 used.add(name)
                 target = p / f"{name}.json"
-            _write_json(target, doc)
+            write_atomic(target, orjson.dumps(doc), force=True)
     except OSError as exc:
         raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
     return len(sessions)
-
-
-def _write_json(target: Path, doc: JSON) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps(doc))
-    os.replace(tmp, target)
 
 
 __all__ = [

@@ -53,6 +53,7 @@ class ReplayOptions:
     block_size: int | None = None  # theoretical-hit block size; None: the server's, else 16
     api_key: str | None = field(default=None, repr=False)
     output_dir: Path | None = None
+    force: bool = False  # replace the results already in output_dir
     progress: bool = True  # live display (the CLI turns it off for --json or a non-TTY)
     percentiles: tuple[float, ...] = ()  # --percentiles beyond p50/p90/p99
     cost: CostOptions | None = None  # --gpu-hour-cost, --price, ...: summary.json's cost

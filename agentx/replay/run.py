@@ -21,6 +21,7 @@ from pathlib import Path
 
 from agentx.errors import UsageError
 from agentx.metrics.slo import SloCheck, parse_slo
+from agentx.outputs import check_results_dir, unique_dir
 from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import Engine
@@ -49,6 +50,10 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
     """Run one replay. Raises ``AgentxError`` (bad trace, bad options, unreachable endpoint)."""
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     slo_checks: list[SloCheck] = parse_slo(options.slo) if options.slo else []
+    if options.output_dir is not None:
+        out_dir = check_results_dir(options.output_dir, force=options.force)
+    else:
+        out_dir = unique_dir(default_output_dir())
     plan = build_plan(
         load_exchanges(options.trace),
         sessions=options.sessions,
@@ -62,7 +67,6 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         )
     setup = asyncio.run(probe_setup(options, plan))
     cache_reset = asyncio.run(_reset_cache(setup)) if options.reset_cache else None
-    out_dir = options.output_dir or default_output_dir()
     tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
     try:
         if options.workers == 1:

@@ -18,6 +18,7 @@ from rich.console import Group, RenderableType
 from agentx.errors import AgentxError, UsageError
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
+from agentx.outputs import check_output, check_results_dir
 from agentx.record import RequestRecord
 from agentx.report import export, fmt
 from agentx.report.charts import Run, latency_cdfs, summary_charts
@@ -50,6 +51,7 @@ class ReportOptions:
     output_dir: Path | None = None  # the merged results directory to write
     slo: str | None = None  # re-check the merged rows (None: the shards' own --slo)
     merge: bool = False  # merge even one directory (`agentx merge DIR`)
+    force: bool = False  # replace an existing --html page (and a merged results directory)
 
     @property
     def merging(self) -> bool:
@@ -94,6 +96,10 @@ def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRec
 
 def build_report(o: ReportOptions) -> Report:
     """Load (or merge), recompute, write the files asked for, and return what to show."""
+    if o.html_path is not None:
+        check_output(o.html_path, force=o.force)  # before the work, not after it
+    if o.output_dir is not None:
+        check_results_dir(o.output_dir, force=o.force)
     merged: tuple[str, ...] = ()
     if o.merging:
         summary, records, merged = _merged(o)
@@ -107,14 +113,14 @@ def build_report(o: ReportOptions) -> Report:
     written: list[Path] = [o.output_dir] if o.output_dir is not None else []
     if o.base_dir is None:
         if o.html_path is not None:
-            write_page(render_html(summary), o.html_path)
+            write_page(render_html(summary), o.html_path, force=o.force)
             written.append(o.html_path)
         written += _exports(o, summary_charts(summary), summary, records)
         return Report(summary, render_summary(summary), tuple(written), merged, slo_failed)
     base, _ = _load(o.base_dir, ReportOptions(o.base_dir, cost=o.cost, percentiles=o.percentiles))
     cmp = compare(base, summary)
     if o.html_path is not None:
-        write_page(render_compare_html(base, summary, cmp), o.html_path)
+        write_page(render_compare_html(base, summary, cmp), o.html_path, force=o.force)
         written.append(o.html_path)
     charts = {
         **summary_charts(summary),
@@ -162,7 +168,7 @@ def _sweep_report(o: ReportOptions) -> Report:
     data = {**data, "points": points}
     written: list[Path] = []
     if o.html_path is not None:
-        write_page(render_sweep_html(data), o.html_path)
+        write_page(render_sweep_html(data), o.html_path, force=o.force)
         written.append(o.html_path)
     if o.png_dir is not None:
         written += export.write_pngs(sweep_charts(data), o.png_dir)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -22,6 +21,7 @@ import orjson
 
 from agentx.errors import AgentxError
 from agentx.metrics import latency as lat
+from agentx.outputs import write_atomic
 from agentx.record import RequestRecord
 from agentx.report.svg import CHART_CSS
 
@@ -50,13 +50,7 @@ def svg_to_png(svg_text: str, scale: float = PNG_SCALE) -> bytes:
 
 
 def _write(path: Path, content: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(content)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise AgentxError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_atomic(path, content, force=True)  # files of agentx's own naming in the export dir
 
 
 def write_pngs(charts: Mapping[str, str], out_dir: Path) -> list[Path]:

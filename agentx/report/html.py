@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from html import escape
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from agentx.errors import AgentxError
+from agentx.outputs import write_atomic
 from agentx.report import fmt, svg
 from agentx.report.charts import CDF_METRICS, summary_charts
 from agentx.report.fmt import get
@@ -284,17 +283,12 @@ def render_html(summary: dict[str, Any], title: str = "agentx replay report") ->
     return page(title, run_sections(summary, title))
 
 
-def write_page(html: str, path: str | os.PathLike[str]) -> None:
-    """Write a page to ``path`` (via a temporary file, so a reader never sees half of it)."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    try:
-        tmp.write_text(html, encoding="utf-8")
-        tmp.replace(p)
-    except OSError as exc:
-        raise AgentxError(f"cannot write {p}: {exc.strerror or exc}") from None
+def write_page(html: str, path: str | os.PathLike[str], *, force: bool = True) -> None:
+    """Write a page to ``path`` (via a temporary file, so a reader never sees half of it; an
+    existing file is refused unless ``force``)."""
+    write_atomic(path, html, force=force)
 
 
-def write_html(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
+def write_html(summary: dict[str, Any], path: str | os.PathLike[str], *, force: bool = True) -> None:
     """Write the report of one run to ``path``."""
-    write_page(render_html(summary), path)
+    write_page(render_html(summary), path, force=force)

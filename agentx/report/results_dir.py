@@ -13,6 +13,7 @@ import orjson
 
 from agentx.errors import AgentxError
 from agentx.metrics.summary import SCHEMA
+from agentx.outputs import write_atomic
 from agentx.prefix_union import TheoryRow
 from agentx.record import RequestRecord
 from agentx.report.html import write_html
@@ -58,7 +59,8 @@ def write_results(
     theory: Sequence[TheoryRow] | None = None,
 ) -> None:
     """Write a results directory: ``theory`` rows (in send order) when given, at the summary's
-    block size."""
+    block size. Each file is written to a temporary file and renamed into place (the caller
+    checked the directory: :func:`agentx.outputs.check_results_dir`)."""
     from agentx.store.results import write_requests
     from agentx.store.theory import write_theory
 
@@ -67,7 +69,8 @@ def write_results(
         write_requests(out_dir / REQUESTS, records)
         if theory is not None:
             write_theory(out_dir / THEORY, theory, int(summary["cache"]["block_size"]))
-        (out_dir / SUMMARY).write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     except OSError as exc:
         raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
+    summary_json = orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
+    write_atomic(out_dir / SUMMARY, summary_json, force=True)
     write_html(summary, out_dir / REPORT)

@@ -286,8 +286,10 @@ def anonymize_trace(
     input_path: str | os.PathLike[str],
     output_path: str | os.PathLike[str],
     options: AnonymizeOptions = AnonymizeOptions(),
+    *,
+    force: bool = False,
 ) -> AnonymizeReport:
-    from agentx.store import TraceWriter, iter_exchanges, open_trace
+    from agentx.store import iter_exchanges, new_trace, open_trace
 
     src, dst = Path(input_path), Path(output_path)
     if dst.exists() and src.exists() and src.resolve() == dst.resolve():
@@ -298,7 +300,7 @@ def anonymize_trace(
         k: v for k, v in info.metadata.items() if k.startswith("agentx.") or k == "scrubbed_by"
     }
     metadata["anonymized_by"] = "agentx.anonymize/1"
-    with TraceWriter(dst, trace_id=info.trace_id or None, metadata=metadata) as writer:
+    with new_trace(dst, force=force, trace_id=info.trace_id or None, metadata=metadata) as writer:
         for ex in iter_exchanges(src, shared=True):
             writer.append(a.exchange(ex))
     c = a.counts

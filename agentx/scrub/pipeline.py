@@ -325,9 +325,12 @@ def scrub_trace(
     input_path: str | os.PathLike[str],
     output_path: str | os.PathLike[str],
     options: ScrubOptions = ScrubOptions(),
+    *,
+    force: bool = False,
 ) -> ScrubReport:
-    """Stream ``input_path`` through the rules into ``output_path`` (never the same file)."""
-    from agentx.store import TraceWriter, iter_exchanges, open_trace
+    """Stream ``input_path`` through the rules into ``output_path`` (never the same file; an
+    existing one only with ``force``, and only once the new one is complete)."""
+    from agentx.store import iter_exchanges, new_trace, open_trace
 
     src, dst = Path(input_path), Path(output_path)
     if dst.exists() and src.exists() and src.resolve() == dst.resolve():
@@ -335,7 +338,7 @@ def scrub_trace(
     info = open_trace(src)
     scrubber = Scrubber(options)
     metadata = {**info.metadata, "scrubbed_by": "agentx.scrub/1"}
-    with TraceWriter(dst, trace_id=info.trace_id or None, metadata=metadata) as writer:
+    with new_trace(dst, force=force, trace_id=info.trace_id or None, metadata=metadata) as writer:
         for ex in scrubber.process(iter_exchanges(src, shared=True)):
             writer.append(ex)
     return scrubber.report(str(src), str(dst))

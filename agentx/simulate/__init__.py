@@ -11,7 +11,7 @@ Layout: :mod:`.workload` (trace -> requests in start order, dense block ids),
 :mod:`.run` (options, capacity lists, the result), :mod:`.render` (table, SVG).
 """
 
-from agentx.simulate.render import plot_svg, render_table, write_plot
+from agentx.simulate.render import check_plot, plot_svg, render_table, write_plot
 from agentx.simulate.run import (
     SCHEMA,
     SimulateOptions,
@@ -29,6 +29,7 @@ __all__ = [
     "SimulateOptions",
     "SimulateResult",
     "Workload",
+    "check_plot",
     "default_capacities",
     "load_workload",
     "parse_token_list",

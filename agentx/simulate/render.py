@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentx.errors import AgentxError, UsageError
+from agentx.errors import UsageError
+from agentx.outputs import check_output, write_atomic
 from agentx.simulate.run import SimulateResult
 
 # the chart classes of agentx.report.svg, styled for an SVG opened on its own
@@ -145,12 +146,14 @@ def plot_svg(result: SimulateResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + chart[:cut] + _STYLE + chart[cut:] + "\n"
 
 
-def write_plot(result: SimulateResult, path: str | os.PathLike[str]) -> None:
-    """Write the plot as SVG (the only format that needs no plotting library)."""
+def check_plot(path: str | os.PathLike[str], *, force: bool) -> Path:
+    """Refuse a ``--plot`` path before the simulation runs: not SVG, or an existing file."""
     p = Path(path)
     if p.suffix.lower() != ".svg":
         raise UsageError(f"--plot {p}: only .svg is supported (no plotting library is installed)")
-    try:
-        p.write_text(plot_svg(result), encoding="utf-8")
-    except OSError as exc:
-        raise AgentxError(f"cannot write {p}: {exc.strerror or exc}") from None
+    return check_output(p, force=force)
+
+
+def write_plot(result: SimulateResult, path: str | os.PathLike[str], *, force: bool = True) -> None:
+    """Write the plot as SVG (the only format that needs no plotting library)."""
+    write_atomic(check_plot(path, force=force), plot_svg(result), force=force)

@@ -2,13 +2,14 @@
 
 from agentx.store.reader import TraceInfo, iter_exchanges, open_trace, read_trace, recover
 from agentx.store.schema import FORMAT
-from agentx.store.writer import TraceWriter, spool_path, write_trace
+from agentx.store.writer import TraceWriter, new_trace, spool_path, write_trace
 
 __all__ = [
     "FORMAT",
     "TraceInfo",
     "TraceWriter",
     "iter_exchanges",
+    "new_trace",
     "open_trace",
     "read_trace",
     "recover",

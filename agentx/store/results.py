@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from agentx import __version__
 from agentx.errors import TraceError
+from agentx.outputs import atomic_output
 from agentx.record import RequestRecord
 from agentx.store.schema import META_FORMAT, META_VERSION
 
@@ -55,13 +56,8 @@ def write_requests(path: str | os.PathLike[str], records: Sequence[RequestRecord
             value = getattr(r, f.name)
             columns[f.name].append(list(value) if isinstance(value, tuple) else value)
     table = pa.table(columns, schema=SCHEMA)
-    tmp = p.with_name(p.name + ".tmp")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(p, force=True) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
 
 
 def read_requests(path: str | os.PathLike[str]) -> list[RequestRecord]:

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from agentx import DISTRIBUTION, __version__
 from agentx.errors import TraceError
 from agentx.models import Exchange
+from agentx.outputs import atomic_output
 from agentx.store.codec import DeltaEncoder, Row
 from agentx.store.schema import (
     FORMAT,
@@ -164,6 +165,14 @@ class TraceWriter:
         finally:
             self._spool.close()  # releases the lock only after the spool is gone
 
+    def abandon(self) -> None:
+        """Stop without compacting: ``path`` is left as it was, the spool stays for
+        ``agentx recover`` (what a kill would leave, minus the torn line)."""
+        if not self._spool.closed:
+            with contextlib.suppress(OSError):
+                self._spool.flush()
+            self._spool.close()
+
     def __enter__(self) -> Self:
         return self
 
@@ -173,7 +182,10 @@ class TraceWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+        else:  # a failed producer must not replace the output with what it got to
+            self.abandon()
 
 
 def _refuse_existing_spool(path: Path, spool: Path) -> None:
@@ -347,6 +359,32 @@ def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes]) -> in
     return n
 
 
+@contextlib.contextmanager
+def new_trace(
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    trace_id: str | None = None,
+    metadata: dict[str, str] | None = None,
+    created_at: str | None = None,
+) -> Iterator[TraceWriter]:
+    """A trace written whole (scrub, anonymize, convert): into a temporary file beside ``path``
+    (:func:`agentx.outputs.atomic_output`) that replaces ``path`` only once it is complete. An
+    existing ``path`` is refused unless ``force``; so is one with a dead capture's spool beside
+    it (reading ``path`` would recover that spool over it)."""
+    p = Path(path)
+    if spool_path(p).exists():
+        raise TraceError(
+            f"{p}: a capture that died left {spool_path(p).name}; run `agentx recover {p}` "
+            "first (or delete the spool to discard it)"
+        )
+    with (
+        atomic_output(p, force=force) as tmp,
+        TraceWriter(tmp, trace_id=trace_id, metadata=metadata, created_at=created_at) as w,
+    ):
+        yield w
+
+
 def write_trace(
     path: str | os.PathLike[str],
     exchanges: Iterable[Exchange],
@@ -354,9 +392,13 @@ def write_trace(
     trace_id: str | None = None,
     metadata: dict[str, str] | None = None,
     created_at: str | None = None,
+    force: bool = True,
 ) -> int:
-    """Write a whole trace; returns the number of exchanges written."""
-    with TraceWriter(path, trace_id=trace_id, metadata=metadata, created_at=created_at) as w:
+    """Write a whole trace (atomically; replacing ``path`` unless ``force=False``); returns
+    the number of exchanges written."""
+    with new_trace(
+        path, force=force, trace_id=trace_id, metadata=metadata, created_at=created_at
+    ) as w:
         for ex in exchanges:
             w.append(ex)
     return w.count

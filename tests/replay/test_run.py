@@ -43,6 +43,7 @@ def options(trace: Path, url: str, tmp_path: Path, **kw: Any) -> ReplayOptions:
         "endpoint": url,
         "time_scale": 0.0,
         "output_dir": tmp_path / "out",
+        "force": True,  # some tests replay twice into the same directory
         "progress": False,
         "scrape_metrics": False,
     }

@@ -22,7 +22,13 @@ def sim() -> Iterator[SimServer]:
 
 def replay(trace: Path, url: str, tmp_path: Path, **kw: Any) -> dict[str, Any]:
     opts = ReplayOptions(
-        trace=trace, endpoint=url, time_scale=0.0, output_dir=tmp_path / "out", progress=False, **kw
+        trace=trace,
+        endpoint=url,
+        time_scale=0.0,
+        output_dir=tmp_path / "out",
+        force=True,
+        progress=False,
+        **kw,
     )
     return run_replay(opts).summary
 

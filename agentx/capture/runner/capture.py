@@ -20,6 +20,7 @@ from agentx.capture.runner.config import (
 )
 from agentx.capture.runner.proxy import ProxyThread
 from agentx.errors import AgentxError, CaptureError, UsageError
+from agentx.outputs import check_output
 from agentx.store import TraceWriter
 
 _LOGGERS = ("mitmproxy", "agentx.capture")
@@ -93,8 +94,7 @@ class Capture:
             self.confdir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise CaptureError(f"cannot create {self.confdir}: {exc.strerror or exc}") from None
-        if Path(cfg.out).is_dir():
-            raise CaptureError(f"cannot write trace {cfg.out}: it is a directory")
+        check_output(cfg.out, force=cfg.force)  # a directory, or a trace the user already has
         try:
             writer = TraceWriter(
                 cfg.out, metadata={"capture": cfg.mode, "upstream": cfg.upstream or ""}

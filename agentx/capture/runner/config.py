@@ -34,6 +34,7 @@ class CaptureConfig:
     confdir: Path | None = None
     upstream_insecure: bool = False  # do not verify the upstream's certificate
     status: bool | None = None  # live status line; None: when stderr is a terminal
+    force: bool = False  # replace an existing trace (once the new one is complete)
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
