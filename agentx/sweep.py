@@ -28,6 +28,7 @@ import orjson
 from agentx.errors import UsageError
 from agentx.outputs import check_results_dir, write_atomic
 from agentx.replay import ReplayOptions, run_replay
+from agentx.replay.stop import stop_signals
 from agentx.report.sweep_view import (
     POINT_KEYS,
     SCHEMA,
@@ -93,6 +94,7 @@ class SweepResult:
     output_dir: Path
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
+    exit_code: int = 0  # the interrupted level's (130 Ctrl-C, 143 SIGTERM), else 0
 
 
 def run_sweep(
@@ -117,22 +119,24 @@ def run_sweep(
     }
     warnings: list[str] = []
     interrupted = False
-    for n in options.levels:
-        level = dataclasses.replace(
-            base, concurrency=n, output_dir=out / f"c{n}", force=options.force
-        )
-        result = run_replay(level)
-        data["model"] = result.summary.get("model", data["model"])
-        point = sweep_point(n, result.summary)
-        data["points"].append(point)
-        warnings.extend(f"concurrency {n}: {w}" for w in result.warnings)
-        write_sweep(out, data)
-        if on_level is not None:
-            on_level(point)
-        if result.interrupted:
-            interrupted = True
-            break
-    return SweepResult(data, out, tuple(warnings), interrupted)
+    exit_code = 0
+    with stop_signals():  # a signal between two levels stops the sweep too (Interrupted)
+        for n in options.levels:
+            level = dataclasses.replace(
+                base, concurrency=n, output_dir=out / f"c{n}", force=options.force
+            )
+            result = run_replay(level)
+            data["model"] = result.summary.get("model", data["model"])
+            point = sweep_point(n, result.summary)
+            data["points"].append(point)
+            warnings.extend(f"concurrency {n}: {w}" for w in result.warnings)
+            write_sweep(out, data)
+            if on_level is not None:
+                on_level(point)
+            if result.interrupted or result.exit_code:
+                interrupted, exit_code = True, result.exit_code
+                break
+    return SweepResult(data, out, tuple(warnings), interrupted, exit_code)
 
 
 def write_sweep(out: Path, data: dict[str, Any]) -> None:

@@ -131,8 +131,8 @@ def replay(
         err.print(
             f"agentx: results in {result.output_dir}", markup=False, highlight=False, soft_wrap=True
         )
-    if result.interrupted:
-        raise typer.Exit(130)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
     if result.summary.get("slo", {}).get("passed") is False:
         raise typer.Exit(3)
 
@@ -242,8 +242,8 @@ def sweep(
             highlight=False,
             soft_wrap=True,
         )
-    if result.interrupted:
-        raise typer.Exit(130)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 MergeOutput = Annotated[

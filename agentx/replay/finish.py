@@ -35,6 +35,15 @@ class ReplayResult:
     output_dir: Path
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
+    stop_signal: int | None = None  # SIGINT/SIGTERM that stopped it (exit 128 + it)
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code before SLO checks: 128 + the stopping signal, 130 when a worker
+        was interrupted on its own, else 0."""
+        if self.stop_signal is not None:
+            return 128 + self.stop_signal
+        return 130 if self.interrupted else 0
 
 
 @dataclass(slots=True)

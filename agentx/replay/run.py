@@ -4,18 +4,17 @@ The flow: read and plan the trace (fails fast on bad input), probe the endpoint 
 it is unreachable), scrape its Prometheus page around the run, run the lanes (in this process,
 or in ``--workers`` processes), then, off the hot path, compute each request's theoretical hit
 against exactly what was sent, build ``summary.json`` and write ``requests.parquet``,
-``summary.json`` and ``report.html``. Ctrl-C stops the run and still writes what was measured.
+``summary.json`` and ``report.html``. Ctrl-C or SIGTERM stops the run and still writes what was
+measured (:mod:`agentx.replay.stop`); the temporary files go either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
-import sys
+import dataclasses
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from agentx.replay.setup import (
     start_barrier,
     start_scraper,
 )
+from agentx.replay.stop import StopSignals, stop_signals
 from agentx.replay.theory import SentLog, remove_quietly
 from agentx.replay.workers import run_workers
 
@@ -47,40 +47,44 @@ def default_output_dir() -> Path:
 
 
 def run_replay(options: ReplayOptions) -> ReplayResult:
-    """Run one replay. Raises ``AgentxError`` (bad trace, bad options, unreachable endpoint)."""
+    """Run one replay. Raises ``AgentxError`` (bad trace, bad options, unreachable endpoint;
+    :class:`~agentx.replay.stop.Interrupted` for a signal before the lanes started)."""
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     slo_checks: list[SloCheck] = parse_slo(options.slo) if options.slo else []
     if options.output_dir is not None:
         out_dir = check_results_dir(options.output_dir, force=options.force)
     else:
         out_dir = unique_dir(default_output_dir())
-    plan = build_plan(
-        load_exchanges(options.trace),
-        sessions=options.sessions,
-        seed=options.seed,
-        shard=options.shard,
-        api_mode=options.api,
-    )
-    if options.workers > len(plan.sessions):
-        raise UsageError(
-            f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
+    with stop_signals() as stop:
+        plan = build_plan(
+            load_exchanges(options.trace),
+            sessions=options.sessions,
+            seed=options.seed,
+            shard=options.shard,
+            api_mode=options.api,
         )
-    setup = asyncio.run(probe_setup(options, plan))
-    cache_reset = asyncio.run(_reset_cache(setup)) if options.reset_cache else None
-    tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
-    try:
-        if options.workers == 1:
-            collected = asyncio.run(_run_here(setup, plan, tmp))
-        else:
-            collected = run_workers(setup, plan, tmp)
-        return finish_run(
-            setup, plan, collected, slo_checks, started_at, out_dir, cache_reset=cache_reset
-        )
-    finally:
-        for p in tmp.glob("*"):
-            remove_quietly(p)
-        with contextlib.suppress(OSError):
-            tmp.rmdir()
+        if options.workers > len(plan.sessions):
+            raise UsageError(
+                f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
+            )
+        setup = asyncio.run(probe_setup(options, plan))
+        cache_reset = asyncio.run(_reset_cache(setup)) if options.reset_cache else None
+        tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
+        try:
+            if options.workers == 1:
+                collected = asyncio.run(_run_here(setup, plan, tmp, stop))
+            else:
+                collected = run_workers(setup, plan, tmp, stop)
+            collected.interrupted = collected.interrupted or stop.signum is not None
+            result = finish_run(
+                setup, plan, collected, slo_checks, started_at, out_dir, cache_reset=cache_reset
+            )
+        finally:
+            for p in tmp.glob("*"):
+                remove_quietly(p)
+            with contextlib.suppress(OSError):
+                tmp.rmdir()
+    return dataclasses.replace(result, stop_signal=stop.signum)
 
 
 async def _reset_cache(setup: RunSetup) -> CacheReset:
@@ -88,7 +92,7 @@ async def _reset_cache(setup: RunSetup) -> CacheReset:
         return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
 
 
-async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
+async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals) -> Collected:
     o = setup.options
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
@@ -100,42 +104,17 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
             log,
         )
         scraper = await start_scraper(setup, client)
-        restore = _install_sigint(engine.abort)
         goal = goal_of(o, plan.requests)
         progress = asyncio.create_task(_progress(engine, o, goal)) if o.progress else None
         try:
-            result = await engine.run()
+            with stop.running(engine.abort):
+                result = await engine.run()
         finally:
-            restore()
             if progress is not None:
                 progress.cancel()
             log.close()
         server_metrics = await scraper.stop() if scraper is not None else None
     return collect([result], [log.path], server_metrics, [started_late] if started_late else [])
-
-
-def _install_sigint(abort: Callable[[], None]) -> Callable[[], None]:
-    """First Ctrl-C: stop and keep what was measured. Second: the default (KeyboardInterrupt)."""
-    loop = asyncio.get_running_loop()
-    if sys.platform == "win32":
-        return lambda: None
-
-    def on_sigint() -> None:
-        print(
-            "agentx: interrupted; writing partial results (Ctrl-C again to abort)", file=sys.stderr
-        )
-        abort()
-        loop.remove_signal_handler(signal.SIGINT)
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (RuntimeError, ValueError):  # not the main thread
-        return lambda: None
-
-    def restore() -> None:
-        loop.remove_signal_handler(signal.SIGINT)
-
-    return restore
 
 
 async def _progress(engine: Engine, options: ReplayOptions, goal: Goal) -> None:

@@ -14,13 +14,15 @@ Kubernetes Indexed Job or a SLURM array: each member writes its own results dire
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
@@ -39,6 +41,8 @@ from agentx.replay.setup import (
     start_barrier,
     start_scraper,
 )
+from agentx.replay.stop import SIGNALS as STOP_SIGNALS
+from agentx.replay.stop import StopSignals
 from agentx.replay.theory import SentLog
 
 READY_TIMEOUT_S = 600.0
@@ -87,9 +91,12 @@ def _share(total: int | None, worker: int, workers: int) -> int | None:
     return total // workers + (1 if worker < total % workers else 0)
 
 
-def worker_main(spec: WorkerSpec, events: Events, go: MpEvent) -> None:
-    """Entry point of one worker process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # until the loop installs its own handler
+def worker_main(spec: WorkerSpec, events: Events, go: MpEvent, stop: MpEvent) -> None:
+    """Entry point of one worker process. SIGINT and SIGTERM stop its lanes (the parent sends
+    SIGINT and sets ``stop`` when it is stopped; a terminal or a job scheduler may signal the
+    worker directly)."""
+    for sig in STOP_SIGNALS:  # the parent decides until the lanes run
+        signal.signal(sig, signal.SIG_IGN)
     try:
         o = spec.setup.options
         plan = build_plan(
@@ -97,7 +104,9 @@ def worker_main(spec: WorkerSpec, events: Events, go: MpEvent) -> None:
         )
         events.put(Ready(spec.worker))
         go.wait()
-        result = asyncio.run(_worker_run(spec, plan, events))
+        if stop.is_set():  # stopped before the start
+            return
+        result = asyncio.run(_worker_run(spec, plan, events, stop))
         path = spec.tmp / f"records-{spec.worker}.pickle"
         path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         events.put(Done(spec.worker, str(path)))
@@ -105,7 +114,9 @@ def worker_main(spec: WorkerSpec, events: Events, go: MpEvent) -> None:
         events.put(Failed(spec.worker, f"{type(exc).__name__}: {exc}"))
 
 
-async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Events) -> EngineResult:
+async def _worker_run(
+    spec: WorkerSpec, plan: ReplayPlan, events: Events, stop: MpEvent
+) -> EngineResult:
     setup = spec.setup
     o = setup.options
     lanes = tuple(range(spec.worker, o.concurrency, spec.workers))
@@ -118,7 +129,10 @@ async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Events) -> Eng
         engine = Engine(sessions, config, client, log)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
-            loop.add_signal_handler(signal.SIGINT, engine.abort)
+            for sig in STOP_SIGNALS:
+                loop.add_signal_handler(sig, engine.abort)
+        if stop.is_set():  # the parent's SIGINT came before the handlers: it set stop first
+            engine.abort()
         cpu0 = time.thread_time()
 
         async def report() -> None:
@@ -135,16 +149,17 @@ async def _worker_run(spec: WorkerSpec, plan: ReplayPlan, events: Events) -> Eng
             log.close()
 
 
-def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
+def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals) -> Collected:
     """Run ``setup.options.workers`` worker processes; returns what they measured, merged."""
     o = setup.options
     ctx = mp.get_context("spawn")
     events: Events = ctx.Queue()
     go = ctx.Event()
+    stop_all = ctx.Event()
     procs = [
         ctx.Process(
             target=worker_main,
-            args=(WorkerSpec(setup, w, o.workers, tmp), events, go),
+            args=(WorkerSpec(setup, w, o.workers, tmp), events, go, stop_all),
             name=f"agentx-replay-worker-{w}",
             daemon=True,
         )
@@ -152,14 +167,28 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path) -> Collected:
     ]
     for p in procs:
         p.start()
+
+    def stop_workers() -> None:
+        stop_all.set()  # first: a worker that installs its handlers after the signal sees it
+        for p in procs:
+            if p.pid is not None and p.is_alive():
+                with contextlib.suppress(OSError):
+                    os.kill(p.pid, signal.SIGINT)
+
     try:
-        return asyncio.run(_supervise(setup, procs, events, go, tmp, plan.requests))
+        return asyncio.run(
+            _supervise(setup, procs, events, go, tmp, plan.requests, stop, stop_workers)
+        )
     finally:
+        stop_all.set()  # a failure or an early signal: the workers waiting for "go" leave
+        go.set()
         for p in procs:
             p.join(timeout=5)
             if p.is_alive():
                 p.terminate()
                 p.join()
+        events.close()
+        events.join_thread()
 
 
 async def _next_event(events: Events, timeout: float) -> WorkerEvent | None:
@@ -190,22 +219,13 @@ async def _supervise(
     go: MpEvent,
     tmp: Path,
     plan_requests: int,
+    stop: StopSignals,
+    stop_workers: Callable[[], None],
 ) -> Collected:
     o = setup.options
     n = len(procs)
     await _wait_ready(procs, events)
     started_late = await start_barrier(o)
-
-    loop = asyncio.get_running_loop()
-    interrupted = False
-
-    def on_sigint() -> None:  # the workers got the same SIGINT and stop themselves
-        nonlocal interrupted
-        interrupted = True
-        print("agentx: interrupted; workers are writing partial results", file=sys.stderr)
-
-    if sys.platform != "win32":
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
     async with http_client(setup, max_connections=4) as client:
         scraper = await start_scraper(setup, client)
         go.set()
@@ -215,27 +235,11 @@ async def _supervise(
         if view is not None:
             view.__enter__()
         try:
-            while len(done) < n:
-                ev = await _next_event(events, 0.5)
-                if ev is None:
-                    if any(not p.is_alive() and w not in done for w, p in enumerate(procs)):
-                        await asyncio.sleep(0.5)  # its last message may still be in the pipe
-                        if events.empty():
-                            raise AgentxError("a replay worker died")
-                    continue
-                if isinstance(ev, Progress):
-                    snaps[ev.worker] = ev.snapshot
-                    if view is not None:
-                        view.update(sum(snaps.values(), Snapshot()))
-                elif isinstance(ev, Done):
-                    done[ev.worker] = ev.records_path
-                elif isinstance(ev, Failed):
-                    raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")
+            with stop.running(stop_workers):
+                await _collect(procs, events, view, snaps, done)
         finally:
             if view is not None:
                 view.__exit__(None, None, None)
-            if sys.platform != "win32":
-                loop.remove_signal_handler(signal.SIGINT)
         server_metrics = await scraper.stop() if scraper is not None else None
     results: list[EngineResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
     collected = collect(
@@ -244,5 +248,32 @@ async def _supervise(
         server_metrics,
         [started_late] if started_late else [],
     )
-    collected.interrupted = collected.interrupted or interrupted
+    collected.interrupted = collected.interrupted or stop.signum is not None
     return collected
+
+
+async def _collect(
+    procs: Sequence[BaseProcess],
+    events: Events,
+    view: ProgressView | None,
+    snaps: dict[int, Snapshot],
+    done: dict[int, str],
+) -> None:
+    """Progress and results of the workers, until each has sent its Done."""
+    n = len(procs)
+    while len(done) < n:
+        ev = await _next_event(events, 0.5)
+        if ev is None:
+            if any(not p.is_alive() and w not in done for w, p in enumerate(procs)):
+                await asyncio.sleep(0.5)  # its last message may still be in the pipe
+                if events.empty():
+                    raise AgentxError("a replay worker died")
+            continue
+        if isinstance(ev, Progress):
+            snaps[ev.worker] = ev.snapshot
+            if view is not None:
+                view.update(sum(snaps.values(), Snapshot()))
+        elif isinstance(ev, Done):
+            done[ev.worker] = ev.records_path
+        elif isinstance(ev, Failed):
+            raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")

@@ -289,6 +289,8 @@ def write_page(html: str, path: str | os.PathLike[str], *, force: bool = True) -
     write_atomic(path, html, force=force)
 
 
-def write_html(summary: dict[str, Any], path: str | os.PathLike[str], *, force: bool = True) -> None:
+def write_html(
+    summary: dict[str, Any], path: str | os.PathLike[str], *, force: bool = True
+) -> None:
     """Write the report of one run to ``path``."""
     write_page(render_html(summary), path, force=force)

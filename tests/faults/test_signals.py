@@ -1,0 +1,189 @@
+"""Issue 13, item 4: SIGTERM (Kubernetes, SLURM, ``timeout``) stops a replay or a sweep like
+Ctrl-C: partial results written, exit 143; ``--workers`` processes stop with their parent; no
+temporary file is left behind. Real signals to real ``agentx`` subprocesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from replay.factory import T0, chat_session, write
+from replay.fault_server import FaultServer
+
+AGENTX = [sys.executable, "-m", "agentx"]
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="signals and /proc: Linux")
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    with FaultServer(slow_s=0.2) as srv:
+        yield srv
+
+
+@pytest.fixture
+def trace(tmp_path: Path) -> Path:
+    rows = []
+    for i in range(4):
+        rows += chat_session(f"s{i}", turns=3, user_text="fault:slow ", start_ns=T0 + i)
+    return write(tmp_path / "t.parquet", rows)
+
+
+def start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
+    tmpdir = tmp_path / "tmpdir"  # the run's TMPDIR: what it leaves there is checked
+    tmpdir.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [*AGENTX, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def wait_requests(server: FaultServer, proc: subprocess.Popen[str], n: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(server.requests) < n:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the replay did not start sending"
+        time.sleep(0.05)
+
+
+def children(pid: int) -> list[int]:
+    """Worker processes of ``pid`` (multiprocessing spawn children)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and b"spawn_main" in cmdline:
+            out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 30) -> str:
+    kids = children(proc.pid)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in [proc.pid, *kids]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert "Traceback" not in err and "leaked semaphore" not in err, err
+    return err
+
+
+def leftovers(tmp_path: Path) -> list[str]:
+    """agentx's files in the run's TMPDIR (tiktoken keeps its own cache there)."""
+    return [p.name for p in (tmp_path / "tmpdir").iterdir() if p.name != "data-gym-cache"]
+
+
+def check_partial(out: Path, tmp_path: Path) -> dict[str, object]:
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    assert summary["config"]["interrupted"] is True
+    assert summary["requests"]["total"] >= 1
+    assert (out / "requests.parquet").is_file() and (out / "report.html").is_file()
+    assert leftovers(tmp_path) == []  # the sent-body spools are gone
+    return summary  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_writes_partial_results_and_exits_143(
+    server: FaultServer, trace: Path, tmp_path: Path, workers: int
+) -> None:
+    out = tmp_path / "out"
+    proc = start(
+        ["replay", str(trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
+         "600", "--time-scale", "0", "--workers", str(workers), "--no-metrics", "-o", str(out)],
+        tmp_path,
+    )  # fmt: skip
+    wait_requests(server, proc, 4)
+    kids = children(proc.pid)
+    assert len(kids) == (workers if workers > 1 else 0)
+    proc.send_signal(signal.SIGTERM)
+    err = finish(proc)
+    assert proc.returncode == 143, err
+    check_partial(out, tmp_path)
+    assert not any(alive(k) for k in kids)  # the workers stopped with their parent
+
+
+def test_sigint_to_the_parent_alone_stops_the_workers(
+    server: FaultServer, trace: Path, tmp_path: Path
+) -> None:
+    """``kill -INT <parent>`` (no terminal to deliver it to the workers too)."""
+    out = tmp_path / "out"
+    proc = start(
+        ["replay", str(trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
+         "600", "--time-scale", "0", "--workers", "2", "--no-metrics", "-o", str(out)],
+        tmp_path,
+    )  # fmt: skip
+    wait_requests(server, proc, 4)
+    kids = children(proc.pid)
+    assert len(kids) == 2
+    proc.send_signal(signal.SIGINT)
+    err = finish(proc)
+    assert proc.returncode == 130, err
+    check_partial(out, tmp_path)
+    assert not any(alive(k) for k in kids)
+
+
+def test_sigterm_before_the_run_cleans_up(tmp_path: Path) -> None:
+    """A signal while the endpoint is still being probed: exit 143, nothing left in TMPDIR."""
+    import socket
+
+    listener = socket.socket()  # accepts, never answers: the probe waits
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    try:
+        proc = start(
+            ["replay", "example", "--endpoint", f"http://127.0.0.1:{port}", "-o",
+             str(tmp_path / "out")],
+            tmp_path,
+        )  # fmt: skip
+        conn, _ = listener.accept()  # the probe connected
+        proc.send_signal(signal.SIGTERM)
+        err = finish(proc)
+        conn.close()
+    finally:
+        listener.close()
+    assert proc.returncode == 143 and err.strip().splitlines()[-1].startswith("agentx:"), err
+    assert leftovers(tmp_path) == []
+
+
+def test_sigterm_during_a_sweep_keeps_the_levels_measured(
+    server: FaultServer, trace: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "sweep"
+    proc = start(
+        ["sweep", str(trace), "--endpoint", server.url, "--concurrency", "1,2", "--duration",
+         "600", "--time-scale", "0", "--no-metrics", "-o", str(out)],
+        tmp_path,
+    )  # fmt: skip
+    wait_requests(server, proc, 3)
+    proc.send_signal(signal.SIGTERM)
+    err = finish(proc)
+    assert proc.returncode == 143, err
+    check_partial(out / "c1", tmp_path)
+    sweep = orjson.loads((out / "sweep.json").read_bytes())
+    assert [p["concurrency"] for p in sweep["points"]] == [1]  # level 2 never started
