@@ -153,17 +153,28 @@ def recover(
 ) -> None:
     """Rebuild a trace from the write-ahead spool its writer left when it was killed."""
     from agentx import store
+    from agentx.store.reader import recover_report
 
     try:
-        n = store.recover(trace)
-        if n is None:
+        report = recover_report(trace)
+        if report is None:
             store.open_trace(trace)  # nothing to do: say so only if the trace itself is sound
     except AgentxError as exc:
         fail(exc)
-    if n is None:
+    if report is None:
         out.print(f"{trace}: nothing to recover (no spool)", markup=False, soft_wrap=True)
-    else:
-        out.print(f"{trace}: recovered {n} exchanges", markup=False, soft_wrap=True)
+        return
+    out.print(f"{trace}: recovered {report.rows} exchanges", markup=False, soft_wrap=True)
+    if report.kept_spool is not None:
+        lines = "line" if report.damaged == 1 else "lines"
+        extend = "exchange" if report.orphaned == 1 else "exchanges"
+        err.print(
+            f"agentx: warning: skipped {report.damaged} damaged spool {lines} and "
+            f"{report.orphaned} {extend} that extend them; the spool is kept as "
+            f"{report.kept_spool}",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("example-path")

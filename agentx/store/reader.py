@@ -25,7 +25,14 @@ from agentx.store.schema import (
     META_VERSION,
     META_WRITER,
 )
-from agentx.store.writer import REPEATED_COLUMNS, compact, spool_header, spool_path, try_lock
+from agentx.store.writer import (
+    REPEATED_COLUMNS,
+    Compacted,
+    compact,
+    spool_header,
+    spool_path,
+    try_lock,
+)
 
 READ_BATCH_ROWS = 256
 FORMAT_PREFIX = "agentx.trace/"
@@ -50,6 +57,13 @@ def recover(path: str | os.PathLike[str], *, force: bool = False) -> int | None:
     :class:`TraceError` if the spool's writer is still alive (it holds the spool's lock).
     ``force`` is accepted for compatibility; the lock, not a pid, decides.
     """
+    report = recover_report(path)
+    return None if report is None else report.rows
+
+
+def recover_report(path: str | os.PathLike[str]) -> Compacted | None:
+    """:func:`recover`, saying also what it skipped: damaged spool lines, and the rows that
+    extend them; a spool not fully recovered is kept as ``<trace>.spool.damaged``."""
     p = Path(path)
     spool = spool_path(p)
     try:

@@ -18,7 +18,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -269,8 +269,18 @@ def spool_header(spool: Path) -> dict[str, Any]:
     return header if isinstance(header, dict) else {}
 
 
-def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], Iterator[Row]]:
-    """The spool's header and its complete rows; a torn last line (killed writer) is skipped."""
+@dataclass(slots=True)
+class SpoolRows:
+    """The rows of a spool, read once; what could not be read is counted as it goes."""
+
+    rows: Iterator[Row]
+    damaged: int = 0  # lines that are not a row (garbled on disk)
+    orphaned: int = 0  # rows that extend a damaged one (their conversation prefix is gone)
+
+
+def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], SpoolRows]:
+    """The spool's header and its rows. A torn last line (killed writer) is dropped; a damaged
+    line is skipped and counted, and so is every row that needs it to be decoded."""
     fh.seek(0)
     try:
         header = orjson.loads(fh.readline())
@@ -278,13 +288,14 @@ def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], Iterator[Row
         header = None
     if not isinstance(header, dict) or header.get("spool") != SPOOL_MAGIC:
         raise TraceError(f"{spool}: not an agentx spool (bad header)")
-
     start = fh.tell()
     amends = _amendments(fh)
     fh.seek(start)
+    out = SpoolRows(iter(()))
 
     def rows() -> Iterator[Row]:
         texts = SpoolTexts()
+        seen: set[str] = set()
         for line in fh:
             if not line.endswith(b"\n"):
                 return  # torn write of the exchange in flight
@@ -293,13 +304,26 @@ def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], Iterator[Row
             try:
                 row = orjson.loads(line)
             except orjson.JSONDecodeError:
-                return
-            extra = amends.get(row.get("request_id"))
+                row = None
+            if not isinstance(row, dict) or not isinstance(row.get("request_id"), str):
+                out.damaged += 1
+                continue
+            base = row.get("conversation_base_id")
+            try:
+                if base is not None and base not in seen:
+                    raise KeyError(base)
+                row = texts.unpack(row)
+            except KeyError:  # its base row, or the row that carried its tools, was damaged
+                out.orphaned += 1
+                continue
+            extra = amends.get(row["request_id"])
             if extra:
                 row["flags"] = list(dict.fromkeys([*row["flags"], *extra]))
-            yield texts.unpack(row)
+            seen.add(row["request_id"])
+            yield row
 
-    return header, rows()
+    out.rows = rows()
+    return header, out
 
 
 def _amendments(fh: IO[bytes]) -> dict[str, list[str]]:
@@ -315,12 +339,24 @@ def _amendments(fh: IO[bytes]) -> dict[str, list[str]]:
     return out
 
 
-def compact(spool: Path, path: Path) -> int:
-    """Turn a spool into the Parquet trace (atomically replacing ``path``), then remove it.
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """What :func:`compact` did."""
+
+    rows: int  # exchanges written to the trace
+    damaged: int = 0  # spool lines skipped: not a row
+    orphaned: int = 0  # rows skipped: they extend a damaged one
+    kept_spool: Path | None = None  # the spool, renamed, when it was not fully recovered
+
+
+def compact(spool: Path, path: Path) -> Compacted:
+    """Turn a spool into the Parquet trace (atomically replacing ``path``). The spool is then
+    removed, or, when some of it could not be read, kept as ``<spool>.damaged``: never lost,
+    and no longer in the way of readers and writers of ``path``.
 
     The caller holds the spool's lock (a live writer, or :func:`recover`)."""
     with open(spool, "rb") as fh:
-        header, rows = read_spool(fh, spool)
+        header, read = read_spool(fh, spool)
         meta = {
             META_FORMAT: FORMAT.encode(),
             META_TRACE_ID: str(header.get("trace_id", "")).encode(),
@@ -330,9 +366,21 @@ def compact(spool: Path, path: Path) -> int:
         }
         if header.get("version"):  # spools written before the version stamp have none
             meta[META_VERSION] = str(header["version"]).encode()
-        n = _write_rows(path, rows, meta)
-    spool.unlink()
-    return n
+        n = _write_rows(path, read.rows, meta)
+    if not read.damaged and not read.orphaned:
+        spool.unlink()
+        return Compacted(n)
+    kept = _free_name(spool.with_name(spool.name + ".damaged"))
+    os.replace(spool, kept)
+    return Compacted(n, read.damaged, read.orphaned, kept)
+
+
+def _free_name(path: Path) -> Path:
+    candidate, i = path, 1
+    while candidate.exists():
+        i += 1
+        candidate = path.with_name(f"{path.name}.{i}")
+    return candidate
 
 
 def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes]) -> int:
