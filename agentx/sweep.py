@@ -37,6 +37,7 @@ from agentx.report.sweep_view import (
     sweep_point,
     sweep_svg,
 )
+from agentx.urls import redact_url
 
 __all__ = [
     "POINT_KEYS",
@@ -112,7 +113,7 @@ def run_sweep(
         check_results_dir(out / f"c{n}", force=options.force)
     data: dict[str, Any] = {
         "schema": SCHEMA,
-        "endpoint": base.endpoint,
+        "endpoint": redact_url(base.endpoint),
         "trace": str(base.trace),
         "model": base.model,
         "points": [],

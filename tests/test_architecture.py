@@ -37,6 +37,7 @@ STAGES: list[list[str]] = [
         "agentx.kvcache",
         "agentx.examples",
         "agentx.outputs",
+        "agentx.urls",
     ],
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode
 
 from agentx.models import Credential
+from agentx.urls import REDACTED, is_secret_param
 
 SECRET_HEADERS = frozenset(
     {
@@ -25,8 +26,6 @@ SECRET_HEADERS = frozenset(
         "chatgpt-account-id",
     }
 )
-SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token"})
-REDACTED = "REDACTED"
 
 # Longest first: the first match wins.
 _FAMILIES = (
@@ -111,7 +110,7 @@ class Secrets:
         creds: list[Credential] = []
         kept: list[tuple[str, str]] = []
         for k, v in pairs:
-            if k.lower() in SECRET_QUERY_PARAMS and v:
+            if v and is_secret_param(k):
                 creds.append(self.credential(f"query:{k}", v))
                 kept.append((k, REDACTED))
             else:

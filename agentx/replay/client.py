@@ -75,6 +75,7 @@ def make_http_client(
     timeout_s: float,
     max_connections: int,
     headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` on ``AiohttpTransport`` with explicit timeouts and limits.
 
@@ -116,6 +117,7 @@ def make_http_client(
         transport=transport,
         timeout=timeout,
         headers=base_headers,
+        params=dict(params) if params else None,
         trust_env=False,
     )
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 import orjson
 
 from agentx.errors import EndpointError
 from agentx.replay.client import classify
+from agentx.urls import redact_url, redact_urls_in
 
 # owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
 KNOWN_OWNERS = {"vllm": "vllm", "sglang": "sglang", "agentx": "serve-sim"}
@@ -32,12 +34,20 @@ class ServerInfo:
     metrics_text: bool  # the metrics URL answered with Prometheus text
 
 
+def split_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
+    """``http://host:8000/v1?api_key=K`` -> (``http://host:8000``, ``{"api_key": "K"}``): the
+    root the API paths go under, and the query parameters sent with every request."""
+    parts = urlsplit(endpoint)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    root = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    return root, dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
 def base_url(endpoint: str) -> str:
     """``http://host:8000`` and ``http://host:8000/v1`` (with or without a slash) -> the root."""
-    url = endpoint.rstrip("/")
-    if url.endswith("/v1"):
-        url = url[: -len("/v1")]
-    return url
+    return split_endpoint(endpoint)[0]
 
 
 def default_metrics_url(endpoint: str) -> str:
@@ -54,16 +64,17 @@ async def probe(
 ) -> ServerInfo:
     """Raises :class:`EndpointError` when the endpoint cannot be reached or refuses us."""
     root = base_url(endpoint)
+    shown = redact_url(endpoint)
     timeout = httpx.Timeout(timeout_s)
     try:
         resp = await client.get(root + "/v1/models", timeout=timeout)
     except (httpx.HTTPError, OSError) as exc:
         kind, message = classify(exc, streaming=False)
         why = "connection refused or host unknown" if kind == "connect" else message
-        raise EndpointError(f"cannot reach {endpoint}: {why}") from None
+        raise EndpointError(f"cannot reach {shown}: {redact_urls_in(why)}") from None
     if resp.status_code in (401, 403):
         raise EndpointError(
-            f"{endpoint} refused the API key (HTTP {resp.status_code}): set --api-key or OPENAI_API_KEY"
+            f"{shown} refused the API key (HTTP {resp.status_code}): set --api-key or OPENAI_API_KEY"
         )
     models: tuple[str, ...] = ()
     owner: str | None = None
@@ -78,7 +89,7 @@ async def probe(
             owners = [m.get("owned_by") for m in items if isinstance(m, dict)]
             owner = next((str(o) for o in owners if o), None)
     elif resp.status_code >= 500:
-        raise EndpointError(f"{endpoint} answers HTTP {resp.status_code} on /v1/models")
+        raise EndpointError(f"{shown} answers HTTP {resp.status_code} on /v1/models")
     server = resp.headers.get("server")
     kind = KNOWN_OWNERS.get((owner or "").lower(), "unknown")
     if kind == "unknown" and server and "sglang" in server.lower():

@@ -22,6 +22,7 @@ from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.report.results_dir import write_results
+from agentx.urls import redact_url
 from agentx.usage import MAX_TOKENS
 
 SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
@@ -141,7 +142,8 @@ def finish_run(
         )
     if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
         warnings.append(
-            f"--metrics-url {o.metrics_url} did not answer with Prometheus text; no server metrics"
+            f"--metrics-url {redact_url(o.metrics_url)} did not answer with Prometheus text; "
+            "no server metrics"
         )
     if plan.synthesized and o.salt:
         warnings.append(
@@ -172,7 +174,7 @@ def finish_run(
         server_kind=setup.server.kind,
         ignore_eos=setup.build.ignore_eos,
         block_size=setup.block_size,
-        metrics_url=setup.metrics_url,
+        metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
         trace_sessions=len(plan.sessions),
         trace_requests=plan.requests,
         skipped_rows=plan.skipped,
@@ -182,7 +184,7 @@ def finish_run(
     )
     perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
     run = RunInfo(
-        endpoint=o.endpoint,
+        endpoint=redact_url(o.endpoint),
         model=setup.model,
         started_at=started_at,
         duration_s=wall_s,

@@ -7,11 +7,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import orjson
 
 from agentx.errors import UsageError
 from agentx.metrics.cost import CostOptions
+from agentx.urls import check_http_url, redact_url
 
 Assistant = Literal["recorded", "live"]
 ApiMode = Literal["chat", "messages", "native"]
@@ -24,7 +26,9 @@ class ReplayOptions:
     """What to replay, against what, and how. Defaults are the CLI's defaults.
 
     ``api_key`` is never printed (``repr=False``) nor written (:meth:`config` leaves it out);
-    when ``None`` the ``OPENAI_API_KEY`` environment variable is used.
+    when ``None`` the ``OPENAI_API_KEY`` environment variable is used. URLs are written
+    redacted (:func:`agentx.urls.redact_url`); a query string of ``endpoint`` is sent with
+    every request (gateways that take their key there).
     """
 
     trace: Path
@@ -69,6 +73,8 @@ class ReplayOptions:
         """The options as JSON-able data for ``summary.json``: never the API key."""
         data = asdict(self)
         data.pop("api_key", None)
+        data["endpoint"] = redact_url(self.endpoint)
+        data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
         data["trace"] = str(self.trace)
         data["output_dir"] = str(self.output_dir) if self.output_dir else None
         data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
@@ -100,10 +106,14 @@ def validate(o: ReplayOptions) -> None:
         o.assistant == "recorded" or o.api == "chat",
         "--assistant live threads the server's replies as chat messages: use it with --api chat",
     )
-    need(
-        o.endpoint.startswith(("http://", "https://")),
-        f"--endpoint must be an http(s) URL, got {o.endpoint!r}",
-    )
+    for flag, url in (("--endpoint", o.endpoint), ("--metrics-url", o.metrics_url)):
+        if url is not None:
+            check_http_url(url, flag)
+            need(
+                "@" not in urlsplit(url).netloc,
+                f"{flag} {redact_url(url)!r}: credentials in a URL (user:pass@) are not sent; "
+                "pass the key with --api-key (or OPENAI_API_KEY)",
+            )
 
 
 def parse_shard(text: str) -> tuple[int, int]:

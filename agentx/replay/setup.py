@@ -27,13 +27,14 @@ from agentx.replay.client import make_http_client
 from agentx.replay.endpoint import (
     IGNORE_EOS_SERVERS,
     ServerInfo,
-    base_url,
     default_metrics_url,
     probe,
+    split_endpoint,
 )
 from agentx.replay.lanes import EngineConfig
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan
+from agentx.urls import redact_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class RunSetup:
     build: BuildConfig
     block_size: int
     headers: dict[str, str] = field(repr=False)  # carries the API key: never printed
+    params: dict[str, str] = field(repr=False)  # the endpoint's query (a gateway's key, maybe)
     max_connections: int
     nonce: str
     metrics_url: str | None
@@ -66,7 +68,7 @@ def auth_headers(options: ReplayOptions) -> dict[str, str]:
 
 async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
     """Probe the endpoint and fix the run's set-up. Raises ``EndpointError``."""
-    root = base_url(options.endpoint)
+    root, params = split_endpoint(options.endpoint)
     headers = auth_headers(options)
     metrics_url = (
         (options.metrics_url or default_metrics_url(options.endpoint))
@@ -74,12 +76,13 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         else None
     )
     async with make_http_client(
-        root, timeout_s=options.timeout_s, max_connections=4, headers=headers
+        root, timeout_s=options.timeout_s, max_connections=4, headers=headers, params=params
     ) as client:
         info = await probe(client, options.endpoint, metrics_url)
     model = options.model or (info.models[0] if info.models else None)
     if not model:
-        raise EndpointError(f"{options.endpoint} lists no models on /v1/models: pass --model")
+        shown = redact_url(options.endpoint)
+        raise EndpointError(f"{shown} lists no models on /v1/models: pass --model")
     if options.api == "messages" or (
         options.api == "native" and API_ANTHROPIC_MESSAGES in plan.apis
     ):
@@ -103,6 +106,7 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         build=build,
         block_size=options.block_size or info.block_size or DEFAULT_BLOCK_SIZE,
         headers=headers,
+        params=params,
         max_connections=lanes_per_worker * plan.max_threads + 8,
         nonce=secrets.token_hex(3),
         metrics_url=metrics_url if info.metrics_text else None,
@@ -137,6 +141,7 @@ def http_client(setup: RunSetup, max_connections: int | None = None) -> httpx.As
         timeout_s=setup.options.timeout_s,
         max_connections=setup.max_connections if max_connections is None else max_connections,
         headers=setup.headers,
+        params=setup.params,
     )
 
 

@@ -17,6 +17,7 @@ from agentx.outputs import write_atomic
 from agentx.prefix_union import TheoryRow
 from agentx.record import RequestRecord
 from agentx.report.html import write_html
+from agentx.urls import redact_urls_deep
 
 SUMMARY = "summary.json"
 REQUESTS = "requests.parquet"
@@ -37,7 +38,7 @@ def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(summary, dict) or summary.get("schema") != SCHEMA:
         got = summary.get("schema") if isinstance(summary, dict) else type(summary).__name__
         raise AgentxError(f"{f}: not an {SCHEMA} summary (schema: {got!r})")
-    return summary
+    return redact_urls_deep(summary)  # a summary written before URLs were redacted
 
 
 def load_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[RequestRecord]]:

@@ -41,6 +41,7 @@ from agentx.scrub.rules import (
 from agentx.scrub.secrets import SecretRedactor
 from agentx.store.codec import conversation_key, system_key
 from agentx.tokens import count_request_tokens
+from agentx.urls import redact_urls_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +338,9 @@ def scrub_trace(
         raise UsageError("scrub never modifies its input: give -o another path")
     info = open_trace(src)
     scrubber = Scrubber(options)
-    metadata = {**info.metadata, "scrubbed_by": "agentx.scrub/1"}
+    # a trace captured before URLs were redacted may carry a key in its metadata (upstream)
+    metadata = {k: redact_urls_in(str(v)) for k, v in info.metadata.items()}
+    metadata["scrubbed_by"] = "agentx.scrub/1"
     with new_trace(dst, force=force, trace_id=info.trace_id or None, metadata=metadata) as writer:
         for ex in scrubber.process(iter_exchanges(src, shared=True)):
             writer.append(ex)

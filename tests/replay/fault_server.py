@@ -168,6 +168,7 @@ class FaultServer:
         self.models = models if models is not None else [{"id": MODEL, "owned_by": "fault"}]
         self.requests: list[dict[str, Any]] = []  # bodies received, in order
         self.auth: list[str | None] = []  # Authorization header of each
+        self.queries: list[str] = []  # query string of every request (models, chat, metrics)
         self.hold = asyncio.Event()  # "hold" fault waits on this (set from the server loop)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -185,11 +186,13 @@ class FaultServer:
     # -- handlers ------------------------------------------------------------------------------
 
     async def list_models(self, request: web.Request) -> web.Response:
+        self.queries.append(request.query_string)
         if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return web.json_response({"error": {"message": "bad key"}}, status=401)
         return web.json_response({"object": "list", "data": self.models})
 
     async def prometheus(self, request: web.Request) -> web.Response:
+        self.queries.append(request.query_string)
         if self.metrics is None:
             raise web.HTTPNotFound()
         return web.Response(text=self.metrics, content_type="text/plain")
@@ -199,6 +202,7 @@ class FaultServer:
         body = orjson.loads(raw)
         self.requests.append(body)
         self.auth.append(request.headers.get("authorization"))
+        self.queries.append(request.query_string)
         if self.on_request is not None:
             self.on_request(body)
         m = FAULT.search(raw)

@@ -22,6 +22,7 @@ from agentx.capture.runner.proxy import ProxyThread
 from agentx.errors import AgentxError, CaptureError, UsageError
 from agentx.outputs import check_output
 from agentx.store import TraceWriter
+from agentx.urls import redact_url
 
 _LOGGERS = ("mitmproxy", "agentx.capture")
 
@@ -97,7 +98,8 @@ class Capture:
         check_output(cfg.out, force=cfg.force)  # a directory, or a trace the user already has
         try:
             writer = TraceWriter(
-                cfg.out, metadata={"capture": cfg.mode, "upstream": cfg.upstream or ""}
+                cfg.out,
+                metadata={"capture": cfg.mode, "upstream": redact_url(cfg.upstream or "")},
             )
         except AgentxError as exc:
             self.close()  # the temporary confdir

@@ -6,9 +6,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from agentx.errors import UsageError
+from agentx.urls import check_http_url, has_credentials, redact_url
 
 UPSTREAMS = {
     "anthropic": "https://api.anthropic.com",
@@ -51,13 +52,30 @@ def default_confdir() -> Path:
 
 def resolve_upstream(upstream: str | None) -> str:
     """``anthropic``/``openai``/``gemini``/a URL -> a URL with scheme, host and (maybe) a path
-    prefix."""
+    prefix.
+
+    Credentials in the URL (``user:pass@``, ``?key=``) are dropped: the agent sends its own
+    with each request, and a URL is stored and printed without them (:mod:`agentx.urls`)."""
     value = (upstream or "anthropic").strip()
     if value in UPSTREAMS:
         return UPSTREAMS[value]
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        check_http_url(value, "--upstream")
+    except UsageError:
         raise UsageError(
-            f"--upstream {value!r}: expected anthropic, openai, gemini or a URL like https://host:port"
-        )
-    return value.rstrip("/")
+            f"--upstream {redact_url(value)!r}: expected anthropic, openai, gemini or a URL "
+            "like https://host:port"
+        ) from None
+    parts = urlsplit(value)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
+
+
+def upstream_credentials_warning(upstream: str | None) -> str | None:
+    """What to tell the user who put credentials in ``--upstream``."""
+    if upstream is None or not has_credentials(upstream.strip()):
+        return None
+    return (
+        f"agentx capture: the credentials in --upstream {redact_url(upstream.strip())} are "
+        "neither forwarded (the agent sends its own) nor stored"
+    )

@@ -21,7 +21,11 @@ from agentx.capture.recorder import CaptureStats, summary_line
 from agentx.capture.runner.agent import AgentProcess, agent_env
 from agentx.capture.runner.agent_config import AgentConfig, runs_gemini_cli
 from agentx.capture.runner.capture import Capture
-from agentx.capture.runner.config import CaptureConfig, resolve_upstream
+from agentx.capture.runner.config import (
+    CaptureConfig,
+    resolve_upstream,
+    upstream_credentials_warning,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,9 @@ def run_capture(
     )
     if config.mode == "forward":
         con.print(Text(f"agentx capture: CA certificate {cap.confdir / 'mitmproxy-ca-cert.pem'}"))
+    warning = upstream_credentials_warning(config.upstream)
+    if warning is not None:
+        report(warning)
     exit_code = 0
     show_status = config.status if config.status is not None else con.is_terminal
     agent_config = AgentConfig()
