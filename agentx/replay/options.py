@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +20,8 @@ Assistant = Literal["recorded", "live"]
 ApiMode = Literal["chat", "messages", "native"]
 
 DEFAULT_TIMEOUT_S = 600.0
+MAX_SECONDS = 1e9  # ~31 years: any duration, think cap or timeout beyond is a typo
+MAX_TIME_SCALE = 1e6  # x recorded think times (inf would overflow the schedule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,20 @@ def validate(o: ReplayOptions) -> None:
         if not ok:
             raise UsageError(message)
 
+    def seconds(value: float | None, flag: str) -> None:
+        need(
+            value is None or (math.isfinite(value) and value <= MAX_SECONDS),
+            f"{flag} must be a finite number of seconds up to {MAX_SECONDS:.0e}, got {value}",
+        )
+
     need(o.concurrency >= 1, "--concurrency must be at least 1")
+    seconds(o.duration_s, "--duration")
+    seconds(o.max_think_s, "--max-think")
+    seconds(o.timeout_s, "--timeout")
+    need(
+        math.isfinite(o.time_scale) and o.time_scale <= MAX_TIME_SCALE,
+        f"--time-scale must be a finite factor up to {MAX_TIME_SCALE:.0e}, got {o.time_scale}",
+    )
     need(o.duration_s is None or o.duration_s > 0, "--duration must be positive")
     need(o.max_requests is None or o.max_requests >= 1, "--max-requests must be at least 1")
     need(o.sessions is None or o.sessions >= 1, "--sessions must be at least 1")

@@ -94,12 +94,27 @@ def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRec
     return with_cost(summary, o.cost), records
 
 
+SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
+
+
 def build_report(o: ReportOptions) -> Report:
-    """Load (or merge), recompute, write the files asked for, and return what to show."""
+    """Load (or merge), recompute, write the files asked for, and return what to show. A
+    summary with a field of the wrong type is one :class:`AgentxError` line, not a traceback."""
     if o.html_path is not None:
         check_output(o.html_path, force=o.force)  # before the work, not after it
     if o.output_dir is not None:
         check_results_dir(o.output_dir, force=o.force)
+    try:
+        return _build(o)
+    except SHAPE_ERRORS as exc:
+        where = o.results_dir if o.base_dir is None else f"{o.results_dir} or {o.base_dir}"
+        raise AgentxError(
+            f"{where}: summary.json does not have the agentx.summary/1 shape "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _build(o: ReportOptions) -> Report:
     merged: tuple[str, ...] = ()
     if o.merging:
         summary, records, merged = _merged(o)

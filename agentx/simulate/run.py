@@ -17,6 +17,8 @@ from agentx.simulate.workload import Workload, load_workload
 SCHEMA = "agentx.simulate/1"
 OffloadPolicy = Literal["inclusive", "exclusive"]
 EngineName = Literal["stack", "kvcache"]
+MAX_CAPACITY_TOKENS = 10**15  # a KV cache bigger than any machine's memory: a typo
+MAX_BLOCK_SIZE = 1 << 20
 CURVE_POINTS = 48  # capacities of the plotted curve (the stack engine answers them for free)
 
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
@@ -73,6 +75,13 @@ class SimulateOptions:
             raise UsageError("--offload-tokens must be >= 0")
         if self.block_size is not None and self.block_size < 1:
             raise UsageError("--block-size must be at least 1")
+        if self.block_size is not None and self.block_size > MAX_BLOCK_SIZE:
+            raise UsageError(f"--block-size must be at most {MAX_BLOCK_SIZE:,} tokens")
+        biggest = max([*(self.capacities_tokens or ()), self.offload_tokens or 0])
+        if biggest > MAX_CAPACITY_TOKENS:
+            raise UsageError(
+                f"capacities must be at most {MAX_CAPACITY_TOKENS:.0e} tokens, got {biggest:.3g}"
+            )
         if self.offload_policy not in ("inclusive", "exclusive"):
             raise UsageError("--offload-policy must be inclusive or exclusive")
         if self.engine not in ("stack", "kvcache"):
