@@ -174,6 +174,7 @@ def finish_run(
         server_kind=setup.server.kind,
         ignore_eos=setup.build.ignore_eos,
         block_size=setup.block_size,
+        lanes=setup.lanes,
         metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
         trace_sessions=len(plan.sessions),
         trace_requests=plan.requests,

@@ -99,13 +99,13 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     async with http_client(setup) as client:
         engine = Engine(
             plan.sessions,
-            engine_config(setup, tuple(range(o.concurrency)), o.max_requests, 0),
+            engine_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
             client,
             log,
         )
         scraper = await start_scraper(setup, client)
         goal = goal_of(o, plan.requests)
-        progress = asyncio.create_task(_progress(engine, o, goal)) if o.progress else None
+        progress = asyncio.create_task(_progress(engine, setup.lanes, goal)) if o.progress else None
         try:
             with stop.running(engine.abort):
                 result = await engine.run()
@@ -117,9 +117,9 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     return collect([result], [log.path], server_metrics, [started_late] if started_late else [])
 
 
-async def _progress(engine: Engine, options: ReplayOptions, goal: Goal) -> None:
+async def _progress(engine: Engine, lanes: int, goal: Goal) -> None:
     cpu0 = time.thread_time()
-    with ProgressView(options.concurrency, goal=goal) as view:
+    with ProgressView(lanes, goal=goal) as view:
         while True:
             view.update(Snapshot.of(engine.counters, time.thread_time() - cpu0))
             await asyncio.sleep(PROGRESS_INTERVAL_S)

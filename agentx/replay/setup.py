@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from agentx.errors import EndpointError
+from agentx.errors import EndpointError, UsageError
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.models import API_ANTHROPIC_MESSAGES
 from agentx.prefix import DEFAULT_BLOCK_SIZE
@@ -52,6 +52,26 @@ class RunSetup:
     max_connections: int
     nonce: str
     metrics_url: str | None
+    lanes: int  # lanes that can have work (see lane_count); the run's lanes are 0..lanes-1
+
+
+MAX_LANES = 1_000_000  # in one run (--shard spreads more over machines)
+
+
+def lane_count(options: ReplayOptions, plan: ReplayPlan) -> int:
+    """``--concurrency``, bounded by the work there is: no more lanes than ``--max-requests``
+    (a lane that sends nothing is only memory), nor than sessions when nothing recycles them."""
+    n = options.concurrency
+    if options.max_requests is not None:
+        n = min(n, options.max_requests)
+    elif options.duration_s is None:
+        n = min(n, len(plan.sessions))
+    if n > MAX_LANES:
+        raise UsageError(
+            f"--concurrency {options.concurrency:,}: at most {MAX_LANES:,} lanes per run "
+            "(--shard I/N spreads a run over machines)"
+        )
+    return max(n, options.workers)
 
 
 def auth_headers(options: ReplayOptions) -> dict[str, str]:
@@ -68,6 +88,7 @@ def auth_headers(options: ReplayOptions) -> dict[str, str]:
 
 async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
     """Probe the endpoint and fix the run's set-up. Raises ``EndpointError``."""
+    lanes = lane_count(options, plan)
     root, params = split_endpoint(options.endpoint)
     headers = auth_headers(options)
     metrics_url = (
@@ -97,7 +118,7 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         ignore_eos=ignore_eos,
         live=options.assistant == "live",
     )
-    lanes_per_worker = -(-options.concurrency // options.workers)
+    lanes_per_worker = -(-lanes // options.workers)
     return RunSetup(
         options=options,
         root_url=root,
@@ -110,6 +131,7 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         max_connections=lanes_per_worker * plan.max_threads + 8,
         nonce=secrets.token_hex(3),
         metrics_url=metrics_url if info.metrics_text else None,
+        lanes=lanes,
     )
 
 

@@ -119,7 +119,7 @@ async def _worker_run(
 ) -> EngineResult:
     setup = spec.setup
     o = setup.options
-    lanes = tuple(range(spec.worker, o.concurrency, spec.workers))
+    lanes = tuple(range(spec.worker, setup.lanes, spec.workers))
     sessions = plan.sessions[spec.worker :: spec.workers]
     log = SentLog(spec.tmp / f"sent-{spec.worker}.log")
     config = engine_config(
@@ -231,7 +231,7 @@ async def _supervise(
         go.set()
         snaps: dict[int, Snapshot] = {}
         done: dict[int, str] = {}
-        view = ProgressView(o.concurrency, goal=goal_of(o, plan_requests)) if o.progress else None
+        view = ProgressView(setup.lanes, goal=goal_of(o, plan_requests)) if o.progress else None
         if view is not None:
             view.__enter__()
         try:

@@ -85,6 +85,7 @@ def combined_bundle(confdir: Path) -> Path:
     data = (system.read_bytes() if system else b"").rstrip(b"\n") + b"\n" + ca
     tmp = out.with_suffix(".tmp")
     tmp.write_bytes(data)
+    os.chmod(tmp, 0o644)  # a CA bundle the agent trusts: nobody else may write it
     tmp.replace(out)
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,4 +79,27 @@ def upstream_credentials_warning(upstream: str | None) -> str | None:
     return (
         f"agentx capture: the credentials in --upstream {redact_url(upstream.strip())} are "
         "neither forwarded (the agent sends its own) nor stored"
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(config: CaptureConfig, port: int | None) -> str | None:
+    """What to tell the user whose proxy listens beyond this machine (``--listen-host``)."""
+    host = config.listen_host
+    if is_loopback(host):
+        return None
+    where = "all interfaces" if host in ("", "0.0.0.0", "::") else host
+    reach = "to any host" if config.mode == "forward" else "to the upstream"
+    return (
+        f"agentx capture: warning: listening on {where} (port {port}): anyone who can reach "
+        f"this machine can send requests through the proxy {reach}, and they are recorded; "
+        "use --listen-host 127.0.0.1 unless you need that"
     )

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from agentx.capture.addon import CaptureAddon
-from agentx.capture.runner.config import CaptureConfig, listen_port, resolve_upstream
+from agentx.capture.runner.config import (
+    CaptureConfig,
+    is_loopback,
+    listen_port,
+    resolve_upstream,
+)
 from agentx.errors import CaptureError
 
 
@@ -35,8 +42,16 @@ class ProxyThread:
 
     def start(self, timeout: float = 30.0) -> None:
         self._thread = threading.Thread(target=self._main, name="agentx-proxy", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
+        # mitmproxy writes its CA files as it starts: never group/world-writable, whatever the
+        # umask (its private keys are 0600 already)
+        umask = os.umask(0o022)
+        os.umask(umask | 0o022)
+        try:
+            self._thread.start()
+            ready = self._ready.wait(timeout)
+        finally:
+            os.umask(umask)
+        if not ready:
             raise CaptureError("the capture proxy did not start within 30 s")
         if self._error is not None:
             raise CaptureError(f"the capture proxy could not start: {self._error}")
@@ -58,6 +73,7 @@ class ProxyThread:
         opts = mitm_options.Options()
         master = Master(opts)
         master.addons.add(*mitm_addons.default_addons())  # type: ignore[no-untyped-call]
+        master.addons.add(_LoopGuard(self))  # type: ignore[no-untyped-call]
         master.addons.add(self.addon)  # type: ignore[no-untyped-call]
         master.addons.add(_Ready(self))  # type: ignore[no-untyped-call]
         opts.update(  # type: ignore[no-untyped-call]
@@ -95,3 +111,41 @@ class _Ready:
 
     def running(self) -> None:
         self.proxy._on_running()
+
+
+LOOP_STATUS = 508  # Loop Detected
+
+
+class _LoopGuard:
+    """A request whose target is the proxy itself would come back to it forever (forward mode:
+    ``curl -x P http://P/``; reverse mode: ``--upstream`` pointing at the proxy): answered
+    with 508 instead of being sent."""
+
+    def __init__(self, proxy: ProxyThread) -> None:
+        self.proxy = proxy
+        self.local = _local_names(proxy.config.listen_host)
+
+    def requestheaders(self, flow: Any) -> None:
+        from mitmproxy import http
+
+        req = flow.request
+        host = str(req.host).lower().strip("[]")
+        if req.port == self.proxy.port and (host in self.local or is_loopback(host)):
+            flow.response = http.Response.make(
+                LOOP_STATUS,
+                b"agentx capture: refused a request addressed to the capture proxy itself "
+                b"(it would loop through it)\n",
+                {"content-type": "text/plain"},
+            )
+
+
+def _local_names(listen_host: str) -> set[str]:
+    """Names and addresses of this machine (where a request would reach the proxy)."""
+    names = {"localhost", "0.0.0.0", "::", listen_host.lower().strip("[]")}
+    try:
+        hostname = socket.gethostname()
+        names.update({hostname.lower(), socket.getfqdn().lower()})
+        names.update(str(info[4][0]) for info in socket.getaddrinfo(hostname, None))
+    except OSError:
+        pass
+    return names

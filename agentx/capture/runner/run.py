@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentx.capture.recorder import CaptureStats, summary_line
 from agentx.capture.runner.agent import AgentProcess, agent_env
@@ -23,6 +24,7 @@ from agentx.capture.runner.agent_config import AgentConfig, runs_gemini_cli
 from agentx.capture.runner.capture import Capture
 from agentx.capture.runner.config import (
     CaptureConfig,
+    exposure_warning,
     resolve_upstream,
     upstream_credentials_warning,
 )
@@ -111,11 +113,20 @@ def run_capture(
     upstream = (
         resolve_upstream(config.upstream) if config.mode == "reverse" else "(agent's own hosts)"
     )
+    bound = (
+        ""
+        if config.listen_host == urlsplit(cap.url).hostname
+        else f" (bound to {config.listen_host})"
+    )
     con.print(
         Text(
-            f"agentx capture: listening on {cap.url} ({config.mode}) → {upstream}; writing {config.out}"
+            f"agentx capture: listening on {cap.url}{bound} ({config.mode}) → {upstream}; "
+            f"writing {config.out}"
         )
     )
+    exposed = exposure_warning(config, cap.proxy.port if cap.proxy else None)
+    if exposed is not None:
+        report(exposed)
     if config.mode == "forward":
         con.print(Text(f"agentx capture: CA certificate {cap.confdir / 'mitmproxy-ca-cert.pem'}"))
     warning = upstream_credentials_warning(config.upstream)
