@@ -18,6 +18,7 @@ import pytest
 from replay.fault_server import FaultServer
 
 from agentx.capture.runner import Capture, CaptureConfig
+from agentx.capture.runner.agent import agent_env
 from agentx.capture.runner.config import exposure_warning
 from agentx.models import API_OTHER
 from agentx.store import read_trace
@@ -92,13 +93,15 @@ def test_a_non_loopback_bind_is_warned_about() -> None:
 
 
 def test_ca_files_are_not_writable_by_others_under_umask_000(tmp_path: Path) -> None:
+    """A forward-mode capture (it makes the CA) and the CA bundle its agent gets, umask 000."""
     confdir = tmp_path / "conf"
-    proc = subprocess.run(
-        [*AGENTX, "capture", "--mode", "forward", "-o", str(tmp_path / "t.parquet"),
-         "--confdir", str(confdir), "--no-status", "--", sys.executable, "-c", "pass"],
-        capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.umask(0),
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    cfg = CaptureConfig(out=tmp_path / "t.parquet", mode="forward", port=0, confdir=confdir)
+    umask = os.umask(0)
+    try:
+        with Capture(cfg, report=lambda _msg: None) as cap:
+            agent_env(cfg, cap.url, cap.confdir)  # writes agentx-ca-bundle.pem
+    finally:
+        os.umask(umask)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in confdir.iterdir()}
     assert "mitmproxy-ca-cert.pem" in modes and "agentx-ca-bundle.pem" in modes
     for name, mode in modes.items():
