@@ -45,3 +45,16 @@ class SloFailed(AgentxError):
     """The run completed but at least one ``--slo`` check failed (exit 3)."""
 
     exit_code = 3
+
+
+class Interrupted(BaseException):
+    """A signal (SIGINT, SIGTERM) that stops a command where it is: exit 128 + the signal. Like
+    KeyboardInterrupt it is not an ``Exception``, so no library's ``except Exception`` swallows
+    or rewords it on its way to the CLI."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+        self.exit_code = 128 + signum

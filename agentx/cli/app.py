@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleDimensions
 from rich.segment import Segment
 
 from agentx import DISTRIBUTION, __version__
-from agentx.errors import AgentxError
+from agentx.errors import AgentxError, Interrupted
 
 app = typer.Typer(
     name="agentx",
@@ -124,6 +124,9 @@ def main() -> None:
         app()
     except AgentxError as exc:  # raised outside a command's own handler
         err.print(f"agentx: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except Interrupted as exc:  # a signal replay or sweep turned into an abort
+        err.print(f"agentx: {exc}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err.print("agentx: interrupted")

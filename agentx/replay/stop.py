@@ -18,18 +18,10 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from agentx.errors import AgentxError
+from agentx.errors import Interrupted
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class Interrupted(AgentxError):
-    """The run was stopped by a signal before anything could be measured (exit 128 + signal)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
-        self.exit_code = 128 + signum
+__all__ = ["SIGNALS", "Interrupted", "StopSignals", "stop_signals"]
 
 
 class StopSignals:
