@@ -21,6 +21,7 @@ import orjson
 from agentx.errors import AgentxError
 from agentx.report import fmt, svg
 from agentx.report.html import page, table
+from agentx.urls import redact_urls_deep
 
 SCHEMA = "agentx.sweep/1"
 SWEEP_JSON = "sweep.json"
@@ -76,7 +77,7 @@ def load_sweep(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise AgentxError(f"{f}: unreadable: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise AgentxError(f"{f}: not an {SCHEMA} file")
-    return data
+    return redact_urls_deep(data)  # a sweep.json written before URLs were redacted
 
 
 def has_cost(data: dict[str, Any]) -> bool:
