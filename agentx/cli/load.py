@@ -365,6 +365,7 @@ def merge(
     json_out: Annotated[
         bool, typer.Option("--json", help="print the merged summary.json to stdout")
     ] = False,
+    force: Force = False,
 ) -> None:
     """Merge the shards of a `replay --shard I/N` split exactly, from their rows (not averages)."""
     from agentx.report.command import ReportOptions
@@ -377,6 +378,7 @@ def merge(
             output_dir=output,
             slo=slo,
             merge=True,
+            force=force,
         ),
         json_out,
     )

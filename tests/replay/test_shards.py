@@ -155,11 +155,6 @@ def _served(url: str) -> float:
     return sum(s.value for s in parse_prometheus(text) if s.name.startswith("vllm:request_success"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SIGTERM = Ctrl-C for replay (partial results, exit 143) is issue 13 (i13-robust), "
-    "not on main yet: remove this mark when it lands",
-)
 def test_sigterm_ends_a_shard_with_partial_results_that_merge(
     runs: dict[str, Any], sim: SimProcess, tmp_path: Path
 ) -> None:
