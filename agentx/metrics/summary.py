@@ -31,6 +31,7 @@ from agentx.metrics.percentiles import (
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
 from agentx.record import ERR_BAD_USAGE, RequestRecord
+from agentx.urls import redact_url
 
 SCHEMA = "agentx.summary/1"
 
@@ -215,7 +216,7 @@ def _server_block(server: ServerMetrics | None) -> dict[str, Any] | None:
         "scrapes": server.scrapes,
         "scrape_errors": server.scrape_errors,
         "deltas": server.raw_deltas,
-        "url": server.url,
+        "url": redact_url(server.url) if server.url else server.url,  # also a merge's server key
         "counters": [c.to_json() for c in server.counters],
         # (t_ns, value) of every scrape, on the run's clock: what a merge pools
         "kv_cache_usage_samples": [
