@@ -41,6 +41,7 @@ STAGES: list[list[str]] = [
     ],
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert
+    ["agentx.schedule"],  # the replay's rules as a pure event model (replay and simulate drive it)
     ["agentx.capture", "agentx.scrub"],  # produce and clean traces
     ["agentx.metrics"],  # percentiles, latency, Prometheus, SLOs, summary.json
     ["agentx.report", "agentx.stats"],  # reports of a results directory; the shape of a trace

@@ -31,8 +31,16 @@ def replay(
     time_scale: o.TimeScale = 1.0,
     max_think: o.MaxThink = None,
     assistant: o.Assistant = "recorded",
-    salt: o.Salt = True,
-    warmup: o.Warmup = 0,
+    salt: o.Salt = None,
+    warmup: o.Warmup = None,
+    scenario: o.Scenario = None,
+    start_ratio: o.StartRatio = None,
+    burst: o.Burst = False,
+    spawn_join: o.SpawnJoin = None,
+    trace_idle_cap: o.TraceIdleCap = None,
+    system_idle_cap: o.SystemIdleCap = None,
+    max_failed_ratio: o.MaxFailedRatio = None,
+    min_coverage: o.MinCoverage = None,
     api: o.Api = "chat",
     extra_body: o.ExtraBody = None,
     ignore_eos: o.IgnoreEos = None,
@@ -64,8 +72,8 @@ def replay(
             "after loading and probing, so shards start together; at once if it has passed",
         ),
     ] = None,
-    seed: o.Seed = 0,
-    timeout: o.Timeout = 600.0,
+    seed: o.Seed = None,
+    timeout: o.Timeout = None,
     block_size: o.BlockSize = None,
     api_key: o.ApiKey = None,
     output: Annotated[
@@ -99,24 +107,30 @@ def replay(
 ) -> None:
     """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
     from agentx.metrics.percentiles import parse_percentiles
-    from agentx.replay import ReplayOptions, run_replay
-    from agentx.replay.options import parse_extra_body, parse_shard, parse_start_at
+    from agentx.replay import run_replay
+    from agentx.replay.options import parse_extra_body, parse_ratio, parse_shard, parse_start_at
+    from agentx.replay.scenario import describe, scenario_options
 
     try:
-        options = ReplayOptions(
+        options = scenario_options(
+            scenario,
             trace=trace, endpoint=endpoint, model=model, concurrency=concurrency, duration_s=duration,
             max_requests=max_requests, sessions=sessions, time_scale=time_scale, max_think_s=max_think,
-            assistant=assistant,  # type: ignore[arg-type]  # validated by ReplayOptions
-            salt=salt, warmup=warmup,
-            api=api,  # type: ignore[arg-type]
-            extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, metrics_url=metrics_url,
-            scrape_metrics=not no_metrics, slo=slo, workers=workers, shard=parse_shard(shard),
-            start_at_s=parse_start_at(start_at) if start_at else None, seed=seed,
-            timeout_s=timeout, block_size=block_size, api_key=api_key, output_dir=output, force=force,
+            assistant=assistant, salt=salt, warmup=warmup,
+            start_ratio=parse_ratio(start_ratio) if start_ratio else None, burst=burst,
+            spawn_join=spawn_join, trace_idle_cap_s=trace_idle_cap, system_idle_cap_s=system_idle_cap,
+            max_failed_ratio=max_failed_ratio, min_coverage=min_coverage,
+            api=api, extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos,
+            metrics_url=metrics_url, scrape_metrics=not no_metrics, slo=slo, workers=workers,
+            shard=parse_shard(shard), start_at_s=parse_start_at(start_at) if start_at else None,
+            seed=seed, timeout_s=timeout,
+            block_size=block_size, api_key=api_key, output_dir=output, force=force,
             progress=not json_out and err.is_terminal,
             percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
             cost=ro.cost_from_flags(ctx.params),
         )  # fmt: skip
+        if options.scenario is not None or options.start_ratio != (0.0, 0.0):
+            err.print(f"agentx: {describe(options)}", markup=False, highlight=False, soft_wrap=True)
         result = run_replay(options)
     except AgentxError as exc:
         fail(exc)
@@ -133,6 +147,11 @@ def replay(
         )
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+    if result.failure is not None:
+        err.print(
+            f"agentx: run failed: {result.failure}", markup=False, highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(1)
     if result.summary.get("slo", {}).get("passed") is False:
         raise typer.Exit(3)
 
@@ -159,14 +178,14 @@ def sweep(
     time_scale: o.TimeScale = 1.0,
     max_think: o.MaxThink = None,
     assistant: o.Assistant = "recorded",
-    salt: o.Salt = True,
-    warmup: o.Warmup = 0,
+    salt: o.Salt = None,
+    warmup: o.Warmup = None,
     api: o.Api = "chat",
     extra_body: o.ExtraBody = None,
     ignore_eos: o.IgnoreEos = None,
     no_metrics: o.NoMetrics = False,
-    seed: o.Seed = 0,
-    timeout: o.Timeout = 600.0,
+    seed: o.Seed = None,
+    timeout: o.Timeout = None,
     block_size: o.BlockSize = None,
     api_key: o.ApiKey = None,
     json_out: Annotated[bool, typer.Option("--json", help="print sweep.json to stdout")] = False,
@@ -196,8 +215,8 @@ def sweep(
 ) -> None:
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.metrics.percentiles import parse_percentiles
-    from agentx.replay import ReplayOptions
     from agentx.replay.options import parse_extra_body
+    from agentx.replay.scenario import scenario_options
     from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep
 
     done: list[object] = []
@@ -214,12 +233,11 @@ def sweep(
             )
 
     try:
-        replay_options = ReplayOptions(
+        replay_options = scenario_options(
+            None,
             trace=trace, endpoint=endpoint, model=model, duration_s=duration, max_requests=max_requests,
-            sessions=sessions, time_scale=time_scale, max_think_s=max_think,
-            assistant=assistant,  # type: ignore[arg-type]  # validated by ReplayOptions
-            salt=salt, warmup=warmup,
-            api=api,  # type: ignore[arg-type]
+            sessions=sessions, time_scale=time_scale, max_think_s=max_think, assistant=assistant,
+            salt=salt, warmup=warmup, api=api,
             extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos, scrape_metrics=not no_metrics,
             seed=seed, timeout_s=timeout, block_size=block_size, api_key=api_key,
             progress=not json_out and err.is_terminal,

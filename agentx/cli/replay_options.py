@@ -50,13 +50,23 @@ Assistant = Annotated[
     ),
 ]
 Salt = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--salt/--no-salt", help="per-session cache-bust marker in the first user message"
+        "--salt/--no-salt",
+        help="cache-bust marker per tree (a session and its subagents) in the first user message "
+        "[default: salt]",
+        show_default=False,
     ),
 ]
 Warmup = Annotated[
-    int, typer.Option("--warmup", min=0, help="requests per lane sent first, excluded from metrics")
+    int | None,
+    typer.Option(
+        "--warmup",
+        min=0,
+        help="requests per lane sent back to back with 1-token answers before measuring "
+        "[default: 0]",
+        show_default=False,
+    ),
 ]
 Api = Annotated[
     str,
@@ -80,9 +90,22 @@ IgnoreEos = Annotated[
 NoMetrics = Annotated[
     bool, typer.Option("--no-metrics", help="do not scrape the server's Prometheus metrics")
 ]
-Seed = Annotated[int, typer.Option("--seed", help="seed of --sessions sampling")]
+Seed = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="seed of --sessions sampling and of --start-ratio instants [default: 0]",
+        show_default=False,
+    ),
+]
 Timeout = Annotated[
-    float, typer.Option("--timeout", min=0.001, help="per-request timeout, SECONDS")
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=0.001,
+        help="per-request timeout, SECONDS [default: 600]",
+        show_default=False,
+    ),
 ]
 BlockSize = Annotated[
     int | None,
@@ -108,5 +131,76 @@ ResetCache = Annotated[
     typer.Option(
         "--reset-cache/--no-reset-cache",
         help="reset the server's prefix cache before the run (vLLM, SGLang, serve-sim)",
+    ),
+]
+
+# -- the schedule's rules (agentx-harness's, docs/replay.md); None = not given (a preset fills it)
+Scenario = Annotated[
+    str | None,
+    typer.Option(
+        "--scenario",
+        help="agentx or agentx-mvp: agentx-harness's presets (explicit flags win)",
+        show_default=False,
+    ),
+]
+StartRatio = Annotated[
+    str | None,
+    typer.Option(
+        "--start-ratio",
+        help="MIN:MAX: each lane's first session starts at a sampled point of its recorded span "
+        "[default: 0:0, its first request]",
+        show_default=False,
+    ),
+]
+Burst = Annotated[
+    bool,
+    typer.Option(
+        "--burst", help="warm-up primers at once, and every lane's first measured request at once"
+    ),
+]
+SpawnJoin = Annotated[
+    str | None,
+    typer.Option(
+        "--spawn-join",
+        help="recorded (think time measured from the join) or harness (agentx-harness's timing)",
+        show_default=False,
+    ),
+]
+TraceIdleCap = Annotated[
+    float | None,
+    typer.Option(
+        "--trace-idle-cap",
+        min=0.0,
+        help="a session with nothing in flight waits at most SECONDS for its next request",
+        show_default=False,
+    ),
+]
+SystemIdleCap = Annotated[
+    float | None,
+    typer.Option(
+        "--system-idle-cap",
+        min=0.0,
+        help="with nothing in flight anywhere, the next request comes within SECONDS",
+        show_default=False,
+    ),
+]
+MaxFailedRatio = Annotated[
+    float | None,
+    typer.Option(
+        "--max-failed-ratio",
+        min=0.0,
+        max=1.0,
+        help="fail the run (exit 1) when more than this share of measured requests failed",
+        show_default=False,
+    ),
+]
+MinCoverage = Annotated[
+    float | None,
+    typer.Option(
+        "--min-coverage",
+        min=0.0,
+        max=1.0,
+        help="fail the run (exit 1) when measured traffic covers less of a >= 900 s --duration",
+        show_default=False,
     ),
 ]

@@ -264,7 +264,12 @@ def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) 
             found = weka_values(flags, key)
             if found:
                 entry[key] = found[0]
-        entry["duration_ms"] = round((max(r.end_ns for r in rs) - start) / 1e6)
+        recorded = weka_values(flags, "duration_ms")  # an imported Weka subagent's own figure
+        entry["duration_ms"] = (
+            orjson.loads(recorded[0])
+            if recorded
+            else round((max(r.end_ns for r in rs) - start) / 1e6)
+        )
         entry["requests"] = [_timed(r, start) for r in rs]
         entry["models"] = list(dict.fromkeys(r.row["model"] for r in rs if r.row["model"]))
         entries.append((start, position[id(rs[0])], entry))

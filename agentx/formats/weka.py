@@ -10,14 +10,16 @@ One file is one session::
 
 Mapping (see docs/trace-format.md): the top-level requests form the thread ``<id>/main``; each
 ``subagent`` entry is a child thread ``<id>/<agent_id>`` whose requests' ``t`` count from the
-entry's own ``t``. Every request becomes an :class:`Exchange` with ``api="openai.chat"``,
+entry's own ``t`` (or from the trace's start when they are absolute: see ``_inner_origin``). Every request becomes an :class:`Exchange` with ``api="openai.chat"``,
 ``request={}``, ``hash_ids`` and ``hash_block_size`` from the file, ``usage.prompt_tokens=in``,
 ``usage.completion_tokens=out``, ``timing.start_wall_ns`` = absolute ``t`` in ns since the trace
 start, ``timing.ttft_ns``/``e2e_ns`` from ``ttft``/``api_time``, ``think_time_s``,
 ``api_time_s``, ``response.stop_reason=stop``, and flags ``weka.type=<type>``,
 ``weka.in=<input type>``, ``weka.out=<output type>`` (plus ``subagent``,
-``weka.agent_id=...``, ``weka.subagent_type=...``, ``weka.status=...`` on child threads).
-Requests chain by ``parent_request_id`` within their thread; exchanges come out in time order.
+``weka.agent_id=...``, ``weka.subagent_type=...``, ``weka.status=...``, ``weka.duration_ms=...``
+on child threads). Requests chain by ``parent_request_id`` within their thread; a subagent's first
+request names the main request before its entry (the turn that spawned it, as agentx-harness
+reads it). Exchanges come out in time order.
 """
 
 from __future__ import annotations
@@ -129,11 +131,17 @@ class _Builder:
         self.agents: set[str] = set()
 
     def thread(
-        self, requests: object, where: str, thread: str, t0: float, flags: tuple[str, ...]
+        self,
+        requests: object,
+        where: str,
+        thread: str,
+        t0: float,
+        flags: tuple[str, ...],
+        spawned_by: str | None = None,
     ) -> None:
         if not isinstance(requests, list):
             raise _Bad(f"{where}: expected a list of requests, got {_show(requests)}")
-        parent: str | None = None
+        parent: str | None = spawned_by
         n = 0
         for i, req in enumerate(requests):
             here = f"{where}[{i}]"
@@ -143,15 +151,15 @@ class _Builder:
             if kind == SUBAGENT:
                 if flags:
                     raise _Bad(f"{here}: subagents nested in a subagent are not supported")
-                self.subagent(req, here, t0)
+                self.subagent(req, here, parent)
                 continue
             ex = self.request(req, here, thread, n, t0, parent, flags)
             self.out.append((ex.timing.start_wall_ns, len(self.out), ex))
             parent = ex.request_id
             n += 1
 
-    def subagent(self, entry: dict[str, Any], where: str, t0: float) -> None:
-        start = t0 + (_num(entry, "t", where, required=True) or 0.0)
+    def subagent(self, entry: dict[str, Any], where: str, spawned_by: str | None) -> None:
+        start = _num(entry, "t", where, required=True) or 0.0
         agent = _str(entry, "agent_id", where) or f"subagent{len(self.agents) + 1}"
         while agent in self.agents or agent == "main":  # thread ids stay unique
             agent += "'"
@@ -161,12 +169,19 @@ class _Builder:
             value = _str(entry, key, where)
             if value is not None:
                 flags.append(weka_flag(key, value))
+        duration = _num(entry, "duration_ms", where)
+        if duration is not None:
+            flags.append(
+                weka_flag("duration_ms", int(duration) if duration.is_integer() else duration)
+            )
+        requests = entry.get("requests")
         self.thread(
-            entry.get("requests"),
+            requests,
             f"{where}.requests",
             f"{self.session}/{agent}",
-            start,
+            _inner_origin(requests, start),
             tuple(flags),
+            spawned_by,
         )
 
     def request(
@@ -212,6 +227,18 @@ class _Builder:
             hash_ids=_hash_ids(req, where, self.id_offset),
             hash_block_size=self.block_size,
         )
+
+
+def _inner_origin(requests: object, start: float) -> float:
+    """What a subagent's inner ``t`` counts from: its own start (published traces: the first
+    inner ``t`` is 0) or, when its first request is not before the subagent's start, the trace's
+    start (newer captures store absolute times). agentx-harness decides the same per request
+    (``t + 1e-6 < entry.t`` is relative); deciding per subagent keeps one stream on one clock."""
+    first = requests[0] if isinstance(requests, list) and requests else None
+    t = first.get("t") if isinstance(first, dict) else None
+    if isinstance(t, int | float) and not isinstance(t, bool) and t + 1e-6 >= start > 0:
+        return 0.0
+    return start
 
 
 def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -> WekaTrace:

@@ -4,7 +4,8 @@
 ``--api messages`` sends Anthropic requests to ``/v1/messages``; ``--api native`` sends each
 request to its captured family's endpoint. In every mode: the model is replaced, ``max_tokens``
 is the recorded output length, the answer is streamed with usage, ``--extra-body`` is merged
-last, and the per-session salt goes at the start of the first user message.
+last, and the tree's cache-bust marker (``[rid:<12 hex>]`` and a blank line, as agentx-harness
+writes it) goes at the start of the first user message (the system prompt stays unmarked).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def max_tokens_of(ex: Exchange) -> int:
 
 
 def salt_marker(salt: str) -> str:
-    return f"[{salt}] "
+    return f"[rid:{salt}]\n\n"
 
 
 def _salted_content(content: JSON, marker: str) -> JSON:
@@ -132,8 +133,10 @@ class ThreadBuilder:
         """The server's answer to the last request (``--assistant live``)."""
         self._reply = message if isinstance(message, dict) else None
 
-    def build(self, ex: Exchange, salt: str | None) -> BuiltRequest:
-        max_tokens = max_tokens_of(ex)
+    def build(self, ex: Exchange, salt: str | None, max_tokens: int | None = None) -> BuiltRequest:
+        """The request for ``ex``; ``max_tokens`` overrides the recorded answer length (the
+        warm-up asks for one token)."""
+        max_tokens = max_tokens_of(ex) if max_tokens is None else max_tokens
         if self._converter is not None and ex.api != self._converter.api:
             self._converter = ThreadConverter(ex.api)  # a thread that changed API family
         if self._converter is not None:

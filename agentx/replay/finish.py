@@ -16,6 +16,7 @@ from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefix_union import TheoryRow
 from agentx.record import ERR_BAD_USAGE, RequestRecord
+from agentx.replay import gates
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
@@ -36,6 +37,7 @@ class ReplayResult:
     output_dir: Path
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
+    failure: str | None = None  # a failed gate or warm-up request: the run failed (exit 1)
     stop_signal: int | None = None  # SIGINT/SIGTERM that stopped it (exit 128 + it)
 
     @property
@@ -63,6 +65,9 @@ class Collected:
     interrupted: bool
     server_metrics: ServerMetrics | None = None
     warnings: list[str] = field(default_factory=list)
+    profiling_started_ns: int | None = None  # the measured window's start (after warm-up)
+    schedule: dict[str, Any] = field(default_factory=dict)  # lane starts, idle-cap jumps
+    failure: str | None = None
 
 
 def collect(
@@ -74,6 +79,12 @@ def collect(
     records = sorted((r for res in results for r in res.records), key=lambda r: r.sent_ns)
     started = min(res.started_ns for res in results)
     ended = max(res.ended_ns for res in results)
+    windows = [res.profiling_started_ns for res in results if res.profiling_started_ns is not None]
+    jumps: dict[str, float] = {}
+    for res in results:
+        for key, value in res.idle_jumps.items():
+            jumps[key] = round(jumps.get(key, 0) + value, 3)
+    lanes = sorted((ls for res in results for ls in res.lane_starts), key=lambda ls: ls.lane)
     return Collected(
         records=records,
         sent_logs=logs,
@@ -92,6 +103,22 @@ def collect(
             *warnings,
             *sorted({res.sent_log_error for res in results if res.sent_log_error}),
         ],
+        profiling_started_ns=min(windows) if windows else None,
+        schedule={
+            "lanes": [
+                {
+                    "lane": ls.lane,
+                    "session": ls.tree_id,
+                    "t_star_s": round(ls.t_star_s, 3),
+                    "position": round(ls.position, 4),
+                    "primers": ls.primers,
+                }
+                for ls in lanes
+            ],
+            "warmup_s": round((min(windows) - started) / 1e9, 3) if windows else None,
+            "idle_caps": jumps,
+        },
+        failure=next((res.failure for res in results if res.failure), None),
     )
 
 
@@ -207,7 +234,18 @@ def finish_run(
         extra_percentiles=o.percentiles,
         cost=o.cost,
     )
+    report = gates.evaluate(
+        records,
+        max_failed_ratio=o.max_failed_ratio,
+        min_coverage=o.min_coverage,
+        duration_s=o.duration_s,
+        window_start_ns=c.profiling_started_ns,
+        aborted=c.failure,
+    )
+    summary["schedule"] = c.schedule
+    summary["gates"] = report.to_json()
     if warnings:
         summary["warnings"] = warnings
     write_results(out_dir, summary, records, theory)
-    return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted)
+    failure = "; ".join(report.reasons) if report.reasons else None
+    return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted, failure=failure)

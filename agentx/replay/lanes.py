@@ -1,23 +1,24 @@
-"""The lanes: closed-loop replay of sessions on one event loop (one process's share of a run).
+"""The lanes: one process's share of a replay, on one event loop, driving the schedule.
 
-A lane replays one session at a time. Each thread of the session sends its turn ``k+1`` when
-turn ``k`` has finished plus the recorded think time x ``time_scale`` (capped by ``max_think``);
-threads start after their recorded predecessor (see :mod:`agentx.replay.plan`). A lane that
-finishes a session takes the next one; past the end of the trace sessions are recycled (only
-when ``--duration`` or ``--max-requests`` asks for more load), each copy with a fresh salt.
+What is sent and when is decided by :class:`agentx.schedule.Schedule` (the rules: snapshot
+start, warm-up, think times, spawn/join, idle caps, stopping; see its docs). This module is its
+real-time driver: it polls the schedule on the event loop's clock, builds each due request
+(:mod:`agentx.replay.build`), streams it (:mod:`agentx.replay.client`), and reports the end back.
 
 Stopping: ``--duration`` and ``--max-requests`` stop *new* requests; those in flight drain and
-keep their rows (finishing after the deadline marks them ``in_window=False``). An abort
-(Ctrl-C) also cancels the requests in flight: they become ``cancelled`` rows.
+keep their rows (finishing after the deadline marks them ``in_window=False``). An abort (Ctrl-C,
+a failed warm-up request, a breached failure gate) also cancels the requests in flight: they
+become ``cancelled`` rows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -25,8 +26,11 @@ import httpx
 from agentx.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
 from agentx.replay.build import BuildConfig, ThreadBuilder
 from agentx.replay.client import StreamOutcome, stream_request
-from agentx.replay.plan import SessionPlan, ThreadPlan
+from agentx.replay.gates import FailedRatioGate
+from agentx.replay.plan import SessionPlan
 from agentx.replay.theory import SentLog
+from agentx.replay.trees import tree_of
+from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
 
 NS_PER_S = 1_000_000_000
 CONNECT_BACKOFF_S = 1.0  # a lane whose request could not connect waits before its next one
@@ -35,18 +39,14 @@ CONNECT_BACKOFF_S = 1.0  # a lane whose request could not connect waits before i
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     build: BuildConfig
-    lanes: tuple[int, ...]  # global lane numbers this process runs
-    warmup: int = 0  # per lane
-    duration_s: float | None = None
-    max_requests: int | None = None  # measured requests this process may send
-    time_scale: float = 1.0
-    max_think_s: float | None = None
+    schedule: ScheduleOptions  # its lanes are the global lane numbers this process runs
     timeout_s: float = 600.0
     salt: bool = True
-    recycle: bool = False
-    nonce: str = "0"  # unique per run (and per worker), so salts never repeat across runs
+    nonce: str = "0"  # unique per run (and per worker), so markers never repeat across runs
     id_prefix: str = "r"
     headers: dict[str, str] = field(default_factory=dict)
+    max_failed_ratio: float | None = None  # abort when measured failures exceed this share
+    gate_after: int = 10  # ... once this many measured requests have ended
 
 
 @dataclass(slots=True)
@@ -77,56 +77,102 @@ class EngineResult:
     cpu_s: float
     interrupted: bool
     sent_log_error: str | None = None
+    profiling_started_ns: int | None = None  # start of the measured window (after warm-up)
+    lane_starts: list[LaneStart] = field(default_factory=list)
+    failure: str | None = None  # why the run was aborted (a warm-up request, a gate)
+    idle_jumps: dict[str, float] = field(default_factory=dict)
+
+
+def marker_salt(nonce: str, instance: int) -> str:
+    """The 12 hex digits of a tree instance's cache-bust marker (``[rid:<salt>]``): one per
+    instance of a tree, shared by its root and its subagents, new for every recycled copy."""
+    return hashlib.sha256(f"{nonce}:{instance}".encode()).hexdigest()[:12]
 
 
 class Engine:
+    """Runs ``sessions`` on the lanes of ``config.schedule``.
+
+    ``on_boundary`` is awaited once the warm-up is over, before the measured window starts (the
+    run scrapes the server's counters there)."""
+
     def __init__(
         self,
         sessions: tuple[SessionPlan, ...],
         config: EngineConfig,
         client: httpx.AsyncClient,
         sent_log: SentLog,
+        on_boundary: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.sessions = sessions
         self.config = config
         self.client = client
         self.sent_log = sent_log
+        self.on_boundary = on_boundary
+        self.schedule = Schedule([tree_of(s) for s in sessions], config.schedule)
         self.records: list[RequestRecord] = []
         self.counters = Counters()
-        self.stop = asyncio.Event()  # no new requests
         self.aborted = False
+        self.failure: str | None = None
+        self._stop_requested = False
         self._seq = itertools.count()
-        self._instances = itertools.count()
-        self._next_session = 0
-        self._budget = config.max_requests
-        self._in_flight: set[asyncio.Task[StreamOutcome]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sending: set[asyncio.Task[None]] = set()  # tasks that began (safe to cancel)
+        self._wake = asyncio.Event()
+        self._t0_ns = 0
         self._deadline_ns: int | None = None
-        self.on_record: Callable[[RequestRecord], None] | None = None
+        self._builders: dict[tuple[int, int], ThreadBuilder] = {}
+        self._gate = FailedRatioGate(config.max_failed_ratio, config.gate_after)
 
     # -- control ------------------------------------------------------------------------------
 
     def request_stop(self) -> None:
-        self.stop.set()
+        self._stop_requested = True
+        self._wake.set()
 
-    def abort(self) -> None:
-        """Stop, and cancel what is in flight (Ctrl-C)."""
-        self.aborted = True
-        self.stop.set()
-        for task in list(self._in_flight):
+    def abort(self, reason: str | None = None) -> None:
+        """Stop, and cancel what is in flight (Ctrl-C; a failed warm-up request or gate)."""
+        if reason is not None and self.failure is None:
+            self.failure = reason
+        self.aborted = reason is None or self.aborted
+        self._stop_requested = True
+        for task in list(self._sending):
             task.cancel()
+        self._wake.set()
+
+    def _now_s(self) -> float:
+        return (time.perf_counter_ns() - self._t0_ns) / NS_PER_S
 
     async def run(self) -> EngineResult:
         cpu0 = time.thread_time()
-        started = time.perf_counter_ns()
-        timer: asyncio.Task[None] | None = None
-        if self.config.duration_s is not None:
-            self._deadline_ns = started + int(self.config.duration_s * NS_PER_S)
-            timer = asyncio.create_task(self._stop_at_deadline(self.config.duration_s))
-        try:
-            await asyncio.gather(*(self._lane(lane) for lane in self.config.lanes))
-        finally:
-            if timer is not None:
-                timer.cancel()
+        self._t0_ns = started = time.perf_counter_ns()
+        sched = self.schedule
+        sched.start(0.0)
+        profiling_ns: int | None = None
+        while True:
+            if self._stop_requested and not sched.stopped:
+                sched.stop(self._now_s())
+            for send in sched.poll(self._now_s()):
+                task = asyncio.create_task(self._send(send))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            self._count_lanes()
+            if sched.phase is Phase.BOUNDARY:
+                if self.on_boundary is not None:
+                    await self.on_boundary()
+                sched.begin_profiling(self._now_s())
+                assert sched.profiling_started_s is not None
+                profiling_ns = self._t0_ns + int(sched.profiling_started_s * NS_PER_S)
+                if sched.options.duration_s is not None:
+                    self._deadline_ns = profiling_ns + int(sched.options.duration_s * NS_PER_S)
+                continue
+            if sched.done:
+                break
+            due = sched.next_due_s()
+            self._wake.clear()
+            timeout = None if due is None else max(0.0, due - self._now_s())
+            if timeout is None or timeout > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
         return EngineResult(
             records=self.records,
             counters=self.counters,
@@ -136,153 +182,93 @@ class Engine:
             cpu_s=time.thread_time() - cpu0,
             interrupted=self.aborted,
             sent_log_error=self.sent_log.error,
+            profiling_started_ns=profiling_ns,
+            lane_starts=list(sched.lane_starts),
+            failure=self.failure,
+            idle_jumps={
+                "system_jumps": sched.system_idle.jumps,
+                "system_skipped_s": round(sched.system_idle.skipped_s, 3),
+                "trace_jumps": sched.trace_idle.jumps,
+                "trace_skipped_s": round(sched.trace_idle.skipped_s, 3),
+            },
         )
 
-    async def _stop_at_deadline(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-        self.stop.set()
+    def _count_lanes(self) -> None:
+        c = self.counters
+        c.sessions_started = self.schedule.trees_started
+        c.sessions_completed = self.schedule.trees_completed
+        c.active_lanes = self.schedule.active_lanes
 
-    async def _sleep(self, seconds: float) -> None:
-        """Sleep, waking early when the run stops."""
-        if seconds <= 0 or self.stop.is_set():
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stop.wait(), seconds)
+    # -- one request --------------------------------------------------------------------------
 
-    def _scaled(self, seconds: float) -> float:
-        s = seconds * self.config.time_scale
-        cap = self.config.max_think_s
-        return min(s, cap) if cap is not None else s
-
-    # -- lanes, sessions, threads --------------------------------------------------------------
-
-    def _take_session(self) -> tuple[SessionPlan, int] | None:
-        n = len(self.sessions)
-        i = self._next_session
-        if n == 0 or (i >= n and not self.config.recycle):
-            return None
-        self._next_session += 1
-        return self.sessions[i % n], i // n
-
-    async def _lane(self, lane: int) -> None:
-        warm = [self.config.warmup]
-        self.counters.active_lanes += 1
+    async def _send(self, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._sending.add(task)
+        ok = False
         try:
-            while not self.stop.is_set():
-                taken = self._take_session()
-                if taken is None:
-                    break
-                session, copy_no = taken
-                self.counters.sessions_started += 1
-                if await self._session(lane, session, copy_no, warm):
-                    self.counters.sessions_completed += 1
+            ok = await self._send_one(send)
         finally:
-            self.counters.active_lanes -= 1
+            self._sending.discard(task)
+            self.schedule.complete(send.id, self._now_s(), ok)
+            self._wake.set()
 
-    async def _session(
-        self, lane: int, session: SessionPlan, copy_no: int, warm: list[int]
-    ) -> bool:
-        salt = f"{self.config.nonce}{next(self._instances):x}" if self.config.salt else None
-        session_id = session.session_id if copy_no == 0 else f"{session.session_id}#{copy_no}"
-        finished: dict[tuple[int, int], int] = {}  # (thread, turn) -> perf_counter_ns it ended
-        events: dict[tuple[int, int], asyncio.Event] = {
-            t.after: asyncio.Event() for t in session.threads if t.after is not None
-        }
-        start_ns = time.perf_counter_ns()
-        done = await asyncio.gather(
-            *(
-                self._thread(lane, session_id, ti, th, salt, start_ns, finished, events, warm)
-                for ti, th in enumerate(session.threads)
+    async def _send_one(self, send: Send) -> bool:
+        session = self.sessions[send.tree]
+        thread = session.threads[send.stream]
+        key = (send.instance, send.stream)
+        builder = self._builders.get(key)
+        if builder is None:
+            builder = self._builders[key] = ThreadBuilder(
+                self.config.build, thread.turns[send.turn].exchange.api
             )
-        )
-        return all(done)
-
-    async def _thread(
-        self,
-        lane: int,
-        session_id: str,
-        ti: int,
-        th: ThreadPlan,
-        salt: str | None,
-        session_start_ns: int,
-        finished: dict[tuple[int, int], int],
-        events: dict[tuple[int, int], asyncio.Event],
-        warm: list[int],
-    ) -> bool:
-        cfg = self.config
-        sent = 0
-        try:
-            anchor = session_start_ns
-            if th.after is not None:
-                await events[th.after].wait()
-                anchor = finished.get(th.after, time.perf_counter_ns())
-            scheduled = anchor + int(self._scaled(th.delay_s) * NS_PER_S)
-            builder = ThreadBuilder(cfg.build, th.turns[0].exchange.api)
-            for turn in th.turns:
-                if turn.index > 0:
-                    scheduled = finished[(ti, turn.index - 1)] + int(
-                        self._scaled(turn.think_s) * NS_PER_S
-                    )
-                await self._sleep((scheduled - time.perf_counter_ns()) / NS_PER_S)
-                if self.stop.is_set():
-                    break
-                warmup = warm[0] > 0
-                if warmup:
-                    warm[0] -= 1
-                elif self._budget is not None:
-                    if self._budget <= 0:
-                        self.stop.set()
-                        break
-                    self._budget -= 1
-                    if self._budget == 0:
-                        self.stop.set()  # this is the last request: no new ones after it
-                record, outcome = await self._request(
-                    lane, session_id, th, turn.index, builder, salt, warmup, scheduled
-                )
-                sent += 1
-                finished[(ti, turn.index)] = time.perf_counter_ns()
-                if (ti, turn.index) in events:
-                    events[(ti, turn.index)].set()
-                if cfg.build.live:
-                    builder.live_reply(outcome.assistant)
-                if record.error_type == ERR_CONNECT:
-                    await self._sleep(CONNECT_BACKOFF_S)
-            return sent == len(th.turns)
-        finally:
-            for key, event in events.items():  # never leave a dependent thread waiting
-                if key[0] == ti:
-                    event.set()
+        if not send.primer and send.turn == len(thread.turns) - 1:
+            del self._builders[key]  # the stream's last request: nothing builds on it
+        record, outcome = await self._request(send, session, builder)
+        if self.config.build.live:
+            builder.live_reply(outcome.assistant)
+        if record.error_type == ERR_CANCELLED or (self._stop_requested and self.failure):
+            pass  # the run is being stopped: not the request's fault
+        elif send.warmup and not record.ok:
+            self.abort(
+                f"warm-up request failed ({session.session_id} {thread.thread_id} turn "
+                f"{send.turn}: {record.error_type}"
+                + (f" {record.status}" if record.status else "")
+                + f": {(record.error or '').strip()[:200]})"
+            )
+        elif not send.warmup and (reason := self._gate.add(record.ok)) is not None:
+            self.abort(reason)
+        if record.error_type == ERR_CONNECT and not self._stop_requested:
+            await asyncio.sleep(CONNECT_BACKOFF_S)
+        return record.ok
 
     async def _request(
-        self,
-        lane: int,
-        session_id: str,
-        th: ThreadPlan,
-        turn: int,
-        builder: ThreadBuilder,
-        salt: str | None,
-        warmup: bool,
-        scheduled_ns: int,
+        self, send: Send, session: SessionPlan, builder: ThreadBuilder
     ) -> tuple[RequestRecord, StreamOutcome]:
         cfg = self.config
-        ex = th.turns[turn].exchange
-        built = builder.build(ex, salt)
+        thread = session.threads[send.stream]
+        ex = thread.turns[send.turn].exchange
+        salt = marker_salt(cfg.nonce, send.instance) if cfg.salt else None
+        built = builder.build(ex, salt, max_tokens=send.max_tokens)
         if built.live_fallback:
             self.counters.live_fallbacks += 1
+        session_id = session.session_id if send.copy == 0 else f"{session.session_id}#{send.copy}"
         request_id = f"{cfg.id_prefix}{next(self._seq)}"
         start_wall_ns = time.time_ns()
         self.sent_log.add(
             request_id,
             built.api,
             time.perf_counter_ns(),
-            f"{session_id}\x1f{th.thread_id}",
+            f"{session_id}\x1f{thread.thread_id}",
             built.body,
         )
         self.counters.sent += 1
         self.counters.in_flight += 1
         created_ns = time.perf_counter_ns()
-        task = asyncio.create_task(
-            stream_request(
+        try:
+            if self.aborted or self.failure is not None:
+                raise asyncio.CancelledError  # due just as the run was aborted: never sent
+            outcome = await stream_request(
                 self.client,
                 built.path,
                 built.body,
@@ -291,31 +277,24 @@ class Engine:
                 live=cfg.build.live,
                 timeout_s=cfg.timeout_s,
             )
-        )
-        self._in_flight.add(task)
-        try:
-            outcome = await task
         except asyncio.CancelledError:
-            if not task.cancelled():  # this thread itself is being cancelled: let it go
-                raise
-            # cancelled (Ctrl-C) before its first step: nothing was sent, but it is a row
+            # cancelled (Ctrl-C, an abort) while being sent: it is a row
             outcome = StreamOutcome(
                 created_ns, None, False, ERR_CANCELLED, "cancelled before it was sent", e2e_ns=0
             )
         finally:
-            self._in_flight.discard(task)
             self.counters.in_flight -= 1
         end_ns = outcome.sent_ns + (outcome.e2e_ns or 0)
         record = RequestRecord(
             request_id=request_id,
             source_request_id=ex.request_id,
-            lane=lane,
+            lane=send.lane,
             session_id=session_id,
-            thread_id=th.thread_id,
-            turn=turn,
-            warmup=warmup,
+            thread_id=thread.thread_id,
+            turn=send.turn,
+            warmup=send.warmup,
             start_wall_ns=start_wall_ns,
-            scheduled_ns=scheduled_ns,
+            scheduled_ns=self._t0_ns + int(send.due_s * NS_PER_S),
             sent_ns=outcome.sent_ns,
             status=outcome.status,
             ok=outcome.ok,
@@ -330,12 +309,10 @@ class Engine:
             completion_tokens=outcome.completion_tokens,
             cached_tokens=outcome.cached_tokens,
             expected_completion_tokens=built.max_tokens,
-            in_window=self._deadline_ns is None or end_ns <= self._deadline_ns,
+            in_window=send.warmup or self._deadline_ns is None or end_ns <= self._deadline_ns,
         )
         self._count(record)
         self.records.append(record)
-        if self.on_record is not None:
-            self.on_record(record)
         return record, outcome
 
     def _count(self, r: RequestRecord) -> None:

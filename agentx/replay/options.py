@@ -14,6 +14,7 @@ import orjson
 
 from agentx.errors import UsageError
 from agentx.metrics.cost import CostOptions
+from agentx.schedule import SPAWN_JOIN_RULES, SpawnJoin
 from agentx.urls import check_http_url, redact_url
 
 Assistant = Literal["recorded", "live"]
@@ -44,8 +45,16 @@ class ReplayOptions:
     time_scale: float = 1.0  # multiplies recorded think time; 0 = back to back
     max_think_s: float | None = None  # cap on one (scaled) think time
     assistant: Assistant = "recorded"
-    salt: bool = True
-    warmup: int = 0  # requests per lane sent first and left out of the metrics
+    salt: bool = True  # a cache-bust marker per tree instance
+    warmup: int = 0  # requests per lane sent back to back (one-token answers), not measured
+    start_ratio: tuple[float, float] = (0.0, 0.0)  # where in its span a lane's first tree starts
+    burst: bool = False  # primers at once, every lane's first measured request at once
+    spawn_join: SpawnJoin = "recorded"  # or "harness": agentx-harness's subagent timing
+    trace_idle_cap_s: float | None = None  # a tree idle longer than this: its timers pulled in
+    system_idle_cap_s: float | None = None  # the same when nothing at all is in flight
+    max_failed_ratio: float | None = None  # more failed measured requests: the run fails
+    min_coverage: float | None = None  # measured traffic must reach this share of --duration
+    scenario: str | None = None  # the preset the options came from (agentx.replay.scenario)
     api: ApiMode = "chat"
     extra_body: dict[str, Any] = field(default_factory=dict)
     ignore_eos: bool | None = None  # None: on for servers known to honour it (vLLM, SGLang)
@@ -82,6 +91,7 @@ class ReplayOptions:
         data["output_dir"] = str(self.output_dir) if self.output_dir else None
         data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
         data["percentiles"] = list(self.percentiles)
+        data["start_ratio"] = format_ratio(self.start_ratio)
         return data
 
 
@@ -100,6 +110,8 @@ def validate(o: ReplayOptions) -> None:
     seconds(o.duration_s, "--duration")
     seconds(o.max_think_s, "--max-think")
     seconds(o.timeout_s, "--timeout")
+    seconds(o.trace_idle_cap_s, "--trace-idle-cap")
+    seconds(o.system_idle_cap_s, "--system-idle-cap")
     need(
         math.isfinite(o.time_scale) and o.time_scale <= MAX_TIME_SCALE,
         f"--time-scale must be a finite factor up to {MAX_TIME_SCALE:.0e}, got {o.time_scale}",
@@ -112,6 +124,16 @@ def validate(o: ReplayOptions) -> None:
     need(o.assistant in ("recorded", "live"), "--assistant must be recorded or live")
     need(o.api in ("chat", "messages", "native"), "--api must be chat, messages or native")
     need(o.warmup >= 0, "--warmup must be >= 0")
+    lo, hi = o.start_ratio
+    need(0.0 <= lo <= hi <= 1.0, "--start-ratio must be MIN:MAX with 0 <= MIN <= MAX <= 1")
+    need(o.spawn_join in SPAWN_JOIN_RULES, "--spawn-join must be recorded or harness")
+    need(o.trace_idle_cap_s is None or o.trace_idle_cap_s >= 0, "--trace-idle-cap must be >= 0")
+    need(o.system_idle_cap_s is None or o.system_idle_cap_s >= 0, "--system-idle-cap must be >= 0")
+    need(
+        o.max_failed_ratio is None or 0.0 <= o.max_failed_ratio <= 1.0,
+        "--max-failed-ratio must be between 0 and 1",
+    )
+    need(o.min_coverage is None or 0.0 <= o.min_coverage <= 1.0, "--min-coverage must be 0..1")
     need(o.workers >= 1, "--workers must be at least 1")
     need(o.workers <= o.concurrency, "--workers cannot exceed --concurrency (lanes are split)")
     index, count = o.shard
@@ -130,6 +152,25 @@ def validate(o: ReplayOptions) -> None:
                 f"{flag} {redact_url(url)!r}: credentials in a URL (user:pass@) are not sent; "
                 "pass the key with --api-key (or OPENAI_API_KEY)",
             )
+
+
+def parse_ratio(text: str) -> tuple[float, float]:
+    """``"0.25:0.75"`` -> ``(0.25, 0.75)``; one number ``R`` means ``R:R``."""
+    try:
+        parts = [float(p) for p in text.split(":")]
+    except ValueError:
+        raise UsageError(
+            f"--start-ratio must look like MIN:MAX (e.g. 0.25:0.75), got {text!r}"
+        ) from None
+    if len(parts) == 1:
+        parts *= 2
+    if len(parts) != 2 or not 0.0 <= parts[0] <= parts[1] <= 1.0:
+        raise UsageError(f"--start-ratio {text}: need 0 <= MIN <= MAX <= 1")
+    return parts[0], parts[1]
+
+
+def format_ratio(ratio: tuple[float, float]) -> str:
+    return f"{ratio[0]:g}:{ratio[1]:g}"
 
 
 def parse_shard(text: str) -> tuple[int, int]:

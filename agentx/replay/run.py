@@ -97,13 +97,14 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
     async with http_client(setup) as client:
+        scraper = await start_scraper(setup, client)
         engine = Engine(
             plan.sessions,
             engine_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
             client,
             log,
+            on_boundary=scraper.begin_window if scraper is not None else None,
         )
-        scraper = await start_scraper(setup, client)
         goal = goal_of(o, plan.requests)
         progress = asyncio.create_task(_progress(engine, setup.lanes, goal)) if o.progress else None
         try:

@@ -34,6 +34,7 @@ from agentx.replay.endpoint import (
 from agentx.replay.lanes import EngineConfig
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan
+from agentx.schedule import ScheduleOptions
 from agentx.urls import redact_url
 
 
@@ -142,17 +143,27 @@ def engine_config(
     o = setup.options
     return EngineConfig(
         build=setup.build,
-        lanes=lanes,
-        warmup=o.warmup,
-        duration_s=o.duration_s,
-        max_requests=max_requests,
-        time_scale=o.time_scale,
-        max_think_s=o.max_think_s,
+        schedule=ScheduleOptions(
+            lanes=lanes,
+            recycle=o.duration_s is not None or o.max_requests is not None,
+            start_ratio=o.start_ratio,
+            seed=o.seed,
+            time_scale=o.time_scale,
+            max_think_s=o.max_think_s,
+            warmup_per_lane=o.warmup,
+            burst=o.burst,
+            duration_s=o.duration_s,
+            max_requests=max_requests,
+            trace_idle_cap_s=o.trace_idle_cap_s,
+            system_idle_cap_s=o.system_idle_cap_s,
+            spawn_join=o.spawn_join,
+        ),
         timeout_s=o.timeout_s,
         salt=o.salt,
-        recycle=o.duration_s is not None or o.max_requests is not None,
         nonce=f"{setup.nonce}{o.shard[0]:x}{worker:x}-",
         id_prefix=f"{o.shard[0]}.{worker}.",
+        max_failed_ratio=o.max_failed_ratio,
+        gate_after=len(lanes),
     )
 
 

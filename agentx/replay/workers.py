@@ -6,6 +6,8 @@ workers load and plan the trace, report ready, and start together on the parent'
 parent scrapes the server's metrics, draws the progress from the workers' snapshots, and merges
 their rows (by send time: ``perf_counter`` is one clock for every process of a machine) and
 sent-body logs, so the theoretical hit rate covers the requests of all workers in send order.
+Workers also meet at the end of the warm-up: each reports it and waits until the parent has
+scraped the server's counters at the start of the measured window.
 
 The same split across machines is ``--shard I/N`` (sessions ``i % N == I``), which fits a
 Kubernetes Indexed Job or a SLURM array: each member writes its own results directory.
@@ -30,6 +32,7 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 
 from agentx.errors import AgentxError
+from agentx.metrics.prometheus import MetricsScraper
 from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
@@ -46,6 +49,7 @@ from agentx.replay.stop import StopSignals
 from agentx.replay.theory import SentLog
 
 READY_TIMEOUT_S = 600.0
+BOUNDARY_POLL_S = 0.25  # a worker waiting at the end of its warm-up checks for a stop this often
 PROGRESS_INTERVAL_S = 0.5
 
 
@@ -60,6 +64,11 @@ class WorkerSpec:
 # What a worker tells the parent, in order: Ready, then Progress..., then Done (or Failed).
 @dataclass(frozen=True, slots=True)
 class Ready:
+    worker: int
+
+
+@dataclass(frozen=True, slots=True)
+class WarmedUp:
     worker: int
 
 
@@ -81,7 +90,7 @@ class Failed:
     message: str
 
 
-WorkerEvent = Ready | Progress | Done | Failed
+WorkerEvent = Ready | WarmedUp | Progress | Done | Failed
 Events = Queue[WorkerEvent]
 
 
@@ -91,7 +100,9 @@ def _share(total: int | None, worker: int, workers: int) -> int | None:
     return total // workers + (1 if worker < total % workers else 0)
 
 
-def worker_main(spec: WorkerSpec, events: Events, go: MpEvent, stop: MpEvent) -> None:
+def worker_main(
+    spec: WorkerSpec, events: Events, go: MpEvent, stop: MpEvent, measure: MpEvent
+) -> None:
     """Entry point of one worker process. SIGINT and SIGTERM stop its lanes (the parent sends
     SIGINT and sets ``stop`` when it is stopped; a terminal or a job scheduler may signal the
     worker directly)."""
@@ -106,7 +117,7 @@ def worker_main(spec: WorkerSpec, events: Events, go: MpEvent, stop: MpEvent) ->
         go.wait()
         if stop.is_set():  # stopped before the start
             return
-        result = asyncio.run(_worker_run(spec, plan, events, stop))
+        result = asyncio.run(_worker_run(spec, plan, events, stop, measure))
         path = spec.tmp / f"records-{spec.worker}.pickle"
         path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         events.put(Done(spec.worker, str(path)))
@@ -115,7 +126,7 @@ def worker_main(spec: WorkerSpec, events: Events, go: MpEvent, stop: MpEvent) ->
 
 
 async def _worker_run(
-    spec: WorkerSpec, plan: ReplayPlan, events: Events, stop: MpEvent
+    spec: WorkerSpec, plan: ReplayPlan, events: Events, stop: MpEvent, measure: MpEvent
 ) -> EngineResult:
     setup = spec.setup
     o = setup.options
@@ -125,8 +136,16 @@ async def _worker_run(
     config = engine_config(
         setup, lanes, _share(o.max_requests, spec.worker, spec.workers), spec.worker
     )
+
+    async def warmed_up() -> None:  # wait for the parent's scrape at the window's start
+        events.put(WarmedUp(spec.worker))
+        # ... or for a stop: the parent's, or a signal sent to this worker alone
+        while not await asyncio.to_thread(measure.wait, BOUNDARY_POLL_S):
+            if stop.is_set() or engine.aborted:
+                return
+
     async with http_client(setup) as client:
-        engine = Engine(sessions, config, client, log)
+        engine = Engine(sessions, config, client, log, on_boundary=warmed_up)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
             for sig in STOP_SIGNALS:
@@ -156,10 +175,11 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
     events: Events = ctx.Queue()
     go = ctx.Event()
     stop_all = ctx.Event()
+    measure = ctx.Event()
     procs = [
         ctx.Process(
             target=worker_main,
-            args=(WorkerSpec(setup, w, o.workers, tmp), events, go, stop_all),
+            args=(WorkerSpec(setup, w, o.workers, tmp), events, go, stop_all, measure),
             name=f"agentx-replay-worker-{w}",
             daemon=True,
         )
@@ -170,6 +190,7 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
 
     def stop_workers() -> None:
         stop_all.set()  # first: a worker that installs its handlers after the signal sees it
+        measure.set()  # a worker waiting at the end of its warm-up goes on to see its SIGINT
         for p in procs:
             if p.pid is not None and p.is_alive():
                 with contextlib.suppress(OSError):
@@ -177,7 +198,7 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
 
     try:
         return asyncio.run(
-            _supervise(setup, procs, events, go, tmp, plan.requests, stop, stop_workers)
+            _supervise(setup, procs, events, go, measure, tmp, plan.requests, stop, stop_workers)
         )
     finally:
         stop_all.set()  # a failure or an early signal: the workers waiting for "go" leave
@@ -217,6 +238,7 @@ async def _supervise(
     procs: Sequence[BaseProcess],
     events: Events,
     go: MpEvent,
+    measure: MpEvent,
     tmp: Path,
     plan_requests: int,
     stop: StopSignals,
@@ -236,7 +258,7 @@ async def _supervise(
             view.__enter__()
         try:
             with stop.running(stop_workers):
-                await _collect(procs, events, view, snaps, done)
+                await _collect(procs, events, view, snaps, done, measure, scraper)
         finally:
             if view is not None:
                 view.__exit__(None, None, None)
@@ -258,9 +280,14 @@ async def _collect(
     view: ProgressView | None,
     snaps: dict[int, Snapshot],
     done: dict[int, str],
+    measure: MpEvent,
+    scraper: MetricsScraper | None,
 ) -> None:
-    """Progress and results of the workers, until each has sent its Done."""
+    """Progress and results of the workers, until each has sent its Done. Once every worker
+    has ended its warm-up (or finished), the server's counters are scraped and ``measure`` lets
+    them start the measured window."""
     n = len(procs)
+    warmed: set[int] = set()
     while len(done) < n:
         ev = await _next_event(events, 0.5)
         if ev is None:
@@ -273,7 +300,13 @@ async def _collect(
             snaps[ev.worker] = ev.snapshot
             if view is not None:
                 view.update(sum(snaps.values(), Snapshot()))
-        elif isinstance(ev, Done):
-            done[ev.worker] = ev.records_path
+        elif isinstance(ev, WarmedUp | Done):
+            warmed.add(ev.worker)
+            if isinstance(ev, Done):
+                done[ev.worker] = ev.records_path
+            if len(warmed) == n and not measure.is_set():
+                if scraper is not None:
+                    await scraper.begin_window()
+                measure.set()
         elif isinstance(ev, Failed):
             raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")

@@ -19,6 +19,7 @@ from agentx.errors import FormatError
 from agentx.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.formats.weka import LOCAL_SCOPE_STRIDE, iter_weka, parse_weka, read_weka_file
+from agentx.models import Exchange
 from agentx.store import read_trace, write_trace
 
 DATA = example_path("weka")
@@ -68,7 +69,11 @@ def test_subagents_are_child_threads_offset_by_their_start() -> None:
         assert [ex.timing.start_wall_ns for ex in mine] == [
             round((sub["t"] + r["t"]) * 1e9) for r in sub["requests"]
         ]
-        assert mine[0].parent_request_id is None
+        # the spawning turn: the last main request before the entry in the file
+        before = doc["requests"][: doc["requests"].index(sub)]
+        n_main = sum(1 for r in before if r["type"] != "subagent")
+        assert mine[0].parent_request_id == f"trace_0010_head/main/{n_main - 1}"
+        assert f"weka.duration_ms={sub['duration_ms']}" in mine[0].flags
         assert all(b.parent_request_id == a.request_id for a, b in pairwise(mine))
         assert all(
             "subagent" in ex.flags and f"weka.subagent_type={sub['subagent_type']}" in ex.flags
@@ -231,3 +236,38 @@ def test_fuzz_bytes_raise_only_format_errors(
     path.write_bytes(data)
     with contextlib.suppress(FormatError):
         read_weka_file(path)
+
+
+def test_absolute_subagent_times_are_kept_and_an_early_subagent_has_no_spawner(
+    tmp_path: Path,
+) -> None:
+    req = {"type": "n", "in": 64, "out": 1, "hash_ids": [1], "api_time": 1.0}
+    doc = {
+        "id": "abs",
+        "block_size": 64,
+        "requests": [
+            {"t": 0.5, "type": "subagent", "agent_id": "early", "requests": [{**req, "t": 0.0}]},
+            {**req, "t": 1.0},
+            {
+                "t": 10.0,
+                "type": "subagent",
+                "agent_id": "a",
+                "requests": [{**req, "t": 10.5}, {**req, "t": 12.0}],
+            },  # absolute: >= the entry's t
+            {
+                "t": 20.0,
+                "type": "subagent",
+                "agent_id": "r",
+                "requests": [{**req, "t": 0.0}, {**req, "t": 2.0}],
+            },  # relative: from 0
+        ],
+    }
+    path = tmp_path / "abs.json"
+    path.write_bytes(orjson.dumps(doc))
+    by_thread: dict[str, list[Exchange]] = {}
+    for ex in read_weka_file(path).exchanges:
+        by_thread.setdefault(ex.thread_id.split("/")[1], []).append(ex)
+    starts = {k: [ex.timing.start_wall_ns / 1e9 for ex in v] for k, v in by_thread.items()}
+    assert starts == {"early": [0.5], "main": [1.0], "a": [10.5, 12.0], "r": [20.0, 22.0]}
+    assert by_thread["early"][0].parent_request_id is None
+    assert by_thread["a"][0].parent_request_id == "abs/main/0"

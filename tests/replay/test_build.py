@@ -61,7 +61,7 @@ def test_salt_goes_to_first_user_message_only() -> None:
     salted = body_of(b.build(ex, "abc"))["messages"]
     plain = body_of(ThreadBuilder(cfg(), API_OPENAI_CHAT).build(ex, None))["messages"]
     assert salted[0] == plain[0] == {"role": "system", "content": SYSTEM}  # shareable
-    assert salted[1]["content"] == "[abc] " + plain[1]["content"]
+    assert salted[1]["content"] == "[rid:abc]\n\n" + plain[1]["content"]  # as agentx-harness
     assert salted[2:] == plain[2:]
 
 
@@ -85,7 +85,7 @@ def test_native_anthropic_strips_provider_fields_and_sets_length() -> None:
     assert built.path == "/v1/messages" and built.api == API_ANTHROPIC_MESSAGES
     assert body["max_tokens"] == 11 and body["stream"] is True and body["model"] == "m"
     assert b"cache_control" not in built.body and b"signature" not in built.body
-    assert body["messages"][0]["content"][0]["text"].startswith("[z] fix the bug")
+    assert body["messages"][0]["content"][0]["text"].startswith("[rid:z]\n\nfix the bug")
     assert "stream_options" not in body
     # without the scrub flag the captured body is sent as it is
     raw = dataclasses.replace(ex, flags=())

@@ -1,4 +1,7 @@
-"""Scrape a server's Prometheus endpoint before, during (once a second) and after a run."""
+"""Scrape a server's Prometheus endpoint before, during (once a second) and after a run.
+
+The deltas cover the measured window: :meth:`MetricsScraper.begin_window` (called when the
+warm-up ends) restarts them."""
 
 from __future__ import annotations
 
@@ -94,6 +97,13 @@ class MetricsScraper:
     async def start(self) -> None:
         await self.scrape()
         self._task = asyncio.create_task(self._loop(), name="agentx-metrics-scraper")
+
+    async def begin_window(self) -> None:
+        """Scrape now and count only from here on: the measured window starts after the
+        warm-up, so its requests stay out of the server's figures."""
+        await self.scrape()
+        self._deltas = {}
+        self._snapshots = self._snapshots[-1:]
 
     async def stop(self) -> ServerMetrics:
         if self._task is not None:

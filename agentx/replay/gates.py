@@ -1,0 +1,115 @@
+"""Failure and coverage gates: when a run's figures cannot be trusted, it fails (exit 1).
+
+- **Failed requests** (``--max-failed-ratio F``): once ``max(concurrency, 10)`` measured
+  requests have ended, a failed share above ``F`` aborts the run (in-flight requests are
+  cancelled); the results are still written. agentx-harness's ``failed_request_threshold``.
+- **Coverage** (``--min-coverage R``): with a ``--duration`` window of at least 15 minutes, the
+  last first token and the last streamed answer's end of the measured requests must both come
+  at least ``R x duration`` after the window's start, else the window was not covered by
+  measured traffic. agentx-harness's ``minimum_profile_metric_coverage_ratio`` (it checks windows
+  of 900 s or more only, and so does agentx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentx.record import RequestRecord
+
+MIN_GATED = 10  # the failure gate looks at no fewer measured requests than this
+COVERAGE_MIN_WINDOW_S = 900.0  # shorter windows are not coverage-gated (as the harness)
+
+
+class FailedRatioGate:
+    """The live failed-request gate of one process; :meth:`add` returns the reason to abort."""
+
+    def __init__(self, max_ratio: float | None, after: int = MIN_GATED) -> None:
+        self.max_ratio = max_ratio
+        self.after = max(after, MIN_GATED)
+        self.total = 0
+        self.failed = 0
+        self.tripped = False
+
+    def add(self, ok: bool) -> str | None:
+        self.total += 1
+        self.failed += not ok
+        if self.max_ratio is None or self.tripped or self.total < self.after:
+            return None
+        reason = failed_ratio_reason(self.failed, self.total, self.max_ratio)
+        self.tripped = reason is not None
+        return reason
+
+
+def failed_ratio_reason(failed: int, total: int, max_ratio: float) -> str | None:
+    if total == 0 or failed / total <= max_ratio:
+        return None
+    return (
+        f"{failed} of {total} measured requests failed ({100 * failed / total:.1f} %), more "
+        f"than --max-failed-ratio {max_ratio:g}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GateReport:
+    failed_ratio: float | None
+    coverage: float | None  # the smaller of the two coverage fractions; None when not gated
+    reasons: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.reasons
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "failed_ratio": self.failed_ratio,
+            "coverage": self.coverage,
+            "reasons": list(self.reasons),
+        }
+
+
+def coverage(records: Sequence[RequestRecord], window_start_ns: int, duration_s: float) -> float:
+    """How far into the window measured traffic reached: the smaller of (last first token,
+    last streamed answer's end) after the window's start, as a fraction of the window."""
+    firsts = [r.sent_ns + r.ttft_ns for r in records if r.ttft_ns is not None]
+    ends = [r.sent_ns + r.e2e_ns for r in records if r.e2e_ns is not None and r.itl_ns]
+    if not firsts or not ends:
+        return 0.0
+    reach_ns = min(max(firsts), max(ends)) - window_start_ns
+    return max(0.0, reach_ns / (duration_s * 1e9))
+
+
+def evaluate(
+    records: Sequence[RequestRecord],
+    *,
+    max_failed_ratio: float | None,
+    min_coverage: float | None,
+    duration_s: float | None,
+    window_start_ns: int | None,
+    aborted: str | None = None,
+) -> GateReport:
+    """Both gates over a run's measured records (``aborted``: a reason found during the run)."""
+    measured = [r for r in records if not r.warmup]
+    failed = sum(1 for r in measured if not r.ok)
+    ratio = failed / len(measured) if measured else None
+    reasons = [aborted] if aborted else []
+    if max_failed_ratio is not None and not aborted:
+        reason = failed_ratio_reason(failed, len(measured), max_failed_ratio)
+        if reason is not None and len(measured) >= MIN_GATED:
+            reasons.append(reason)
+    cov: float | None = None
+    if (
+        min_coverage is not None
+        and duration_s is not None
+        and duration_s >= COVERAGE_MIN_WINDOW_S
+        and window_start_ns is not None
+    ):
+        cov = coverage([r for r in measured if r.ok], window_start_ns, duration_s)
+        if cov < min_coverage:
+            reasons.append(
+                f"measured requests covered {100 * cov:.1f} % of the {duration_s:g} s window, "
+                f"less than --min-coverage {min_coverage:g}"
+            )
+    return GateReport(ratio, cov, tuple(reasons))

@@ -1,0 +1,55 @@
+"""A replay plan's sessions as the schedule's trees (:mod:`agentx.schedule`).
+
+Times become seconds from the session's first request. A turn ends at its start plus its
+recorded response time (``e2e``; a Weka ``api_time``); unknown counts as 0, as agentx-harness
+counts a missing ``api_time``. A thread's predecessor (``ThreadPlan.after``: the request that
+spawned it) is its spawning turn; a Weka subagent's recorded ``duration_ms`` is its recorded
+end. Joins are then derived from the times (:func:`agentx.schedule.with_joins`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentx.flags import weka_values
+from agentx.models import Exchange
+from agentx.replay.plan import SessionPlan
+from agentx.schedule import StreamSpec, TreeSpec, TurnSpec, with_joins
+
+NS_PER_S = 1e9
+
+
+def _turn(ex: Exchange, t0_ns: int) -> TurnSpec:
+    start = ex.timing.start_wall_ns - t0_ns
+    return TurnSpec(start / NS_PER_S, (start + (ex.timing.e2e_ns or 0)) / NS_PER_S)
+
+
+def _recorded_end_s(exchanges: Sequence[Exchange], t0_ns: int) -> float | None:
+    """A Weka subagent's own end: its start plus its ``duration_ms`` (its first request starts
+    when the subagent does in the published traces)."""
+    found = weka_values(exchanges[0].flags, "duration_ms")
+    if not found:
+        return None
+    try:
+        duration_ms = float(found[0])
+    except ValueError:
+        return None
+    return (exchanges[0].timing.start_wall_ns - t0_ns) / NS_PER_S + duration_ms / 1000.0
+
+
+def tree_of(session: SessionPlan) -> TreeSpec:
+    t0 = min(th.turns[0].exchange.timing.start_wall_ns for th in session.threads)
+    streams = []
+    for th in session.threads:
+        exchanges = [turn.exchange for turn in th.turns]
+        parent, spawn = th.after if th.after is not None else (None, None)
+        streams.append(
+            StreamSpec(
+                name=th.thread_id,
+                turns=tuple(_turn(ex, t0) for ex in exchanges),
+                parent=parent,
+                spawn_turn=spawn,
+                end_s=_recorded_end_s(exchanges, t0),
+            )
+        )
+    return TreeSpec(session.session_id, with_joins(streams))
