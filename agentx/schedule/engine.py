@@ -270,8 +270,13 @@ class Schedule:
 
     def _instance(self, spec: TreeSpec, index: int, copy: int, lane: int, cut: Split) -> TreeRun:
         streams = [
-            StreamRun(k, sp, StreamState.DONE if k is None else StreamState.WAIT)
-            for k, sp in zip(cut.next_turn, cut.spawned, strict=True)
+            StreamRun(
+                k,
+                sp,
+                len(s.turns) if k is None else k,
+                StreamState.DONE if k is None else StreamState.WAIT,
+            )
+            for k, sp, s in zip(cut.next_turn, cut.spawned, spec.streams, strict=True)
         ]
         tree = TreeRun(index, copy, next(self._instances), lane, spec, cut.t_star_s, streams)
         for i in range(len(spec.streams)):
@@ -469,10 +474,11 @@ class Schedule:
     # -- when is a turn due -------------------------------------------------------------------
 
     def _deps_met(self, tree: TreeRun, i: int, k: int) -> bool:
-        if not tree.streams[i].spawned:
+        stream = tree.streams[i]
+        if not stream.spawned:
             return False
-        if k > 0 and (i, k - 1) not in tree.end_at_s:
-            return False
+        if stream.first_turn <= k - 1 and (i, k - 1) not in tree.end_at_s:
+            return False  # its previous turn is not history and has not ended
         blockers = self._blockers[tree.index].get((i, k), ())
         return all(tree.streams[c].state is StreamState.DONE for c in blockers)
 

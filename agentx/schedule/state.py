@@ -78,6 +78,7 @@ class TimerQueue:
 class StreamRun:
     next_turn: int | None  # the next turn to send; None: finished before t*
     spawned: bool
+    first_turn: int  # turns before it are history (before t*): done, never sent
     state: StreamState
     timer: Timer | None = None
     done_at_s: float | None = None  # replay time it finished (recorded end included)
