@@ -3,7 +3,9 @@
 - ``agentx``: a Parquet trace of format v1 (read through :mod:`agentx.store`, recovered from its
   spool if its writer died),
 - ``weka``: a Weka JSON trace file, or a directory of them (:mod:`agentx.formats.weka`),
-- ``mooncake``: a Mooncake JSONL file (:mod:`agentx.formats.mooncake`).
+- ``mooncake``: a Mooncake JSONL file (:mod:`agentx.formats.mooncake`),
+- ``hf``: Weka traces one per row: a ``.jsonl`` file, a Parquet file of rows, a Hugging Face
+  dataset directory, or ``hf://datasets/<owner>/<name>`` (:mod:`agentx.formats.hf`).
 
 Weka and Mooncake rows are *hash-only*: ``request`` is ``{}`` (or the ``text_input``) and the
 prompt is described by ``hash_ids`` of ``hash_block_size``-token blocks and
@@ -22,8 +24,9 @@ import orjson
 from agentx.errors import FormatError, TraceError
 from agentx.models import Exchange
 
-Format = Literal["agentx", "weka", "mooncake"]
-FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake")
+Format = Literal["agentx", "weka", "mooncake", "hf"]
+FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake", "hf")
+_HF_COLUMNS = frozenset({"requests", "block_size"})
 PARQUET_MAGIC = b"PAR1"
 _MOONCAKE_KEYS = ("input_length", "output_length", "hash_ids", "timestamp", "text_input")
 
@@ -34,11 +37,21 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     Raises :class:`TraceError` for a missing or empty path and :class:`FormatError` for content
     that is none of the formats.
     """
+    from agentx.formats.hf import PREFERRED, is_hf_url, looks_like_dataset
+
+    if is_hf_url(path):
+        return "hf"
     p = Path(path)
     if p.is_dir():
+        if (p / PREFERRED).is_file():
+            return "hf"
         if any(f.suffix == ".json" for f in p.iterdir()):
             return "weka"
-        raise FormatError(str(p), "a directory, but without Weka *.json files")
+        if looks_like_dataset(p):
+            return "hf"
+        raise FormatError(
+            str(p), "a directory, but without Weka *.json files or a dataset's *.jsonl/*.parquet"
+        )
     if not p.exists():
         if p.with_name(p.name + ".spool").exists():
             return "agentx"  # a writer died before compacting: opening recovers it
@@ -47,7 +60,7 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
         with open(p, "rb") as fh:
             head = fh.read(4)
             if head == PARQUET_MAGIC:
-                return "agentx"
+                return _parquet_kind(p)
             fh.seek(0)
             first = fh.readline()
     except OSError as exc:
@@ -62,7 +75,7 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
             obj = None  # a pretty-printed document spans lines: a Weka file, or nothing
         if isinstance(obj, dict):
             if "requests" in obj:
-                return "weka"
+                return "hf" if p.suffix == ".jsonl" else "weka"
             if any(k in obj for k in _MOONCAKE_KEYS):
                 return "mooncake"
         elif p.suffix != ".jsonl":
@@ -92,9 +105,24 @@ def load_exchanges(path: str | os.PathLike[str], *, shared: bool = False) -> Ite
 
         weka_files(path)  # fail now on an empty directory
         return iter_weka(path)
+    if fmt == "hf":
+        from agentx.formats.hf import iter_hf
+
+        return iter_hf(path)
     from agentx.formats.mooncake import iter_mooncake
 
     return iter_mooncake(path)
+
+
+def _parquet_kind(path: Path) -> Format:
+    """An agentx trace, or a dataset's Parquet rows of Weka traces."""
+    from agentx.store.tables import parquet_columns
+
+    try:
+        columns, is_agentx = parquet_columns(path)
+    except FormatError:
+        return "agentx"  # let the store say what is wrong with it
+    return "hf" if not is_agentx and columns >= _HF_COLUMNS else "agentx"
 
 
 __all__ = ["FORMATS", "Format", "FormatError", "TraceError", "detect_format", "load_exchanges"]

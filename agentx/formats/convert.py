@@ -75,6 +75,10 @@ def read_exchanges(
         from agentx.formats.weka import iter_weka
 
         return iter_weka(path, on_bad=sink.add)
+    if fmt == "hf":
+        from agentx.formats.hf import iter_hf
+
+        return iter_hf(path, on_bad=sink.add)
     from agentx.formats.mooncake import iter_mooncake
 
     return iter_mooncake(path, on_bad=sink.add)
