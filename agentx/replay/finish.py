@@ -242,7 +242,7 @@ def finish_run(
         window_start_ns=c.profiling_started_ns,
         aborted=c.failure,
     )
-    summary["schedule"] = c.schedule
+    summary.setdefault("schedule", {}).update(c.schedule)
     summary["gates"] = report.to_json()
     if warnings:
         summary["warnings"] = warnings

@@ -230,11 +230,10 @@ class Engine:
         if record.error_type == ERR_CANCELLED or (self._stop_requested and self.failure):
             pass  # the run is being stopped: not the request's fault
         elif send.warmup and not record.ok:
+            detail = (record.error or record.error_type or "failed").strip()[:200]
             self.abort(
-                f"warm-up request failed ({session.session_id} {thread.thread_id} turn "
-                f"{send.turn}: {record.error_type}"
-                + (f" {record.status}" if record.status else "")
-                + f": {(record.error or '').strip()[:200]})"
+                f"warm-up request failed (session {session.session_id}, thread "
+                f"{thread.thread_id}, turn {send.turn}): {detail}"
             )
         elif not send.warmup and (reason := self._gate.add(record.ok)) is not None:
             self.abort(reason)
