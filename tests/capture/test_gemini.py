@@ -269,4 +269,4 @@ def test_native_gemini_body(salt: str | None) -> None:
     assert "model" not in body and "stream" not in body
     assert b"thoughtSignature" not in built.body  # provider-only: stripped
     first = body["contents"][0]["parts"][0]["text"]
-    assert first == ("[s1] <context/>" if salt else "<context/>")
+    assert first == ("[rid:s1]\n\n<context/>" if salt else "<context/>")
