@@ -26,10 +26,11 @@ See :mod:`agentx.schedule` for the contract. The rules, in order of a run:
    recorded offset when the child started before that turn ended). A child's end is its last
    request's end plus its recorded wrap-up (a Weka subagent's ``duration_ms`` beyond its last
    request). ``spawn_join="harness"`` replaces these with agentx-harness's rule (docs/replay.md).
-7. **Idle caps** (measured window): when a tree has nothing in flight, its next timer is pulled
-   in so it waits at most ``trace_idle_cap_s`` from the moment it went idle (all its timers move
-   by the same amount); when nothing at all is in flight, every timer moves the same way so the
-   earliest is at most ``system_idle_cap_s`` away.
+7. **Idle caps** (measured window): a tree that has had nothing in flight for
+   ``trace_idle_cap_s`` has its timers pulled in, all by the same amount, so the earliest is due
+   then (a watchdog, as the harness's: nothing moves before the cap has elapsed); when nothing at
+   all is in flight, every timer moves the same way at once so the earliest is at most
+   ``system_idle_cap_s`` after the moment the client went idle.
 8. **Stop**: ``duration_s`` after the window's start, ``max_requests`` measured sends, or
    :meth:`stop`: nothing new is sent; the schedule is done when nothing is in flight.
 """
@@ -323,6 +324,9 @@ class Schedule:
 
     def _tree_finished(self, tree: TreeRun, now_s: float) -> None:
         self.trees_completed += 1
+        if tree.watchdog is not None:
+            tree.watchdog.alive = False
+            tree.watchdog = None
         lane = self._lane_of[tree.lane]
         lane.tree = None
         if not self.stopped:
@@ -356,6 +360,9 @@ class Schedule:
             return
         tree = timer.tree
         assert tree is not None
+        if timer.kind is Kind.WATCHDOG:
+            tree.watchdog = None  # the idle-cap check runs at the end of the poll
+            return
         if timer.kind is Kind.PRIMER:
             self._emit(tree, timer.stream, timer.turn, timer.at_s, primer=True)
             return
@@ -405,6 +412,9 @@ class Schedule:
         tree.in_flight += 1
         self._idle_since_s = None
         tree.idle_since_s = None
+        if tree.watchdog is not None:
+            tree.watchdog.alive = False
+            tree.watchdog = None
         if not warmup:
             self.measured_sent += 1
 
@@ -593,9 +603,15 @@ class Schedule:
         touched, self._touched = self._touched, set()
         if o.trace_idle_cap_s is not None:
             for tree in touched:
-                if tree.in_flight == 0 and tree.idle_since_s is not None:
-                    latest = tree.idle_since_s + o.trace_idle_cap_s
-                    self._cap(tree.timers, latest, now_s, self.trace_idle)
+                if tree.in_flight or tree.idle_since_s is None or tree.finished:
+                    continue
+                deadline = tree.idle_since_s + o.trace_idle_cap_s
+                if now_s + 1e-9 >= deadline:
+                    self._cap(tree.timers, now_s, now_s, self.trace_idle)
+                elif tree.watchdog is None or tree.watchdog.at_s != deadline:
+                    if tree.watchdog is not None:
+                        tree.watchdog.alive = False
+                    tree.watchdog = self._push(Timer(deadline, Kind.WATCHDOG, tree))
         idle = self._idle_since_s
         if o.system_idle_cap_s is not None and self.in_flight == 0 and idle is not None:
             trees = [lane.tree for lane in self._lanes if lane.tree is not None]

@@ -16,6 +16,7 @@ class Kind(Enum):
     TAIL = auto()  # a stream's recorded end after its last request (a subagent's wrap-up)
     PRIMER = auto()  # a warm-up primer is due
     DEADLINE = auto()  # the end of the --duration window
+    WATCHDOG = auto()  # a tree's idle cap: pull its timers in if it is still idle then
 
 
 SHIFTABLE = (Kind.SEND, Kind.TAIL)  # replay timers the idle caps may pull earlier
@@ -102,7 +103,8 @@ class TreeRun:
     in_flight: int = 0
     idle_since_s: float | None = None
     accelerated: bool = False  # warm-up stage B: no delays
-    timers: set[Timer] = field(default_factory=set)
+    timers: set[Timer] = field(default_factory=set)  # its live replay (shiftable) timers
+    watchdog: Timer | None = None  # its idle-cap check, while it is idle
 
     @property
     def finished(self) -> bool:

@@ -219,6 +219,16 @@ def test_the_system_idle_cap_only_acts_when_nothing_is_in_flight() -> None:
     assert next(p.sent_s for p in played if p.send.tree == 0 and p.send.turn == 1) == 6.0
 
 
+def test_the_trace_cap_is_a_watchdog_so_the_system_cap_keeps_trees_apart() -> None:
+    # both trees go idle at 1; nothing is in flight, so the system cap pulls every timer in by
+    # the same amount at once; the trace cap (300 s) would only act at 301, had they waited
+    a, b = chain("a", [0, 500]), chain("b", [0, 520])
+    schedule, played = play([a, b], lanes=(0, 1), trace_idle_cap_s=300.0, system_idle_cap_s=10.0)
+    second = {p.send.tree: p.sent_s for p in played if p.send.turn == 1}
+    assert second == {0: 11.0, 1: 31.0}  # 20 s apart, as recorded
+    assert schedule.system_idle.jumps == 1 and schedule.trace_idle.jumps == 0
+
+
 def test_idle_caps_move_a_trees_timers_together() -> None:
     main = stream("main", [(0, 1), (50, 51)])
     child = stream("c", [(40, 41), (45, 46)], parent=0, spawn=0)  # background, 39 s after spawn

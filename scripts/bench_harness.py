@@ -1,0 +1,448 @@
+"""`make bench BENCH=harness`: agentx replay and SemiAnalysis's agentx-harness, side by side.
+
+Both tools replay the same Weka traces against the same `agentx serve-sim` (a fresh server for
+each run, `--fast --max-model-len 400000`) with the same seed, scenario (`agentx`) and
+concurrency, and this script compares what they sent and what it cost them:
+
+- requests and (trace, agent, turn) sets per phase: warm-up (deterministic: primers at t* and
+  the accelerated requests) and measured (a duration window: not deterministic in either tool);
+- input/output tokens: the recorded `in`/`out` of the requests sent (equal sets -> equal
+  totals) and the server-counted usage (differs by how each tool lays out the text);
+- the cache hit rate the server reported in the usage blocks (cached / prompt tokens);
+- client CPU seconds and peak RSS of the whole process tree, seconds from launch to the first
+  request;
+- spawn/join: one lane on the trace with subagents from its start, the order in which main and
+  subagent requests went out (agentx with its default rule and with `--spawn-join harness`).
+
+Settings (environment): AGENTX_HARNESS_VENV (default .venv-harness, created by
+scripts/harness_venv.sh when missing), BENCH_TRACE (a directory of Weka traces; default the
+bundled samples), BENCH_CONCURRENCY (default: one lane per trace), BENCH_DURATION (s, default
+60), BENCH_SPAWN_TRACE (a Weka file with subagents; default the bundled trace_0010_head),
+BENCH_SPAWN_DURATION (s, default 90), BENCH_OUT (default /tmp/agentx-bench-harness).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENTX = Path(sys.executable).parent / "agentx"
+SEED = 42
+Key = tuple[str, str, int]  # (trace, agent, turn)
+
+
+# -- processes, measured -----------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    launch_ns: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    rc: int
+
+
+def _tree(root: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(p))
+    out, i = [root], 0
+    while i < len(out):
+        out += kids.get(out[i], [])
+        i += 1
+    return out
+
+
+def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> Measured:
+    """Run ``cmd``; sample its process tree's summed RSS and CPU ticks every 0.2 s."""
+    hz = os.sysconf("SC_CLK_TCK")
+    launch = time.time_ns()
+    t0 = time.perf_counter()
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    ticks: dict[int, int] = {}
+    peak = 0
+
+    def sample() -> None:
+        nonlocal peak
+        while proc.poll() is None:
+            rss = 0
+            for pid in _tree(proc.pid):
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    ticks[pid] = max(ticks.get(pid, 0), int(stat[11]) + int(stat[12]))
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS"):
+                            rss += int(line.split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass
+            peak = max(peak, rss)
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    rc = proc.wait()
+    sampler.join()
+    return Measured(launch, time.perf_counter() - t0, sum(ticks.values()) / hz, peak / 1024, rc)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Sim:
+    """A fresh serve-sim for one run."""
+
+    def __init__(self, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._log = open(log, "wb")  # noqa: SIM115 (closed in __exit__)
+        cmd = [str(AGENTX), "serve-sim", "--port", str(self.port), "--fast"]
+        cmd += ["--max-model-len", "400000", "--model", "agentx-sim"]
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def __enter__(self) -> Sim:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/v1/models", timeout=1).read()
+                return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("serve-sim did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self._log.close()
+
+
+# -- what each tool sent ------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    key: Key
+    warmup: bool
+    start_ns: int
+    prompt: int | None
+    cached: int | None
+    completion: int | None
+
+
+@dataclass
+class Run:
+    tool: str
+    measured: Measured
+    rows: list[Row] = field(default_factory=list)
+
+
+def harness_rows(artifacts: Path) -> list[Row]:
+    rows = []
+    for line in (artifacts / "profile_export.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        meta, metrics = rec["metadata"], rec.get("metrics", {})
+        trace, _, agent = meta["conversation_id"].partition("::sa:")
+
+        def value(name: str, metrics: dict[str, Any] = metrics) -> int | None:
+            got = metrics.get(name)
+            return int(got["value"]) if got else None
+
+        rows.append(
+            Row(
+                (trace, agent or "main", int(meta["turn_index"])),
+                meta["benchmark_phase"] == "warmup",
+                int(meta["request_start_ns"]),
+                value("usage_prompt_tokens"),
+                value("usage_prompt_cache_read_tokens"),
+                value("usage_completion_tokens"),
+            )
+        )
+    return rows
+
+
+def agentx_rows(results: Path) -> list[Row]:
+    from agentx.store.results import read_requests
+
+    rows = []
+    for r in read_requests(results / "requests.parquet"):
+        trace = r.session_id.split("#")[0]
+        agent = r.thread_id.rsplit("/", 1)[-1]
+        rows.append(
+            Row(
+                (trace, agent, r.turn),
+                r.warmup,
+                r.start_wall_ns,
+                r.prompt_tokens,
+                r.cached_tokens,
+                r.completion_tokens,
+            )
+        )
+    return rows
+
+
+def recorded_tokens(trace_dir: Path) -> dict[Key, tuple[int, int]]:
+    """(trace, agent, turn) -> recorded (in, out), straight from the Weka files."""
+    out: dict[Key, tuple[int, int]] = {}
+    for f in sorted(trace_dir.glob("*.json")):
+        doc = json.loads(f.read_text())
+        tid = str(doc.get("id") or f.stem)
+        main = [r for r in doc["requests"] if r.get("type") != "subagent"]
+        for k, r in enumerate(main):
+            out[(tid, "main", k)] = (r["in"], r["out"])
+        for s in (r for r in doc["requests"] if r.get("type") == "subagent"):
+            for k, r in enumerate(s["requests"]):
+                out[(tid, s["agent_id"], k)] = (r["in"], r["out"])
+    return out
+
+
+# -- the runs -------------------------------------------------------------------------------------
+
+
+def harness_cmd(
+    venv: Path, url: str, traces: Path, lanes: int, duration: float, art: Path, extra: list[str]
+) -> list[str]:
+    return [
+        str(venv / "bin" / "agentx"),
+        "profile",
+        "--scenario",
+        "agentx",
+        "--unsafe-override",
+        "-m",
+        "agentx-sim",
+        "--url",
+        url,
+        "--endpoint-type",
+        "chat",
+        "--custom-dataset-type",
+        "weka_trace",
+        "--input-file",
+        str(traces),
+        "--tokenizer",
+        "cl100k_base",
+        "--concurrency",
+        str(lanes),
+        "--benchmark-duration",
+        str(duration),
+        "--random-seed",
+        str(SEED),
+        "--export-level",
+        "records",
+        "--ui",
+        "none",
+        "--artifact-dir",
+        str(art),
+        *extra,
+    ]
+
+
+def agentx_cmd(
+    url: str, traces: Path, lanes: int, duration: float, out: Path, extra: list[str]
+) -> list[str]:
+    return [
+        str(AGENTX),
+        "replay",
+        str(traces),
+        "--endpoint",
+        url,
+        "--scenario",
+        "agentx",
+        "--concurrency",
+        str(lanes),
+        "--duration",
+        str(duration),
+        "--seed",
+        str(SEED),
+        "-o",
+        str(out),
+        "--json",
+        *extra,
+    ]
+
+
+def run_both(
+    name: str,
+    venv: Path,
+    traces: Path,
+    lanes: int,
+    duration: float,
+    base: Path,
+    harness_extra: list[str],
+    agentx_variants: dict[str, list[str]],
+) -> list[Run]:
+    runs = []
+    hdir = base / f"{name}-harness"
+    shutil.rmtree(hdir, ignore_errors=True)
+    hdir.mkdir(parents=True)
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(venv / "tiktoken-cache")}
+    with Sim(hdir / "sim.log") as sim:
+        cmd = harness_cmd(venv, sim.url, traces, lanes, duration, hdir / "artifacts", harness_extra)
+        m = run_measured(cmd, env, hdir / "stdout.txt")
+    print(f"{name}: agentx-harness rc={m.rc} wall={m.wall_s:.1f}s", flush=True)
+    runs.append(Run("agentx-harness", m, harness_rows(hdir / "artifacts")))
+    for variant, extra in agentx_variants.items():
+        adir = base / f"{name}-{variant}"
+        shutil.rmtree(adir, ignore_errors=True)
+        adir.mkdir(parents=True)
+        with Sim(adir / "sim.log") as sim:
+            cmd = agentx_cmd(sim.url, traces, lanes, duration, adir / "results", extra)
+            m = run_measured(cmd, dict(os.environ), adir / "stdout.txt")
+        print(f"{name}: {variant} rc={m.rc} wall={m.wall_s:.1f}s", flush=True)
+        runs.append(Run(variant, m, agentx_rows(adir / "results")))
+    return runs
+
+
+# -- the comparison -------------------------------------------------------------------------------
+
+
+def phase_figures(rows: list[Row], recorded: dict[Key, tuple[int, int]]) -> dict[str, Any]:
+    prompt = sum(r.prompt or 0 for r in rows)
+    cached = sum(r.cached or 0 for r in rows if r.cached is not None)
+    known = sum(r.prompt or 0 for r in rows if r.cached is not None)
+    return {
+        "requests": len(rows),
+        "recorded_in": sum(recorded[r.key][0] for r in rows if r.key in recorded),
+        "recorded_out": sum(recorded[r.key][1] for r in rows if r.key in recorded),
+        "server_prompt_tokens": prompt,
+        "server_completion_tokens": sum(r.completion or 0 for r in rows),
+        "usage_hit_rate": round(100 * cached / known, 2) if known else None,
+    }
+
+
+def compare(runs: list[Run], recorded: dict[Key, tuple[int, int]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    base = runs[0]
+    for run in runs:
+        warm = [r for r in run.rows if r.warmup]
+        meas = [r for r in run.rows if not r.warmup]
+        first = min((r.start_ns for r in run.rows), default=run.measured.launch_ns)
+        out[run.tool] = {
+            "warmup": phase_figures(warm, recorded),
+            "measured": phase_figures(meas, recorded),
+            "warmup_set_equals_harness": Counter(r.key for r in warm)
+            == Counter(r.key for r in base.rows if r.warmup),
+            "first_measured_keys": [
+                list(r.key) for r in sorted(meas, key=lambda r: r.start_ns)[:8]
+            ],
+            "client_cpu_s": round(run.measured.cpu_s, 2),
+            "peak_rss_mb": round(run.measured.peak_rss_mb),
+            "wall_s": round(run.measured.wall_s, 1),
+            "s_to_first_request": round((first - run.measured.launch_ns) / 1e9, 2),
+            "rc": run.measured.rc,
+        }
+    return out
+
+
+def order(run: Run) -> list[tuple[str, int, float]]:
+    rows = sorted(run.rows, key=lambda r: r.start_ns)
+    t0 = rows[0].start_ns if rows else 0
+    return [(r.key[1], r.key[2], round((r.start_ns - t0) / 1e9, 2)) for r in rows]
+
+
+def table(figures: dict[str, Any]) -> str:
+    tools = list(figures)
+    lines = ["| | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+
+    def row(label: str, get: Any) -> None:
+        lines.append(f"| {label} | " + " | ".join(str(get(figures[t])) for t in tools) + " |")
+
+    for phase in ("warmup", "measured"):
+        row(f"{phase}: requests", lambda f, p=phase: f[p]["requests"])
+        row(
+            f"{phase}: recorded in / out tokens",
+            lambda f, p=phase: f"{f[p]['recorded_in']:,} / {f[p]['recorded_out']:,}",
+        )
+        row(
+            f"{phase}: server prompt / completion tokens",
+            lambda f, p=phase: (
+                f"{f[p]['server_prompt_tokens']:,} / {f[p]['server_completion_tokens']:,}"
+            ),
+        )
+        row(f"{phase}: hit rate (usage)", lambda f, p=phase: f"{f[p]['usage_hit_rate']} %")
+    row("warm-up (trace, agent, turn) set = harness's", lambda f: f["warmup_set_equals_harness"])
+    row("client CPU s (process tree)", lambda f: f["client_cpu_s"])
+    row("peak RSS, MB (process tree)", lambda f: f["peak_rss_mb"])
+    row("launch -> first request, s", lambda f: f["s_to_first_request"])
+    row("wall, s", lambda f: f["wall_s"])
+    return "\n".join(lines)
+
+
+def main() -> int:
+    venv = Path(os.environ.get("AGENTX_HARNESS_VENV", ROOT / ".venv-harness"))
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "harness_venv.sh"), str(venv)],
+        check=True,
+        env={**os.environ, "AGENTX_VENV_PY": sys.executable},
+    )
+    from agentx.examples import example_path
+
+    traces = Path(os.environ.get("BENCH_TRACE", example_path("weka")))
+    lanes = int(os.environ.get("BENCH_CONCURRENCY", len(list(traces.glob("*.json")))))
+    duration = float(os.environ.get("BENCH_DURATION", "60"))
+    base = Path(os.environ.get("BENCH_OUT", "/tmp/agentx-bench-harness"))
+    spawn_file = Path(
+        os.environ.get("BENCH_SPAWN_TRACE", example_path("weka") / "trace_0010_head.json")
+    )
+    spawn_duration = float(os.environ.get("BENCH_SPAWN_DURATION", "90"))
+    print(f"uptime: {os.getloadavg()}; traces {traces}, {lanes} lanes, {duration:g} s", flush=True)
+
+    runs = run_both("scenario", venv, traces, lanes, duration, base, [], {"agentx": []})
+    figures = compare(runs, recorded_tokens(traces))
+    print("\n" + table(figures) + "\n", flush=True)
+
+    spawn_dir = base / "spawn-trace"
+    shutil.rmtree(spawn_dir, ignore_errors=True)
+    spawn_dir.mkdir(parents=True)
+    shutil.copy(spawn_file, spawn_dir / spawn_file.name)
+    ratio = [
+        "--trajectory-start-min-ratio",
+        "0",
+        "--trajectory-start-max-ratio",
+        "0.001",
+        "--warmup-requests-per-lane",
+        "1",
+    ]
+    mine = ["--start-ratio", "0:0.001", "--warmup", "1"]
+    spawn_runs = run_both(
+        "spawn",
+        venv,
+        spawn_dir,
+        1,
+        spawn_duration,
+        base,
+        ratio,
+        {"agentx": mine, "agentx --spawn-join harness": [*mine, "--spawn-join", "harness"]},
+    )
+    orders = {run.tool: order(run) for run in spawn_runs}
+    for tool, seq in orders.items():
+        print(f"\n{tool}: (agent, turn, s after the first request)")
+        print(", ".join(f"{a}/{k}@{t}" for a, k, t in seq[:40]))
+    (base / "results.json").write_text(
+        json.dumps({"scenario": figures, "spawn_order": orders, "load": os.getloadavg()}, indent=1)
+    )
+    print(f"\nresults in {base}/results.json")
+    return 0 if all(r.measured.rc == 0 for r in runs + spawn_runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
