@@ -20,11 +20,44 @@
   ``lane_starts`` (each lane's ``t*``), ``warmup_failures``, ``trees_started`` /
   ``trees_completed``, ``system_idle`` / ``trace_idle`` (idle-cap jumps).
 
-The rules are in :mod:`agentx.schedule.engine`; docs/replay.md explains them and where they differ
-from agentx-harness.
+docs/replay.md explains the rules and where they differ from agentx-harness. The rules, in order
+of a run (:mod:`agentx.schedule.engine` runs them):
+
+1. **Lanes take trees** in order (wrapping with ``recycle``). A lane's *first* tree starts at its
+   sampled snapshot instant ``t*`` (:mod:`agentx.schedule.snapshot`); a tree taken later starts
+   at its first request, with a new instance (and so a new cache-bust marker).
+2. **Warm-up, stage A (primers)**: every live stream with history sends its last request before
+   ``t*`` (``primer=True``, one-token answer). Spread: a primer that started ``lead`` seconds
+   before its ``t*`` (x time scale, at most the system idle cap) is due at ``max(lead) - lead``,
+   so every tree reaches ``t*`` together; ``burst``: all at once. Primers do not advance streams.
+3. **Warm-up, stage B** (``warmup_per_lane`` > 0): after every primer has returned, each lane
+   goes on replaying with no delays until it has sent that many requests; a stream due after the
+   lane's budget is spent is held.
+4. **Boundary**: when nothing of the warm-up is left in flight, the phase is ``BOUNDARY``; the
+   driver does what it needs (scrape the server's counters) and calls :meth:`begin_profiling`.
+5. **Measured window**: each tree is re-anchored on its recorded timeline: a stream whose next
+   turn could go is due at ``origin + d(start - t*)``, where ``d`` scales (``time_scale``) and
+   caps (``max_think_s``) a recorded delay, and ``origin`` puts the earliest such turn of all
+   trees (``burst``: of each tree) at the window's start.
+6. **Then, per stream**: turn ``k+1`` is due at ``join + d(start(k+1) - join_rec)``, where
+   ``join`` is the latest of turn ``k``'s end and the end of every child stream that joins at
+   ``k+1``, and ``join_rec`` the same instant in the recording: a parent waits for its blocking
+   subagents, then its recorded think time *measured from the join*. A child's first turn is due
+   at its spawning turn's end plus the recorded gap (at the spawning turn's *send* plus the
+   recorded offset when the child started before that turn ended). A child's end is its last
+   request's end plus its recorded wrap-up (a Weka subagent's ``duration_ms`` beyond its last
+   request). ``spawn_join="harness"`` replaces these with agentx-harness's rule (docs/replay.md).
+7. **Idle caps** (measured window): a tree that has had nothing in flight for
+   ``trace_idle_cap_s`` has its timers pulled in, all by the same amount, so the earliest is due
+   then (a watchdog, as the harness's: nothing moves before the cap has elapsed); when nothing at
+   all is in flight, every timer moves the same way at once so the earliest is at most
+   ``system_idle_cap_s`` after the moment the client went idle.
+8. **Stop**: ``duration_s`` after the window's start, ``max_requests`` measured sends, or
+   :meth:`stop`: nothing new is sent; the schedule is done when nothing is in flight.
 """
 
-from agentx.schedule.engine import LaneStart, Phase, Schedule, Send
+from agentx.schedule.engine import Schedule
+from agentx.schedule.events import LaneStart, Phase, Send
 from agentx.schedule.options import SPAWN_JOIN_RULES, ScheduleOptions, SpawnJoin
 from agentx.schedule.spec import StreamSpec, TreeSpec, TurnSpec, with_joins
 

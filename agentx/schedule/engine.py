@@ -1,110 +1,30 @@
 """``Schedule``: the replay's rules as a discrete-event state machine (no clock, no I/O).
 
-See :mod:`agentx.schedule` for the contract. The rules, in order of a run:
-
-1. **Lanes take trees** in order (wrapping with ``recycle``). A lane's *first* tree starts at its
-   sampled snapshot instant ``t*`` (:mod:`agentx.schedule.snapshot`); a tree taken later starts
-   at its first request, with a new instance (and so a new cache-bust marker).
-2. **Warm-up, stage A (primers)**: every live stream with history sends its last request before
-   ``t*`` (``primer=True``, one-token answer). Spread: a primer that started ``lead`` seconds
-   before its ``t*`` (x time scale, at most the system idle cap) is due at ``max(lead) - lead``,
-   so every tree reaches ``t*`` together; ``burst``: all at once. Primers do not advance streams.
-3. **Warm-up, stage B** (``warmup_per_lane`` > 0): after every primer has returned, each lane
-   goes on replaying with no delays until it has sent that many requests; a stream due after the
-   lane's budget is spent is held.
-4. **Boundary**: when nothing of the warm-up is left in flight, the phase is ``BOUNDARY``; the
-   driver does what it needs (scrape the server's counters) and calls :meth:`begin_profiling`.
-5. **Measured window**: each tree is re-anchored on its recorded timeline: a stream whose next
-   turn could go is due at ``origin + d(start - t*)``, where ``d`` scales (``time_scale``) and
-   caps (``max_think_s``) a recorded delay, and ``origin`` puts the earliest such turn of all
-   trees (``burst``: of each tree) at the window's start.
-6. **Then, per stream**: turn ``k+1`` is due at ``join + d(start(k+1) - join_rec)``, where
-   ``join`` is the latest of turn ``k``'s end and the end of every child stream that joins at
-   ``k+1``, and ``join_rec`` the same instant in the recording: a parent waits for its blocking
-   subagents, then its recorded think time *measured from the join*. A child's first turn is due
-   at its spawning turn's end plus the recorded gap (at the spawning turn's *send* plus the
-   recorded offset when the child started before that turn ended). A child's end is its last
-   request's end plus its recorded wrap-up (a Weka subagent's ``duration_ms`` beyond its last
-   request). ``spawn_join="harness"`` replaces these with agentx-harness's rule (docs/replay.md).
-7. **Idle caps** (measured window): a tree that has had nothing in flight for
-   ``trace_idle_cap_s`` has its timers pulled in, all by the same amount, so the earliest is due
-   then (a watchdog, as the harness's: nothing moves before the cap has elapsed); when nothing at
-   all is in flight, every timer moves the same way at once so the earliest is at most
-   ``system_idle_cap_s`` after the moment the client went idle.
-8. **Stop**: ``duration_s`` after the window's start, ``max_requests`` measured sends, or
-   :meth:`stop`: nothing new is sent; the schedule is done when nothing is in flight.
+The contract and the rules, in order of a run, are in :mod:`agentx.schedule`; the timing of a
+turn in :mod:`agentx.schedule.rules`, the idle caps in :mod:`agentx.schedule.idle`.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import Enum
 
+from agentx.schedule.events import LaneStart, Phase, Send
+from agentx.schedule.idle import IdleCaps, IdleJumps
 from agentx.schedule.options import ScheduleOptions
+from agentx.schedule.rules import Rules
 from agentx.schedule.snapshot import Split, fresh, sample_t_star, split
-from agentx.schedule.spec import TreeSpec
+from agentx.schedule.spec import TreeSpec, check_tree, index_blockers
 from agentx.schedule.state import (
-    SHIFTABLE,
     Kind,
     LaneRun,
+    Primer,
     StreamRun,
     StreamState,
     Timer,
     TimerQueue,
     TreeRun,
 )
-
-
-class Phase(Enum):
-    WARMUP = "warmup"
-    BOUNDARY = "boundary"  # warm-up over: the driver calls begin_profiling()
-    PROFILING = "profiling"
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    """One request to send now. Report its end with :meth:`Schedule.complete` (always)."""
-
-    id: int
-    lane: int
-    tree: int  # index into the schedule's trees
-    copy: int  # instances of this tree taken before this one (0: the first)
-    instance: int  # unique per tree instance: parent and subagents share it (the marker key)
-    stream: int  # index into the tree's streams (0: the root)
-    turn: int
-    due_s: float  # when it was due (the dispatch lag is the send time minus this)
-    warmup: bool
-    primer: bool  # the last request before t* of a stream, re-sent to prime the cache
-    max_tokens: int | None  # the answer length to ask for; None: the recorded one
-
-
-@dataclass(frozen=True, slots=True)
-class LaneStart:
-    """Where a lane's first tree starts (for the run's log and summary)."""
-
-    lane: int
-    tree_id: str
-    t_star_s: float  # seconds after the tree's first request
-    position: float  # t* as a fraction of the tree's recorded span (0: its first request)
-    primers: int
-
-
-@dataclass(frozen=True, slots=True)
-class Primer:
-    tree: TreeRun
-    stream: int
-    turn: int
-    lead_s: float  # how long before t* it was sent in the recording (scaled, capped)
-
-
-@dataclass(slots=True)
-class IdleJumps:
-    """How often an idle cap pulled timers in, and by how much in total."""
-
-    jumps: int = 0
-    skipped_s: float = 0.0
 
 
 class Schedule:
@@ -129,9 +49,9 @@ class Schedule:
         self.profiling_started_s: float | None = None
         self.lane_starts: list[LaneStart] = []
         self.warmup_failures: list[Send] = []
-        self.system_idle = IdleJumps()
-        self.trace_idle = IdleJumps()
         self._queue = TimerQueue()
+        self._rules = Rules(options, [index_blockers(t) for t in trees])
+        self._idle = IdleCaps(options, self._queue)
         self._lanes = [LaneRun(n, warm_left=options.warmup_per_lane) for n in options.lanes]
         self._cursor = 0
         self._instances = itertools.count()
@@ -141,7 +61,6 @@ class Schedule:
         self._primers_left = 0
         self._stage_b = False
         self._idle_since_s: float | None = None
-        self._blockers = [_index_blockers(t) for t in trees]
         self._lane_of = {lane.lane: lane for lane in self._lanes}
         self._touched: set[TreeRun] = set()  # trees an event changed (their idle cap to check)
 
@@ -164,7 +83,6 @@ class Schedule:
         """Everything due by ``now_s``, in due order (the driver sends them now)."""
         while (timer := self._queue.pop_due(now_s)) is not None:
             if timer.tree is not None:
-                timer.tree.timers.discard(timer)
                 self._touched.add(timer.tree)
             self._fire(timer, now_s)
         self._check_warmup_over()
@@ -211,7 +129,7 @@ class Schedule:
             for stream in tree.streams:
                 if stream.state is StreamState.HELD:
                     stream.state = StreamState.WAIT
-        firsts = {tree.instance: self._anchored(tree) for tree in trees}
+        firsts = {tree.instance: self._rules.anchored(tree) for tree in trees}
         everywhere = [f for fs in firsts.values() for _, f in fs]
         for tree in trees:
             own = [f for _, f in firsts[tree.instance]]
@@ -227,9 +145,16 @@ class Schedule:
         del now_s
         self.stopped = True
         self._queue.clear()
-        for lane in self._lanes:
-            if lane.tree is not None:
-                lane.tree.timers.clear()
+
+    @property
+    def system_idle(self) -> IdleJumps:
+        """The global idle cap's jumps."""
+        return self._idle.system
+
+    @property
+    def trace_idle(self) -> IdleJumps:
+        """The per-tree idle cap's jumps."""
+        return self._idle.trace
 
     @property
     def active_lanes(self) -> int:
@@ -282,7 +207,7 @@ class Schedule:
         tree = TreeRun(index, copy, next(self._instances), lane, spec, cut.t_star_s, streams)
         for i in range(len(spec.streams)):
             if cut.spawned[i]:
-                tree.spawn_rec_s[i] = self._spawn_rec(spec, i)
+                tree.spawn_rec_s[i] = self._rules.spawn_rec(spec, i)
         return tree
 
     def _started(
@@ -308,7 +233,7 @@ class Schedule:
         self._touched.add(tree)
         if self.phase is Phase.PROFILING:
             tree.idle_since_s = now_s
-            self._reanchor(tree, now_s, self._anchored(tree), now_s)
+            self._reanchor(tree, now_s, self._rules.anchored(tree), now_s)
         elif self._stage_b:
             tree.accelerated = True
             self._evaluate(tree, now_s)
@@ -324,9 +249,7 @@ class Schedule:
 
     def _tree_finished(self, tree: TreeRun, now_s: float) -> None:
         self.trees_completed += 1
-        if tree.watchdog is not None:
-            tree.watchdog.alive = False
-            tree.watchdog = None
+        self._idle.disarm(tree)
         lane = self._lane_of[tree.lane]
         lane.tree = None
         if not self.stopped:
@@ -412,9 +335,7 @@ class Schedule:
         tree.in_flight += 1
         self._idle_since_s = None
         tree.idle_since_s = None
-        if tree.watchdog is not None:
-            tree.watchdog.alive = False
-            tree.watchdog = None
+        self._idle.disarm(tree)
         if not warmup:
             self.measured_sent += 1
 
@@ -427,9 +348,7 @@ class Schedule:
         if k + 1 < len(spec.turns):
             stream.state = StreamState.WAIT
         else:
-            tail = 0.0
-            if not tree.accelerated and self.options.spawn_join == "recorded":
-                tail = self._delay(spec.finish_s - spec.turns[-1].end_s)
+            tail = self._rules.tail(tree, i)
             if tail > 0 and not self.stopped:
                 stream.state = StreamState.TAIL
                 stream.timer = self._push(Timer(now_s + tail, Kind.TAIL, tree, i, k))
@@ -453,44 +372,16 @@ class Schedule:
                 s.parent == i
                 and s.spawn_turn == k
                 and not tree.streams[c].spawned
-                and self._spawns_on_send(tree.spec, c) == on_send
+                and self._rules.spawns_on_send(tree.spec, c) == on_send
             ):
                 yield c
 
     def _spawn(self, tree: TreeRun, c: int, now_s: float, *, on_send: bool) -> None:
         tree.streams[c].spawned = True
         tree.spawn_at_s[c] = now_s
-        tree.spawn_rec_s[c] = self._spawn_rec(tree.spec, c, on_send=on_send)
-
-    def _spawns_on_send(self, spec: TreeSpec, c: int) -> bool:
-        """Whether child ``c`` starts when its spawning turn is sent (it began, in the
-        recording, before that turn ended) rather than when it ends."""
-        s = spec.streams[c]
-        assert s.parent is not None and s.spawn_turn is not None
-        spawn = spec.streams[s.parent].turns[s.spawn_turn]
-        start = group_start(spec, c) if self.options.spawn_join == "harness" else s.start_s
-        return start < spawn.end_s
-
-    def _spawn_rec(self, spec: TreeSpec, i: int, *, on_send: bool | None = None) -> float:
-        """The recorded instant a stream's spawn corresponds to."""
-        s = spec.streams[i]
-        if s.parent is None or s.spawn_turn is None:
-            return spec.start_s
-        spawn = spec.streams[s.parent].turns[s.spawn_turn]
-        if on_send is None:
-            on_send = self._spawns_on_send(spec, i)
-        return spawn.start_s if on_send else spawn.end_s
+        tree.spawn_rec_s[c] = self._rules.spawn_rec(tree.spec, c, on_send=on_send)
 
     # -- when is a turn due -------------------------------------------------------------------
-
-    def _deps_met(self, tree: TreeRun, i: int, k: int) -> bool:
-        stream = tree.streams[i]
-        if not stream.spawned:
-            return False
-        if stream.first_turn <= k - 1 and (i, k - 1) not in tree.end_at_s:
-            return False  # its previous turn is not history and has not ended
-        blockers = self._blockers[tree.index].get((i, k), ())
-        return all(tree.streams[c].state is StreamState.DONE for c in blockers)
 
     def _evaluate(self, tree: TreeRun, now_s: float) -> None:
         """Give a timer to every waiting stream whose next turn can now be scheduled."""
@@ -500,90 +391,20 @@ class Schedule:
             k = stream.next_turn
             if stream.state is not StreamState.WAIT or k is None:
                 continue
-            if not self._deps_met(tree, i, k):
+            if not self._rules.deps_met(tree, i, k):
                 continue
-            due = now_s if tree.accelerated else max(now_s, self._due(tree, i, k))
+            due = now_s if tree.accelerated else max(now_s, self._rules.due(tree, i, k))
             stream.state = StreamState.TIMER
             stream.timer = self._push(Timer(due, Kind.SEND, tree, i, k))
 
-    def _due(self, tree: TreeRun, i: int, k: int) -> float:
-        spec = tree.spec
-        s = spec.streams[i]
-        start = s.turns[k].start_s
-        blockers = self._blockers[tree.index].get((i, k), ())
-        if self.options.spawn_join == "harness":
-            if k > 0:
-                due = tree.end_at_s[(i, k - 1)] + self._delay(start - s.turns[k - 1].end_s)
-            elif s.parent is None or s.spawn_turn is None:
-                due = tree.spawn_at_s[i] + self._delay(start - tree.spawn_rec_s[i])
-            else:
-                spawn = spec.streams[s.parent].turns[s.spawn_turn]
-                since = spawn.start_s if self._spawns_on_send(spec, i) else group_start(spec, i)
-                due = tree.spawn_at_s[i] + self._delay(start - since)
-            for c in blockers:
-                done = tree.streams[c].done_at_s
-                assert done is not None
-                due = max(due, done)
-            return due
-        if k > 0:
-            acts = [tree.end_at_s[(i, k - 1)]]
-            recs = [s.turns[k - 1].end_s]
-        else:
-            acts = [tree.spawn_at_s[i]]
-            recs = [tree.spawn_rec_s[i]]
-        for c in blockers:
-            done = tree.streams[c].done_at_s
-            assert done is not None
-            acts.append(done)
-            recs.append(spec.streams[c].finish_s)
-        return max(acts) + self._delay(start - max(recs))
-
-    def _delay(self, recorded_s: float) -> float:
-        d = max(0.0, recorded_s) * self.options.time_scale
-        cap = self.options.max_think_s
-        return min(d, cap) if cap is not None else d
-
     # -- the measured window's start ----------------------------------------------------------
 
-    def _anchored(self, tree: TreeRun) -> list[tuple[int, float]]:
-        """Streams that can go at the window's start, with their delay after ``t*``."""
-        out = []
-        for i, stream in enumerate(tree.streams):
-            k = stream.next_turn
-            if stream.state is not StreamState.WAIT or k is None or not stream.spawned:
-                continue
-            # its previous turn is history or ended in the warm-up: only a join can hold it
-            blockers = self._blockers[tree.index].get((i, k), ())
-            if all(tree.streams[c].state is StreamState.DONE for c in blockers):
-                start = tree.spec.streams[i].turns[k].start_s
-                out.append((i, self._delay(start - tree.t_star_s)))
-        return out
-
     def _reanchor(
-        self,
-        tree: TreeRun,
-        origin_s: float,
-        firsts: list[tuple[int, float]],
-        now_s: float,
+        self, tree: TreeRun, origin_s: float, firsts: list[tuple[int, float]], now_s: float
     ) -> None:
-        """Map the tree's past onto the replay clock (``origin_s`` = its ``t*``) and give the
-        streams in ``firsts`` their timers."""
-        scale = self.options.time_scale
-        spec = tree.spec
-
-        def virtual(rec_s: float) -> float:
-            return origin_s + (rec_s - tree.t_star_s) * scale
-
-        for i, stream in enumerate(tree.streams):
-            s = spec.streams[i]
-            if stream.state is StreamState.DONE:
-                stream.done_at_s = virtual(s.finish_s)
-            k = stream.next_turn
-            if k is not None and k > 0:
-                tree.end_at_s[(i, k - 1)] = virtual(s.turns[k - 1].end_s)
-                tree.sent_at_s[(i, k - 1)] = virtual(s.turns[k - 1].start_s)
-            if stream.spawned and i in tree.spawn_rec_s:
-                tree.spawn_at_s[i] = virtual(tree.spawn_rec_s[i])
+        """Place the tree on the replay clock (``origin_s`` = its ``t*``) and give the streams
+        in ``firsts`` (stream, delay after ``t*``) their timers."""
+        self._rules.place(tree, origin_s)
         if self.stopped:
             return
         for i, delay in firsts:
@@ -596,81 +417,13 @@ class Schedule:
     # -- idle caps ----------------------------------------------------------------------------
 
     def _enforce_idle_caps(self, now_s: float) -> None:
-        if self.phase is not Phase.PROFILING or self.stopped:
-            self._touched.clear()
-            return
-        o = self.options
         touched, self._touched = self._touched, set()
-        if o.trace_idle_cap_s is not None:
-            for tree in touched:
-                if tree.in_flight or tree.idle_since_s is None or tree.finished:
-                    continue
-                deadline = tree.idle_since_s + o.trace_idle_cap_s
-                if now_s + 1e-9 >= deadline:
-                    self._cap(tree.timers, now_s, now_s, self.trace_idle)
-                elif tree.watchdog is None or tree.watchdog.at_s != deadline:
-                    if tree.watchdog is not None:
-                        tree.watchdog.alive = False
-                    tree.watchdog = self._push(Timer(deadline, Kind.WATCHDOG, tree))
-        idle = self._idle_since_s
-        if o.system_idle_cap_s is not None and self.in_flight == 0 and idle is not None:
+        if self.phase is not Phase.PROFILING or self.stopped:
+            return
+        self._idle.check_trees(touched, now_s)
+        if self.in_flight == 0 and self._idle_since_s is not None:
             trees = [lane.tree for lane in self._lanes if lane.tree is not None]
-            timers = {t for tree in trees for t in tree.timers}
-            self._cap(timers, idle + o.system_idle_cap_s, now_s, self.system_idle)
-
-    def _cap(self, timers: set[Timer], latest_s: float, now_s: float, tally: IdleJumps) -> None:
-        live = [t for t in timers if t.alive and t.kind in SHIFTABLE]
-        if not live:
-            return
-        shift = min(t.at_s for t in live) - max(latest_s, now_s)
-        if shift <= 1e-9:
-            return
-        tally.jumps += 1
-        tally.skipped_s += shift
-        for t in live:
-            assert t.tree is not None
-            moved = self._queue.move(t, max(now_s, t.at_s - shift))
-            t.tree.timers.discard(t)
-            t.tree.timers.add(moved)
-            stream = t.tree.streams[t.stream]
-            if stream.timer is t:
-                stream.timer = moved
+            self._idle.check_system(trees, self._idle_since_s, now_s)
 
     def _push(self, timer: Timer) -> Timer:
-        self._queue.push(timer)
-        if timer.tree is not None and timer.kind in SHIFTABLE:
-            timer.tree.timers.add(timer)
-        return timer
-
-
-def group_start(spec: TreeSpec, c: int) -> float:
-    """The earliest start of the children spawned and joined at the same turns as ``c`` (the
-    harness starts a group's first child right at its spawning turn's end)."""
-    s = spec.streams[c]
-    return min(
-        o.start_s
-        for o in spec.streams
-        if o.parent == s.parent and o.spawn_turn == s.spawn_turn and o.join_turn == s.join_turn
-    )
-
-
-def _index_blockers(tree: TreeSpec) -> dict[tuple[int, int], tuple[int, ...]]:
-    out: dict[tuple[int, int], list[int]] = {}
-    for c, s in enumerate(tree.streams):
-        if s.parent is not None and s.join_turn is not None:
-            out.setdefault((s.parent, s.join_turn), []).append(c)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-def check_tree(tree: TreeSpec) -> None:
-    """A tree the schedule can run: a root first, parents before children, turns in order."""
-    if not tree.streams or tree.streams[0].parent is not None:
-        raise ValueError(f"tree {tree.tree_id}: the first stream must be the root")
-    for i, s in enumerate(tree.streams):
-        if not s.turns:
-            raise ValueError(f"tree {tree.tree_id}: stream {s.name} has no turns")
-        if s.parent is not None:
-            if not 0 <= s.parent < i or s.spawn_turn is None:
-                raise ValueError(f"tree {tree.tree_id}: stream {s.name} has a bad parent")
-            if not 0 <= s.spawn_turn < len(tree.streams[s.parent].turns):
-                raise ValueError(f"tree {tree.tree_id}: stream {s.name} has a bad spawn turn")
+        return self._queue.push(timer)

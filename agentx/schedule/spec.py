@@ -88,3 +88,39 @@ def with_joins(streams: list[StreamSpec]) -> tuple[StreamSpec, ...]:
         else:
             out.append(replace(s, join_turn=join_turn(streams[s.parent], s.spawn_turn, s.finish_s)))
     return tuple(out)
+
+
+Blockers = dict[tuple[int, int], tuple[int, ...]]  # (parent stream, join turn) -> child streams
+
+
+def index_blockers(tree: TreeSpec) -> Blockers:
+    out: dict[tuple[int, int], list[int]] = {}
+    for c, s in enumerate(tree.streams):
+        if s.parent is not None and s.join_turn is not None:
+            out.setdefault((s.parent, s.join_turn), []).append(c)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def group_start(tree: TreeSpec, c: int) -> float:
+    """The earliest start of the children spawned and joined at the same turns as ``c`` (the
+    harness starts a group's first child right at its spawning turn's end)."""
+    s = tree.streams[c]
+    return min(
+        o.start_s
+        for o in tree.streams
+        if o.parent == s.parent and o.spawn_turn == s.spawn_turn and o.join_turn == s.join_turn
+    )
+
+
+def check_tree(tree: TreeSpec) -> None:
+    """A tree the schedule can run: a root first, parents before children, turns in order."""
+    if not tree.streams or tree.streams[0].parent is not None:
+        raise ValueError(f"tree {tree.tree_id}: the first stream must be the root")
+    for i, s in enumerate(tree.streams):
+        if not s.turns:
+            raise ValueError(f"tree {tree.tree_id}: stream {s.name} has no turns")
+        if s.parent is not None:
+            if not 0 <= s.parent < i or s.spawn_turn is None:
+                raise ValueError(f"tree {tree.tree_id}: stream {s.name} has a bad parent")
+            if not 0 <= s.spawn_turn < len(tree.streams[s.parent].turns):
+                raise ValueError(f"tree {tree.tree_id}: stream {s.name} has a bad spawn turn")

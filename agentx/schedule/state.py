@@ -49,7 +49,10 @@ class TimerQueue:
         self._seq = itertools.count()
 
     def push(self, timer: Timer) -> Timer:
+        """Queue ``timer``; a replay timer is also tracked by its tree (for the idle caps)."""
         heapq.heappush(self._heap, (timer.at_s, next(self._seq), timer))
+        if timer.tree is not None and timer.kind in SHIFTABLE:
+            timer.tree.timers.add(timer)
         return timer
 
     def peek(self) -> Timer | None:
@@ -63,15 +66,26 @@ class TimerQueue:
             return None
         heapq.heappop(self._heap)
         top.alive = False
+        if top.tree is not None:
+            top.tree.timers.discard(top)
         return top
 
     def move(self, timer: Timer, at_s: float) -> Timer:
+        """``timer`` due at ``at_s`` instead (its stream now points at the new one)."""
         timer.alive = False
-        return self.push(Timer(at_s, timer.kind, timer.tree, timer.stream, timer.turn))
+        moved = self.push(Timer(at_s, timer.kind, timer.tree, timer.stream, timer.turn))
+        if timer.tree is not None:
+            timer.tree.timers.discard(timer)
+            stream = timer.tree.streams[timer.stream]
+            if stream.timer is timer:
+                stream.timer = moved
+        return moved
 
     def clear(self) -> None:
         for _, _, timer in self._heap:
             timer.alive = False
+            if timer.tree is not None:
+                timer.tree.timers.clear()
         self._heap.clear()
 
 
@@ -117,3 +131,11 @@ class LaneRun:
     tree: TreeRun | None = None
     warm_left: int = 0
     idle: bool = False  # no tree left for it
+
+
+@dataclass(frozen=True, slots=True)
+class Primer:
+    tree: TreeRun
+    stream: int
+    turn: int
+    lead_s: float  # how long before t* it was sent in the recording (scaled, capped)

@@ -13,7 +13,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentx.schedule.engine import Phase, Schedule, Send
+from agentx.schedule.engine import Schedule
+from agentx.schedule.events import Phase, Send
 
 
 @dataclass(frozen=True, slots=True)
