@@ -269,6 +269,8 @@ class Schedule:
     def _check_warmup_over(self) -> None:
         if self.phase is not Phase.WARMUP or self._primers_left > 0 or self.in_flight > 0:
             return
+        if self.stopped:
+            return  # stopped during the warm-up (a signal, a failed request): no measured window
         if self._stage_b and self._queue.peek() is not None:
             return
         if self.options.warmup_per_lane > 0 and not self._stage_b:

@@ -19,6 +19,8 @@ import pytest
 from replay.factory import T0, chat_session, write
 from replay.fault_server import FaultServer
 
+from agentx.store.results import read_requests
+
 AGENTX = [sys.executable, "-m", "agentx"]
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="signals and /proc: Linux")
 
@@ -187,3 +189,72 @@ def test_sigterm_during_a_sweep_keeps_the_levels_measured(
     check_partial(out / "c1", tmp_path)
     sweep = orjson.loads((out / "sweep.json").read_bytes())
     assert [p["concurrency"] for p in sweep["points"]] == [1]  # level 2 never started
+
+
+@pytest.fixture
+def long_trace(tmp_path: Path) -> Path:
+    """Sessions long enough for a warm-up of several requests per lane and a measured window."""
+    rows = []
+    for i in range(4):
+        rows += chat_session(f"s{i}", turns=20, user_text="fault:slow ", start_ns=T0 + i)
+    return write(tmp_path / "long.parquet", rows)
+
+
+def warmup_sent(server: FaultServer) -> list[bool]:
+    """Per request received: a warm-up request (they ask for one token; measured ones for 4)."""
+    return [body.get("max_tokens") == 1 for body in server.requests]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_during_the_warmup_writes_partial_results(
+    server: FaultServer, long_trace: Path, tmp_path: Path, workers: int
+) -> None:
+    """Stopped before the measured window started: the warm-up rows are written, exit 143."""
+    out = tmp_path / "out"
+    proc = start(
+        ["replay", str(long_trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
+         "600", "--warmup", "15", "--time-scale", "0", "--workers", str(workers), "--no-metrics",
+         "-o", str(out)],
+        tmp_path,
+    )  # fmt: skip
+    wait_requests(server, proc, 3)
+    kids = children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    err = finish(proc)
+    assert proc.returncode == 143, err
+    assert all(warmup_sent(server)), "the signal came after the warm-up: make it longer"
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    assert summary["config"]["interrupted"] is True
+    assert summary["schedule"]["warmup_s"] is None  # the measured window never started
+    rows = read_requests(out / "requests.parquet")
+    assert rows and all(r.warmup for r in rows)
+    assert (out / "report.html").is_file() and leftovers(tmp_path) == []
+    assert not any(alive(k) for k in kids)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_after_the_warmup_keeps_both_kinds_of_rows(
+    server: FaultServer, long_trace: Path, tmp_path: Path, workers: int
+) -> None:
+    """Stopped in the measured window that followed a warm-up (the workers met at its start)."""
+    out = tmp_path / "out"
+    proc = start(
+        ["replay", str(long_trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
+         "600", "--warmup", "2", "--time-scale", "0", "--workers", str(workers), "--no-metrics",
+         "-o", str(out)],
+        tmp_path,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while warmup_sent(server).count(False) < 2:  # measured requests are being sent
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the measured window did not start"
+        time.sleep(0.05)
+    kids = children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    err = finish(proc)
+    assert proc.returncode == 143, err
+    summary = check_partial(out, tmp_path)
+    assert summary["schedule"]["warmup_s"] is not None
+    rows = read_requests(out / "requests.parquet")
+    assert any(r.warmup for r in rows) and any(not r.warmup for r in rows)
+    assert not any(alive(k) for k in kids)

@@ -193,6 +193,14 @@ def test_a_parent_waiting_on_a_child_at_t_star_resumes_after_it() -> None:
     assert got == [(0, 0, True, 0.0), (1, 0, True, 2.0), (1, 1, False, 3.0), (0, 1, False, 7.0)]
 
 
+def test_a_stop_during_the_warmup_opens_no_measured_window() -> None:
+    t = chain("t", [0, 10, 20, 30, 40])
+    schedule, played = play([t], start_ratio=(0.5, 0.5), warmup_per_lane=2, until_s=0.5)
+    assert [(p.send.turn, p.send.warmup) for p in played] == [(1, True)]  # the one in flight
+    assert schedule.done and schedule.phase is Phase.WARMUP
+    assert schedule.profiling_started_s is None
+
+
 def test_a_failed_warmup_request_is_reported() -> None:
     schedule = Schedule([chain("t", [0, 10, 20])], ScheduleOptions(start_ratio=(0.5, 0.5)))
     run_virtual(schedule, lambda send: 1.0, ok=lambda send: not send.primer)
