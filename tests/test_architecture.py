@@ -30,6 +30,7 @@ STAGES: list[list[str]] = [
         "agentx.usage",
         "agentx.record",
         "agentx.tokens",
+        "agentx.tokenizer",
         "agentx.prefix",
         "agentx.prefix_union",
         "agentx.synth",
