@@ -12,7 +12,9 @@ The rules, as vLLM's V1 KV-cache manager applies them:
 * A running request *pins* every block it uses (refcount > 0); pinned blocks are never evicted.
 * When a request finishes its blocks become evictable, in reverse order (its tail first), and
   eviction takes the least recently freed block: a shared system prompt outlives the turns
-  built on it.
+  built on it. The blocks without a prefix hash (the partial last prompt block, the output's
+  blocks) are freed first, as unique entries that never hit: like vLLM's free queue, they stay
+  in the LRU order and push older blocks out, rather than leaving holes.
 * Capacity is ``capacity_tokens // block_size`` blocks. Usage (``vllm:kv_cache_usage_perc``)
   is the pinned fraction; cached-but-free blocks count as free, as in vLLM.
 
@@ -130,6 +132,7 @@ class KVCache:
         self._ref: dict[int, int] = {}  # resident GPU blocks -> refcount (0 = evictable)
         self._free: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks, LRU first
         self._anonymous = 0  # pinned blocks without a name (partial/output blocks)
+        self._next_unnamed = -1  # freed unnamed blocks get ids -1, -2, ...: they never hit
         self._offload = _Tier(self.offload_capacity_blocks)
         self.counters = CacheCounters()
 
@@ -218,8 +221,9 @@ class KVCache:
             return False
         block, _ = self._free.popitem(last=False)
         del self._ref[block]
-        self.counters.evicted_blocks += 1
-        self.counters.offload_evicted_blocks += self._offload.put(block)
+        if block >= 0:
+            self.counters.evicted_blocks += 1
+            self.counters.offload_evicted_blocks += self._offload.put(block)
         return True
 
     def _make_room(self, blocks: int) -> None:
@@ -272,9 +276,16 @@ class KVCache:
         return Allocation(tuple(blocks), anon, prompt_tokens, g * bs, o * bs)
 
     def release(self, allocation: Allocation) -> None:
-        """Unpin a request's blocks. Its tail becomes evictable before its head."""
+        """Unpin a request's blocks. Its unnamed blocks, then its tail, then its head become
+        evictable, in that order."""
         ref = self._ref
         free = self._free
+        self._anonymous -= allocation.anonymous_blocks
+        for _ in range(allocation.anonymous_blocks):
+            unnamed = self._next_unnamed
+            self._next_unnamed -= 1
+            ref[unnamed] = 0
+            free[unnamed] = None
         for b in reversed(allocation.blocks):
             rc = ref.get(b)
             if rc is None:  # evicted while over-committed? cannot happen while pinned
@@ -284,7 +295,6 @@ class KVCache:
                 free[b] = None
             else:
                 ref[b] = rc - 1
-        self._anonymous -= allocation.anonymous_blocks
         self._make_room(0)
 
     def observe(self, hashes: npt.ArrayLike, prompt_tokens: int) -> tuple[int, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentx.engine import EngineParams
 from agentx.errors import UsageError
 
 DEFAULT_MODEL = "agentx-sim"
@@ -39,6 +40,21 @@ class SimConfig:
     default_max_tokens: int = 256  # answer length of a request that sets no max_tokens
     fast: bool = False  # no modelled latency or queueing: the loopback ceiling
     seed: int = 0  # varies the filler text and ids
+
+    def engine_params(self) -> EngineParams:
+        """The engine's share of the settings (:mod:`agentx.engine`)."""
+        return EngineParams(
+            block_size=self.block_size,
+            kv_tokens=self.kv_tokens,
+            offload_tokens=self.offload_tokens,
+            prefill_tps=self.prefill_tps,
+            decode_tps=self.decode_tps,
+            batch_slowdown=self.batch_slowdown,
+            offload_load_tps=self.offload_load_tps,
+            overhead_ms=self.overhead_ms,
+            max_batch=self.max_batch,
+            fast=self.fast,
+        )
 
     def validate(self) -> SimConfig:
         """Raise :class:`UsageError` on settings no engine could run with; returns self."""

@@ -1,62 +1,28 @@
-"""The simulated engine: admission (``--max-batch``, KV capacity), the prefix cache, and the
-latency model. No HTTP here; the server asks the engine *when* things happen.
+"""serve-sim's engine: the shared model of :mod:`agentx.engine` (admission queue, KV cache,
+prefill lane, decode speed) driven in real time on the server's event loop, plus its Prometheus
+counters. No HTTP here; the server asks the engine *when* things happen.
 
-Model (all times on the monotonic clock, seconds):
-
-* A request waits FIFO until fewer than ``max_batch`` requests run and the KV cache can pin its
-  blocks without over-committing (a lone request is always admitted), like vLLM's FCFS
-  scheduler. The wait is its **queue time**.
-* At admission the cache is looked up and the request's blocks pinned
-  (:class:`agentx.kvcache.KVCache`). Its prefill needs ``computed / prefill_tps +
-  offload_hits / offload_load_tps`` seconds of the engine's one **prefill lane**, served FIFO:
-  a burst of long prompts queues behind itself as on a real GPU.
-* The first token leaves at ``lane done + overhead``. So TTFT = queueing + uncached prompt /
-  prefill rate + offloaded hits / load rate + fixed overhead.
-* Each further token takes ``(1 + batch_slowdown * (running - 1)) / decode_tps`` seconds,
-  re-evaluated per token with the batch running at that moment.
-* The request holds its batch slot and KV blocks until its last token, then releases them.
-
-``fast`` mode skips all of it: admission is immediate and no time is modelled (the cache is
-still accounted, so usage and metrics stay meaningful).
+A request ``await``\\ s :meth:`Engine.admit` (its FIFO wait is the queue time), streams its
+tokens on the schedule the admission gives (first token at ``first_token_s``, then
+:meth:`Engine.itl_s` per token with the batch running at that moment), and hands its admission
+back with :meth:`Engine.finish`, which admits whoever waits next. ``agentx simulate`` drives
+the same :class:`agentx.engine.ServingEngine` on a virtual clock.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from agentx.kvcache import Allocation, KVCache
+from agentx.engine import Admission, ServingEngine, Ticket
+from agentx.kvcache import KVCache
 from agentx.prefix import HashArray
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.vllm_metrics import Gauges, SimMetrics
 from agentx.serve_sim.vllm_metrics import render as render_metrics
 
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """A running request: what the cache served and when its first token is due."""
-
-    allocation: Allocation
-    arrived_s: float
-    admitted_s: float
-    first_token_s: float
-
-    @property
-    def queue_s(self) -> float:
-        return self.admitted_s - self.arrived_s
-
-
-@dataclass(slots=True, eq=False)
-class _Waiter:
-    hashes: list[int]
-    prompt_tokens: int
-    output_tokens: int
-    arrived_s: float
-    future: asyncio.Future[Admission]
+__all__ = ["Admission", "Engine"]
 
 
 class Engine:
@@ -65,20 +31,28 @@ class Engine:
     def __init__(self, config: SimConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock
-        self.cache = KVCache(config.kv_tokens, config.block_size, config.offload_tokens)
+        self.core = ServingEngine(config.engine_params())
         self.metrics = SimMetrics()
-        self.running = 0
-        self._waiting: deque[_Waiter] = deque()
-        self._lane_free_s = 0.0
+        self._futures: dict[int, asyncio.Future[Admission]] = {}
+
+    @property
+    def cache(self) -> KVCache:
+        return self.core.cache
+
+    @property
+    def running(self) -> int:
+        return self.core.running
 
     @property
     def waiting(self) -> int:
-        return len(self._waiting)
+        return self.core.waiting
 
     def itl_s(self) -> float:
-        """Seconds per decoded token for each sequence, with the batch running now."""
-        c = self.config
-        return (1.0 + c.batch_slowdown * max(0, self.running - 1)) / c.decode_tps
+        return self.core.itl_s()
+
+    def _admitted(self, adm: Admission) -> Admission:
+        self.metrics.prompt_tokens += adm.allocation.prompt_tokens
+        return adm
 
     async def admit(self, hashes: HashArray, prompt_tokens: int, output_tokens: int) -> Admission:
         """Wait for a batch slot and KV room; pin the request's blocks; schedule its prefill.
@@ -86,60 +60,39 @@ class Engine:
         Cancelling the wait (client gone) leaves no trace; a granted admission must be handed
         back with :meth:`finish`."""
         blocks = hashes.tolist()
-        arrived = self.clock()
+        now = self.clock()
+        core = self.core
         if self.config.fast:
-            return self._start(blocks, prompt_tokens, output_tokens, arrived)
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(blocks, prompt_tokens, output_tokens, arrived, loop.create_future())
-        self._waiting.append(waiter)
+            return self._admitted(core.start(blocks, prompt_tokens, output_tokens, now, now))
+        ticket = core.submit(blocks, prompt_tokens, output_tokens, now)
+        future: asyncio.Future[Admission] = asyncio.get_running_loop().create_future()
+        self._futures[id(ticket)] = future
         self._schedule()
         try:
-            return await waiter.future
+            return await future
         except asyncio.CancelledError:
-            if waiter.future.done() and not waiter.future.cancelled():
-                self.finish(waiter.future.result(), "abort", 0)
+            if ticket.admission is not None:  # admitted just as the client left
+                self.finish(ticket.admission, "abort", 0)
             else:
-                waiter.future.cancel()
-                with contextlib.suppress(ValueError):
-                    self._waiting.remove(waiter)
+                core.cancel(ticket)
+                self._futures.pop(id(ticket), None)
                 self._schedule()
             raise
 
     def _schedule(self) -> None:
-        cache = self.cache
-        while self._waiting and self.running < self.config.max_batch:
-            head = self._waiting[0]
-            if head.future.done():  # cancelled while waiting
-                self._waiting.popleft()
-                continue
-            if self.running and not cache.can_allocate(
-                head.hashes, head.prompt_tokens, head.output_tokens
-            ):
-                break  # FCFS: the head waits for KV room, and so does everyone behind it
-            self._waiting.popleft()
-            head.future.set_result(
-                self._start(head.hashes, head.prompt_tokens, head.output_tokens, head.arrived_s)
-            )
+        for ticket in self.core.schedule(self.clock()):
+            self._grant(ticket)
 
-    def _start(
-        self, blocks: list[int], prompt_tokens: int, output_tokens: int, arrived: float
-    ) -> Admission:
-        c = self.config
-        alloc = self.cache.allocate(blocks, prompt_tokens, output_tokens)
-        self.running += 1
-        self.metrics.prompt_tokens += prompt_tokens
-        now = self.clock()
-        if c.fast:
-            return Admission(alloc, arrived, now, now)
-        busy = alloc.computed_tokens / c.prefill_tps + alloc.offload_hit_tokens / c.offload_load_tps
-        self._lane_free_s = max(now, self._lane_free_s) + busy
-        first = self._lane_free_s + c.overhead_ms / 1000.0
-        return Admission(alloc, arrived, now, first)
+    def _grant(self, ticket: Ticket) -> None:
+        future = self._futures.pop(id(ticket))
+        assert ticket.admission is not None
+        adm = self._admitted(ticket.admission)
+        if not future.done():
+            future.set_result(adm)
 
     def finish(self, admission: Admission, reason: str, output_tokens: int) -> None:
         """The request ended (``stop``, ``length`` or ``abort``): free its slot and blocks."""
-        self.cache.release(admission.allocation)
-        self.running -= 1
+        self.core.finish(admission)
         m = self.metrics
         m.generation_tokens += output_tokens
         m.finished[reason] = m.finished.get(reason, 0) + 1

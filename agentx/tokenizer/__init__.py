@@ -17,34 +17,19 @@ marked), so other tokenizers tokenize and hash the whole prompt every time (Rust
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from agentx import tokens
 from agentx.errors import UsageError
 from agentx.models import JSON
 from agentx.prefix import HashArray, RequestHasher, block_hashes
+from agentx.tokenizer.types import ToChat, Tokenizer
 from agentx.tokens import TokenArray
 
 DEFAULT_TOKENIZER = tokens.DEFAULT_ENCODING  # "cl100k_base"
 SERVER = "server"
-
-# any API family's body -> (OpenAI chat messages, chat tools): agentx.replay.translate.to_chat
-ToChat = Callable[[str, JSON], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
-
-
-class Tokenizer(Protocol):
-    """Counts a request's prompt tokens the way one server would."""
-
-    @property
-    def name(self) -> str:
-        """What produced the counts: ``cl100k_base``, ``hf:PATH`` or ``server:URL``."""
-        ...
-
-    def request_tokens(self, api: str, body: JSON) -> TokenArray:
-        """Token ids of the whole prompt of one request body."""
-        ...
 
 
 class Cl100kTokenizer:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import orjson
 
 from agentx.models import API_OPENAI_CHAT, JSON
-from agentx.tokenizer import ToChat
+from agentx.tokenizer.types import ToChat
 
 ContentFormat = Literal["string", "openai"]
 Message = dict[str, Any]

@@ -22,7 +22,8 @@ import orjson
 
 from agentx.errors import UsageError
 from agentx.models import JSON
-from agentx.tokenizer import ToChat, chat
+from agentx.tokenizer import chat
+from agentx.tokenizer.types import ToChat
 from agentx.tokens import TokenArray
 
 _SPECIAL = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",

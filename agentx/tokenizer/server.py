@@ -14,7 +14,7 @@ import numpy as np
 
 from agentx.errors import EndpointError
 from agentx.models import API_OPENAI_CHAT, JSON
-from agentx.tokenizer import ToChat
+from agentx.tokenizer.types import ToChat
 from agentx.tokens import TokenArray
 
 TIMEOUT_S = 120.0

@@ -83,7 +83,7 @@ async def test_offloaded_hits_cost_load_time_not_prefill_time() -> None:
 def test_itl_stretches_with_the_running_batch() -> None:
     eng, _ = engine(batch_slowdown=0.02)
     assert eng.itl_s() == pytest.approx(1 / 50)
-    eng.running = 11
+    eng.core.running = 11
     assert eng.itl_s() == pytest.approx((1 + 0.02 * 10) / 50)
 
 

@@ -94,15 +94,18 @@ def test_fenwick_matches_a_plain_array(n: int, data: st.DataObject) -> None:
 
 
 @FAST
-@given(traces(aligned=True), st.booleans())
-def test_stack_engine_equals_kvcache_replay(raw: list[RawRequest], pin: bool) -> None:
-    """Whole-block prompts, no reserved output: the one-pass engine is serve-sim's cache exactly,
-    with or without pinning, at every capacity (also over-committed ones)."""
+@given(traces(), st.booleans(), st.booleans())
+def test_stack_engine_equals_kvcache_replay(
+    raw: list[RawRequest], pin: bool, reserve: bool
+) -> None:
+    """The one-pass engine is serve-sim's cache exactly, partial blocks and reserved output
+    included (both queue freed unnamed blocks as vLLM does), with or without pinning, at every
+    capacity (also over-committed ones)."""
     w = build_workload(raw, 4)
-    caps = list(range(0, 2 * w.unique_blocks + 3))
-    res = stack_simulate(w, caps, pin=pin, reserve_output=False)
+    caps = list(range(0, 2 * (w.unique_blocks + 8 * len(raw)) + 3))
+    res = stack_simulate(w, caps, pin=pin, reserve_output=reserve)
     for cap, hit in zip(res.capacities_blocks, res.gpu_hit_blocks, strict=True):
-        ref = kvcache_simulate(w, cap * 4, pin=pin, reserve_output=False)
+        ref = kvcache_simulate(w, cap * 4, pin=pin, reserve_output=reserve)
         assert ref.gpu_hit_tokens == hit * 4, cap
 
 
