@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from agentx.errors import UsageError
 from agentx.flags import FLAG_NON_MODEL
 from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import (
-    DEFAULT_BLOCK_SIZE,
-    HashArray,
-    RequestHasher,
-    UnboundedPrefixCache,
-    chain_ids,
-)
+from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, UnboundedPrefixCache, chain_ids
+from agentx.tokenizer import Tokenizer, make_hasher
 
 
 def is_model_call(ex: Exchange) -> bool:
@@ -30,14 +26,20 @@ def is_model_call(ex: Exchange) -> bool:
 def hash_only_blocks(ex: Exchange, requested: int | None) -> tuple[HashArray, int, int]:
     """``(chained block hashes, prompt tokens, block size)`` of a hash-only row (Weka, Mooncake).
 
-    The row's own ``hash_block_size`` is used, or a multiple of it when ``requested`` is one
-    (the blocks are coarsened exactly by :func:`agentx.prefix.chain_ids`). Shared with
+    The row's own ``hash_block_size`` is used, or ``requested`` when it is a multiple of it (the
+    blocks are coarsened exactly by :func:`agentx.prefix.chain_ids`); any other ``requested``
+    raises :class:`UsageError` (the trace cannot say where such blocks would end). Shared with
     ``agentx simulate``, so both count the same blocks.
     """
     ids = ex.hash_ids or ()
     native = ex.hash_block_size or 1
     group = 1
-    if requested is not None and requested % native == 0:
+    if requested is not None:
+        if requested % native:
+            raise UsageError(
+                f"--block-size {requested}: this trace names blocks of {native} tokens by hash "
+                f"id; give a multiple of {native}"
+            )
         group = requested // native
     n = ex.usage.prompt_tokens
     if n is None:
@@ -55,10 +57,12 @@ class HitRateMeter:
         requested_block_size: int | None = None,
         *,
         max_threads: int = 64,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
         self.block_size = block_size  # of text rows
         self.requested_block_size = requested_block_size
-        self.hasher = RequestHasher(block_size, max_threads=max_threads)
+        self.tokenizer = tokenizer  # of text rows (None: agentx's cl100k rendering)
+        self.hasher = make_hasher(tokenizer, block_size, max_threads=max_threads)
         self.caches: dict[int, UnboundedPrefixCache] = {}
         self.requests: Counter[int] = Counter()  # by block size
         self.last_prompt_tokens: int | None = None  # of the last exchange observed

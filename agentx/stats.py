@@ -24,6 +24,7 @@ from agentx.hitrate import HitRateMeter, is_model_call
 from agentx.metrics.percentiles import percentiles
 from agentx.models import Exchange
 from agentx.prefix import DEFAULT_BLOCK_SIZE
+from agentx.tokenizer import Tokenizer, tokenizer_name
 
 SCHEMA = "agentx.stats/1"
 
@@ -41,11 +42,17 @@ def _output_tokens(ex: Exchange) -> int | None:
     return sum(tokens.count_tokens(p) for p in parts)
 
 
-def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -> dict[str, Any]:
-    """The ``agentx.stats/1`` object of a stream of exchanges (in trace order)."""
+def summarize(
+    exchanges: Iterable[Exchange],
+    *,
+    block_size: int | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> dict[str, Any]:
+    """The ``agentx.stats/1`` object of a stream of exchanges (in trace order). Text rows'
+    theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k)."""
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be >= 1")
-    hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size)
+    hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size, tokenizer=tokenizer)
     sessions: set[str] = set()
     threads: set[tuple[str, str]] = set()
     apis: Counter[str] = Counter()
@@ -96,6 +103,7 @@ def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -
         "theoretical_hit_rate": hits.hit_rate,
         "block_size": hits.main_block_size,
         # extras
+        "tokenizer": tokenizer_name(tokenizer),
         "tokens_source": source if sources else None,
         "totals": {
             "input_tokens": sum(input_tokens),
@@ -107,12 +115,18 @@ def summarize(exchanges: Iterable[Exchange], *, block_size: int | None = None) -
     }
 
 
-def compute_stats(path: str | os.PathLike[str], *, block_size: int | None = None) -> dict[str, Any]:
+def compute_stats(
+    path: str | os.PathLike[str],
+    *,
+    block_size: int | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> dict[str, Any]:
     """Stats of a trace in any supported format (see :func:`agentx.formats.detect_format`)."""
     from agentx.formats import detect_format, load_exchanges
 
     fmt = detect_format(path)
-    result = summarize(load_exchanges(path, shared=True), block_size=block_size)
+    exchanges = load_exchanges(path, shared=True)
+    result = summarize(exchanges, block_size=block_size, tokenizer=tokenizer)
     result["trace"] = str(path)
     result["format"] = fmt
     return result
@@ -144,7 +158,8 @@ def render_table(result: dict[str, Any]) -> Any:
     head.add_row(
         "theoretical hit rate",
         ("-" if rate is None else f"{rate:.1%}")
-        + f"  (unbounded cache, block size {result['block_size']})",
+        + f"  (unbounded cache, block size {result['block_size']}, "
+        + f"{result.get('tokenizer', 'cl100k_base')} tokens)",
     )
     totals = result.get("totals") or {}
     if totals:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agentx.errors import UsageError
 from agentx.examples import example_path
 from agentx.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
 from agentx.metrics.percentiles import percentiles
@@ -76,8 +77,10 @@ def _naive_weka_hit_rate(doc: dict[str, Any]) -> float:
 @pytest.mark.parametrize("name", ["trace_0001.json", "trace_0010_head.json"])
 def test_weka_hit_rate_comes_from_the_hash_ids(name: str) -> None:
     doc = json.loads((WEKA / name).read_text())
-    result = compute_stats(WEKA / name, block_size=16)  # 16 is no multiple of 64: the file's own
+    result = compute_stats(WEKA / name)  # the file's own block size
     assert result["block_size"] == 64
+    with pytest.raises(UsageError, match="multiple of 64"):  # never silently another one
+        compute_stats(WEKA / name, block_size=16)
     assert result["theoretical_hit_rate"] == pytest.approx(_naive_weka_hit_rate(doc), abs=1e-12)
 
 

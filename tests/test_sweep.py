@@ -24,7 +24,11 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimServer]:
     # modelled latency (not --fast), so lanes overlap: ~0.1 s of decode per request
-    with SimServer(SimConfig(port=0, decode_tps=1000.0, prefill_tps=1e6, overhead_ms=2.0)) as srv:
+    # batch_slowdown 0.1: four lanes decode 30% slower per user, well clear of timing noise
+    config = SimConfig(
+        port=0, decode_tps=1000.0, prefill_tps=1e6, overhead_ms=2.0, batch_slowdown=0.1
+    )
+    with SimServer(config) as srv:
         yield srv
 
 

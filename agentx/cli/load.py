@@ -10,6 +10,7 @@ import typer
 from agentx.cli import replay_options as o
 from agentx.cli import report_options as ro
 from agentx.cli.app import Force, app, err, fail, out, print_json
+from agentx.cli.engine_options import Tokenizer
 from agentx.errors import AgentxError
 
 if TYPE_CHECKING:
@@ -22,9 +23,7 @@ def replay(
     trace: o.Trace,
     endpoint: o.Endpoint,
     model: o.Model = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="concurrent session lanes (recycled)")
-    ] = 1,
+    concurrency: o.Concurrency = 1,
     duration: o.Duration = None,
     max_requests: o.MaxRequests = None,
     sessions: o.Sessions = None,
@@ -75,6 +74,7 @@ def replay(
     seed: o.Seed = None,
     timeout: o.Timeout = None,
     block_size: o.BlockSize = None,
+    tokenizer: Tokenizer = None,
     api_key: o.ApiKey = None,
     output: Annotated[
         Path | None,
@@ -124,7 +124,7 @@ def replay(
             metrics_url=metrics_url, scrape_metrics=not no_metrics, slo=slo, workers=workers,
             shard=parse_shard(shard), start_at_s=parse_start_at(start_at) if start_at else None,
             seed=seed, timeout_s=timeout,
-            block_size=block_size, api_key=api_key, output_dir=output, force=force,
+            block_size=block_size, tokenizer=tokenizer, api_key=api_key, output_dir=output, force=force,
             progress=not json_out and err.is_terminal,
             percentiles=parse_percentiles(percentiles or ""), reset_cache=reset_cache,
             cost=ro.cost_from_flags(ctx.params),

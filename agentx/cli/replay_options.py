@@ -23,6 +23,9 @@ Endpoint = Annotated[
 Model = Annotated[
     str | None, typer.Option("--model", help="model name [default: the endpoint's first model]")
 ]
+Concurrency = Annotated[
+    int, typer.Option("--concurrency", min=1, help="concurrent session lanes (recycled)")
+]
 Duration = Annotated[
     float | None,
     typer.Option("--duration", help="stop new requests after SECONDS, drain in-flight ones"),

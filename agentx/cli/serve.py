@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from agentx.cli import engine_options as e
 from agentx.cli.app import app, err, fail
 from agentx.errors import AgentxError
 from agentx.serve_sim.config import SimConfig as _SimConfig  # light: no aiohttp
@@ -23,27 +24,26 @@ def serve_sim(
         int, typer.Option(help="prefix-cache block size, tokens")
     ] = _SIM.block_size,
     kv_tokens: Annotated[int, typer.Option(help="GPU KV-cache capacity, tokens")] = _SIM.kv_tokens,
+    kv_blocks: Annotated[
+        int | None,
+        typer.Option(
+            "--kv-blocks",
+            min=1,
+            help="GPU KV-cache capacity in blocks of --block-size (wins over --kv-tokens)",
+            show_default=False,
+        ),
+    ] = None,
+    kv_from: e.KvFrom = None,
+    tokenizer: e.Tokenizer = None,
     offload_tokens: Annotated[
         int, typer.Option(help="CPU offload tier capacity, tokens (0 = none)")
     ] = _SIM.offload_tokens,
-    prefill_tps: Annotated[
-        float, typer.Option(help="prefill rate, uncached tokens/s")
-    ] = _SIM.prefill_tps,
-    decode_tps: Annotated[
-        float, typer.Option(help="decode rate of one sequence, tokens/s")
-    ] = _SIM.decode_tps,
-    batch_slowdown: Annotated[
-        float, typer.Option(help="decode step stretch per extra running sequence")
-    ] = _SIM.batch_slowdown,
-    offload_load_tps: Annotated[
-        float, typer.Option(help="offloaded-hit load rate, tokens/s")
-    ] = _SIM.offload_load_tps,
-    overhead_ms: Annotated[
-        float, typer.Option(help="fixed per-request TTFT overhead, ms")
-    ] = _SIM.overhead_ms,
-    max_batch: Annotated[
-        int, typer.Option(help="max running requests; the rest wait")
-    ] = _SIM.max_batch,
+    prefill_tps: e.PrefillTps = _SIM.prefill_tps,
+    decode_tps: e.DecodeTps = _SIM.decode_tps,
+    batch_slowdown: e.BatchSlowdown = _SIM.batch_slowdown,
+    offload_load_tps: e.OffloadLoadTps = _SIM.offload_load_tps,
+    overhead_ms: e.OverheadMs = _SIM.overhead_ms,
+    max_batch: e.MaxBatch = _SIM.max_batch,
     max_model_len: Annotated[
         int, typer.Option(help="max prompt + output tokens")
     ] = _SIM.max_model_len,
@@ -54,20 +54,22 @@ def serve_sim(
     default_max_tokens: Annotated[
         int, typer.Option(help="answer length when a request sets no max_tokens")
     ] = _SIM.default_max_tokens,
-    fast: Annotated[
-        bool, typer.Option("--fast", help="no modelled latency: the loopback ceiling")
-    ] = False,
+    fast: e.Fast = False,
     seed: Annotated[int, typer.Option(help="varies filler text and ids")] = _SIM.seed,
 ) -> None:
     """Embedded OpenAI-compatible simulated server with a modelled prefix cache and latency."""
     from agentx.serve_sim import serve
 
+    try:
+        kv_tokens, block_size = _capacity(kv_tokens, kv_blocks, kv_from, block_size)
+    except AgentxError as exc:
+        fail(exc)
     config = _SimConfig(
         host=host, port=port, model=model, block_size=block_size, kv_tokens=kv_tokens,
         offload_tokens=offload_tokens, prefill_tps=prefill_tps, decode_tps=decode_tps,
         batch_slowdown=batch_slowdown, offload_load_tps=offload_load_tps, overhead_ms=overhead_ms,
         max_batch=max_batch, max_model_len=max_model_len, eos_tokens=eos_tokens,
-        default_max_tokens=default_max_tokens, fast=fast, seed=seed,
+        default_max_tokens=default_max_tokens, fast=fast, seed=seed, tokenizer=tokenizer,
     )  # fmt: skip
 
     def ready(url: str) -> None:
@@ -84,3 +86,18 @@ def serve_sim(
         serve(config.validate(), ready)
     except AgentxError as exc:
         fail(exc)
+
+
+def _capacity(
+    kv_tokens: int, kv_blocks: int | None, kv_from: str | None, block_size: int
+) -> tuple[int, int]:
+    """(KV tokens, block size) from --kv-blocks or a server's stated capacity (--kv-from)."""
+    if kv_from is not None:
+        from agentx.metrics.prometheus.capacity import read_kv_capacity
+
+        kv = read_kv_capacity(kv_from)
+        block_size = kv.block_size or block_size
+        return kv.tokens_at(block_size), block_size
+    if kv_blocks is not None:
+        return kv_blocks * block_size, block_size
+    return kv_tokens, block_size

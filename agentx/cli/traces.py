@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from agentx.cli import engine_options as e
+from agentx.cli import replay_options as r
 from agentx.cli.app import BUNDLED_HELP, Force, app, err, fail, out, print_json, trace_path
 from agentx.errors import AgentxError
 
@@ -34,12 +36,20 @@ def stats(
             show_default=False,
         ),
     ] = None,
+    tokenizer: e.Tokenizer = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option("--endpoint", help="the server for --tokenizer server", show_default=False),
+    ] = None,
 ) -> None:
     """Sessions, threads, requests, token and think-time distributions, theoretical hit rate."""
     from agentx import stats as stats_mod
+    from agentx.replay.translate import to_chat
+    from agentx.tokenizer import resolve_tokenizer
 
     try:
-        result = stats_mod.compute_stats(trace, block_size=block_size)
+        tok = resolve_tokenizer(tokenizer, server_url=endpoint, to_chat=to_chat)
+        result = stats_mod.compute_stats(trace, block_size=block_size, tokenizer=tok)
     except AgentxError as exc:
         fail(exc)
     if json_out:
@@ -107,9 +117,56 @@ def simulate(
         str,
         typer.Option(
             "--engine",
-            help="stack (one pass, every capacity) or kvcache (serve-sim's KVCache, one replay per capacity; slow)",
+            help="--timeline recorded: stack (one pass, every capacity) or kvcache (serve-sim's KVCache, one replay per capacity; slow)",
         ),
     ] = "stack",
+    timeline: Annotated[
+        str,
+        typer.Option(
+            "--timeline",
+            help="replay (the engine model on replay's schedule: lanes, think time, warm-up) or recorded (the trace's own start times; stack-distance curves)",
+        ),
+    ] = "replay",
+    kv_blocks: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-blocks",
+            help="GPU KV capacities in the server's blocks of --block-size tokens, comma list (e.g. 96,128,192)",
+            show_default=False,
+        ),
+    ] = None,
+    kv_from: e.KvFrom = None,
+    tokenizer: e.Tokenizer = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option("--endpoint", help="the server for --tokenizer server", show_default=False),
+    ] = None,
+    from_results: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-results",
+            help="a replay's results directory: simulate its requests at their recorded send times",
+            show_default=False,
+        ),
+    ] = None,
+    concurrency: r.Concurrency = 1,
+    duration: r.Duration = None,
+    max_requests: r.MaxRequests = None,
+    sessions: r.Sessions = None,
+    time_scale: r.TimeScale = 1.0,
+    max_think: r.MaxThink = None,
+    salt: r.Salt = True,
+    warmup: r.Warmup = 0,
+    api: r.Api = "chat",
+    extra_body: r.ExtraBody = None,
+    seed: r.Seed = 0,
+    prefill_tps: e.PrefillTps = e.ENGINE.prefill_tps,
+    decode_tps: e.DecodeTps = e.ENGINE.decode_tps,
+    batch_slowdown: e.BatchSlowdown = e.ENGINE.batch_slowdown,
+    offload_load_tps: e.OffloadLoadTps = e.ENGINE.offload_load_tps,
+    overhead_ms: e.OverheadMs = e.ENGINE.overhead_ms,
+    max_batch: e.MaxBatch = e.ENGINE.max_batch,
+    fast: e.Fast = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="print the agentx.simulate/1 object")
     ] = False,
@@ -123,17 +180,55 @@ def simulate(
 ) -> None:
     """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
     from agentx import simulate as so
+    from agentx.engine import EngineParams
+    from agentx.replay.options import parse_extra_body
+    from agentx.simulate.schedule import ScheduleRules
 
     try:
         if plot is not None:
             so.check_plot(plot, force=force)
+        rules = ScheduleRules(
+            concurrency=concurrency,
+            time_scale=time_scale,
+            max_think_s=max_think,
+            warmup=warmup,
+            max_requests=max_requests,
+            duration_s=duration,
+        )
+        params = EngineParams(
+            prefill_tps=prefill_tps,
+            decode_tps=decode_tps,
+            batch_slowdown=batch_slowdown,
+            offload_load_tps=offload_load_tps,
+            overhead_ms=overhead_ms,
+            max_batch=max_batch,
+            fast=fast,
+        )
         options = so.SimulateOptions(
-            trace=trace, block_size=block_size, pin=pin, reserve_output=reserve_output,
+            trace=trace,
+            block_size=block_size,
+            pin=pin,
+            reserve_output=reserve_output,
             capacities_tokens=so.parse_token_list(capacity_tokens) if capacity_tokens else None,
-            offload_tokens=so.parse_tokens(offload_tokens, "--offload-tokens") if offload_tokens else None,
+            offload_tokens=so.parse_tokens(offload_tokens, "--offload-tokens")
+            if offload_tokens
+            else None,
             offload_policy=offload_policy,  # type: ignore[arg-type]  # validated by the options
             engine=engine,  # type: ignore[arg-type]
-        )  # fmt: skip
+            timeline=timeline,  # type: ignore[arg-type]
+            schedule=rules,
+            sessions=sessions,
+            seed=seed,
+            salt=salt,
+            api=api,
+            extra_body=parse_extra_body(extra_body),
+            tokenizer=tokenizer,
+            server_url=endpoint,
+            engine_params=params,
+            kv_from=kv_from,
+            from_results=from_results,
+            kv_blocks=so.parse_count_list(kv_blocks, "--kv-blocks") if kv_blocks else None,
+        )
         result = so.run_simulate(options)
         if plot is not None:
             so.write_plot(result, plot, force=force)

@@ -162,7 +162,7 @@ class ThreadBuilder:
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
         return BuiltRequest(
-            API_OPENAI_CHAT, PATHS[API_OPENAI_CHAT], orjson.dumps(body), max_tokens, fallback
+            API_OPENAI_CHAT, PATHS[API_OPENAI_CHAT], orjson.dumps(body), _asked(body), fallback
         )
 
     def _thread_live(self, recorded: list[Message]) -> tuple[list[Message], bool]:
@@ -212,13 +212,24 @@ class ThreadBuilder:
         body["stream"] = True
         if api == API_OPENAI_CHAT:
             body["stream_options"] = {"include_usage": True}
-            if cfg.ignore_eos:
-                body["ignore_eos"] = True
-                body["min_tokens"] = max_tokens
+        if cfg.ignore_eos and api in (API_OPENAI_CHAT, API_ANTHROPIC_MESSAGES):
+            # serve-sim and SGLang honour these on /v1/messages too; vLLM 0.32's ignores them
+            # (max_tokens only), and replay warns when outputs come back short
+            body["ignore_eos"] = True
+            body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
         return BuiltRequest(
-            api, PATHS.get(api, PATHS[API_OPENAI_CHAT]), orjson.dumps(body), max_tokens
+            api, PATHS.get(api, PATHS[API_OPENAI_CHAT]), orjson.dumps(body), _asked(body)
         )
+
+
+def _asked(body: dict[str, Any]) -> int:
+    """The output length the body asks for, after ``--extra-body`` (which may override it)."""
+    for key in ("max_completion_tokens", "max_output_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return DEFAULT_MAX_TOKENS
 
 
 def _adopt_ids(reply: Message, recorded: Message) -> Message:

@@ -22,7 +22,9 @@ from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
+from agentx.replay.translate import to_chat
 from agentx.report.results_dir import write_results
+from agentx.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.urls import redact_url
 from agentx.usage import MAX_TOKENS
 
@@ -123,10 +125,11 @@ def collect(
 
 
 def _with_theory(
-    records: list[RequestRecord], logs: list[Path], block_size: int
+    records: list[RequestRecord], logs: list[Path], block_size: int, tokenizer: Tokenizer
 ) -> tuple[list[RequestRecord], list[TheoryRow]]:
-    """The records with their theoretical figures, and the rows of ``theory.parquet``."""
-    expected = theoretical(merged(logs), block_size)
+    """The records with their theoretical figures (in ``tokenizer``'s tokens), and the rows of
+    ``theory.parquet``."""
+    expected = theoretical(merged(logs), block_size, tokenizer)
     out = []
     for r in records:
         e = expected.get(r.request_id)
@@ -155,7 +158,10 @@ def finish_run(
     cache_reset: CacheReset | None = None,
 ) -> ReplayResult:
     o = setup.options
-    records, theory = _with_theory(c.records, c.sent_logs, setup.block_size)
+    tokenizer = resolve_tokenizer(
+        o.tokenizer, server_url=setup.root_url, model=setup.model, to_chat=to_chat
+    )
+    records, theory = _with_theory(c.records, c.sent_logs, setup.block_size, tokenizer)
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     cpu_percent = 100.0 * c.cpu_s / wall_s
     lag = percentiles([r.dispatch_lag_ns / 1e6 for r in records if not r.warmup])
@@ -244,8 +250,39 @@ def finish_run(
     )
     summary.setdefault("schedule", {}).update(c.schedule)
     summary["gates"] = report.to_json()
+    summary["tokenizer"] = tokenizer.name  # whose tokens the theoretical figures count
+    warnings.extend(short_output_warnings(records, o.api, setup.server.kind))
     if warnings:
         summary["warnings"] = warnings
     write_results(out_dir, summary, records, theory)
     failure = "; ".join(report.reasons) if report.reasons else None
     return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted, failure=failure)
+
+
+def short_output_warnings(records: Sequence[RequestRecord], api: str, server: str) -> list[str]:
+    """A warning when the server returned fewer output tokens than were asked for: the replay
+    then puts less decode load on it than the trace recorded."""
+    short = [
+        r
+        for r in records
+        if r.ok
+        and r.completion_tokens is not None
+        and r.expected_completion_tokens is not None
+        and r.completion_tokens < r.expected_completion_tokens
+    ]
+    if not short:
+        return []
+    asked = sum(r.expected_completion_tokens or 0 for r in short)
+    got = sum(r.completion_tokens or 0 for r in short)
+    ok = sum(1 for r in records if r.ok)
+    why = (
+        "vLLM's /v1/messages takes only max_tokens (no ignore_eos, no min_tokens): replay with "
+        "--api chat to hold output lengths"
+        if api == "messages" and server == "vllm"
+        else "the server stopped early (EOS or a stop sequence): --ignore-eos pins lengths on "
+        "servers that honour ignore_eos/min_tokens"
+    )
+    return [
+        f"{len(short)} of {ok} requests returned fewer output tokens than asked "
+        f"({got:,} of {asked:,} tokens); {why}"
+    ]

@@ -67,6 +67,7 @@ class ReplayOptions:
     seed: int = 0
     timeout_s: float = DEFAULT_TIMEOUT_S
     block_size: int | None = None  # theoretical-hit block size; None: the server's, else 16
+    tokenizer: str | None = None  # theoretical figures' tokens: None cl100k_base, server, HF path
     api_key: str | None = field(default=None, repr=False)
     output_dir: Path | None = None
     force: bool = False  # replace the results already in output_dir

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from agentx.prefix import RequestHasher, UnboundedPrefixCache
+from agentx.prefix import UnboundedPrefixCache
+from agentx.tokenizer import Tokenizer, make_hasher
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +86,7 @@ def merged(paths: Iterable[Path]) -> Iterator[SentBody]:
 
 @dataclass(frozen=True, slots=True)
 class Expected:
-    prompt_tokens: int  # agentx's own count (cl100k_base rendering) of what was sent
+    prompt_tokens: int  # the tokenizer's count of what was sent (default: agentx's cl100k)
     hit_tokens: int  # what an unbounded prefix cache would have served
     sent_ns: int = 0  # when it was sent (perf counter)
     new_blocks: npt.NDArray[np.uint64] = field(
@@ -93,15 +94,19 @@ class Expected:
     )  # the chained hashes of its blocks from the hit on: what it added to the cache
 
 
-def theoretical(sent: Iterable[SentBody], block_size: int) -> dict[str, Expected]:
+def theoretical(
+    sent: Iterable[SentBody], block_size: int, tokenizer: Tokenizer | None = None
+) -> dict[str, Expected]:
     """Expected prompt tokens, unbounded-cache hit tokens and new blocks of each request sent,
-    in send order (the dict keeps it).
+    in send order (the dict keeps it), counted by ``tokenizer`` (default: agentx's cl100k
+    rendering).
 
-    Bodies are hashed incrementally per thread (:class:`agentx.prefix.RequestHasher`), so a
-    session of n turns costs O(its unique content) rather than O(n^2).
+    With the default tokenizer bodies are hashed incrementally per thread
+    (:class:`agentx.prefix.RequestHasher`), so a session of n turns costs O(its unique content)
+    rather than O(n^2).
     """
     cache = UnboundedPrefixCache(block_size)
-    hasher = RequestHasher(block_size, max_threads=4096)
+    hasher = make_hasher(tokenizer, block_size, max_threads=4096)
     out: dict[str, Expected] = {}
     for s in sent:
         try:

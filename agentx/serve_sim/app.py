@@ -27,6 +27,7 @@ from aiohttp import web
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, JSON
 from agentx.prefix import HashArray, block_hashes
+from agentx.replay.translate import to_chat
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.output import OutputPlan, plan_output
 from agentx.serve_sim.requests import (
@@ -46,7 +47,7 @@ from agentx.serve_sim.responses import (
     openai_error,
 )
 from agentx.serve_sim.scheduler import Admission, Engine
-from agentx.tokens import request_tokens
+from agentx.tokenizer import Tokenizer, resolve_tokenizer
 
 log = logging.getLogger("agentx.serve_sim")
 
@@ -62,6 +63,7 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 class _State:
     engine: Engine
     executor: ThreadPoolExecutor
+    tokenizer: Tokenizer
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def next_id(self, prefix: str) -> str:
@@ -114,8 +116,10 @@ async def _errors(
         return _error(api, 500, f"internal error: {type(exc).__name__}: {exc}")
 
 
-def _tokenize(api: str, body: dict[str, JSON], block_size: int) -> tuple[int, HashArray]:
-    tokens = request_tokens(api, body)
+def _tokenize(
+    tokenizer: Tokenizer, api: str, body: dict[str, JSON], block_size: int
+) -> tuple[int, HashArray]:
+    tokens = tokenizer.request_tokens(api, body)
     return int(tokens.size), block_hashes(tokens, block_size)
 
 
@@ -124,9 +128,9 @@ async def _prompt(
 ) -> tuple[int, HashArray]:
     bs = state.engine.config.block_size
     if raw_len < TOKENIZE_IN_THREAD_BYTES:
-        return _tokenize(api, body, bs)
+        return _tokenize(state.tokenizer, api, body, bs)
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(state.executor, _tokenize, api, body, bs)
+    return await loop.run_in_executor(state.executor, _tokenize, state.tokenizer, api, body, bs)
 
 
 async def _sleep_until(clock: Callable[[], float], when: float) -> None:
@@ -368,7 +372,9 @@ async def warm_up(app: web.Application) -> None:
     state = app[STATE]
     loop = asyncio.get_running_loop()
     bs = state.engine.config.block_size
-    await loop.run_in_executor(state.executor, _tokenize, API_OPENAI_CHAT, _WARMUP, bs)
+    await loop.run_in_executor(
+        state.executor, _tokenize, state.tokenizer, API_OPENAI_CHAT, _WARMUP, bs
+    )
 
 
 def engine_of(app: web.Application) -> Engine:
@@ -380,7 +386,8 @@ def create_app(config: SimConfig) -> web.Application:
     config.validate()
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
     executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentx-sim-tokenize")
-    app[STATE] = _State(Engine(config), executor)
+    tokenizer = resolve_tokenizer(config.tokenizer, to_chat=to_chat)
+    app[STATE] = _State(Engine(config), executor, tokenizer)
 
     async def _shutdown(app: web.Application) -> None:
         executor.shutdown(wait=False, cancel_futures=True)

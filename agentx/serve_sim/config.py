@@ -40,6 +40,7 @@ class SimConfig:
     default_max_tokens: int = 256  # answer length of a request that sets no max_tokens
     fast: bool = False  # no modelled latency or queueing: the loopback ceiling
     seed: int = 0  # varies the filler text and ids
+    tokenizer: str | None = None  # None: cl100k_base; a Hugging Face tokenizer dir or file
 
     def engine_params(self) -> EngineParams:
         """The engine's share of the settings (:mod:`agentx.engine`)."""
@@ -84,6 +85,8 @@ class SimConfig:
             problems.append("--eos-tokens must be >= 0")
         if self.default_max_tokens < 1:
             problems.append("--default-max-tokens must be >= 1")
+        if self.tokenizer == "server":
+            problems.append("--tokenizer server: serve-sim is the server; give a tokenizer path")
         if problems:
             raise UsageError("; ".join(problems))
         return self

@@ -33,6 +33,54 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _replay_table(d: dict[str, Any]) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("trace", f"{d.get('trace', '')} ({d.get('format', '?')})")
+    sched = d["schedule"]
+    if "from_results" in sched:
+        how = f"sent at the times recorded in {sched['from_results']}"
+    else:
+        how = (
+            f"replay's schedule: {sched['concurrency']} lane(s), time scale {sched['time_scale']}"
+            + (f", max think {sched['max_think_s']} s" if sched["max_think_s"] is not None else "")
+            + (f", warm-up {sched['warmup']}/lane" if sched["warmup"] else "")
+        )
+    head.add_row("timeline", how)
+    head.add_row(
+        "requests",
+        f"{d['requests']:,} measured in {d['sessions']:,} sessions, "
+        f"{human_tokens(d['prompt_tokens'])} prompt tokens ({d['tokenizer']})",
+    )
+    head.add_row(
+        "theoretical hit rate",
+        f"{_pct(d['theoretical_hit_rate'])} (unbounded, block size {d['block_size']})",
+    )
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("GPU capacity (tokens)", "blocks", "offload", "hit rate", "GPU", "evicted"):
+        table.add_column(col, justify="right")
+    for p in d["points"]:
+        table.add_row(
+            f"{p['capacity_tokens']:,}",
+            f"{p['kv_blocks']:,}",
+            human_tokens(p["offload_tokens"]) if p["offload_tokens"] else "-",
+            _pct(p["hit_rate"]),
+            _pct(p["gpu_hit_rate"]),
+            f"{p['evicted_blocks']:,}",
+        )
+    note = Text(
+        "engine model: admission when the prompt fits, cache looked up at admission, LRU "
+        "eviction (agentx.engine, as serve-sim)",
+        style="dim",
+    )
+    return Group(head, Text(""), table, note)
+
+
 def render_table(result: SimulateResult) -> Any:
     """A rich renderable: the trace, the model, and the hit rate at each capacity."""
     from rich.console import Group
@@ -40,6 +88,8 @@ def render_table(result: SimulateResult) -> Any:
     from rich.text import Text
 
     d = result.data
+    if d.get("timeline") in ("replay", "results"):
+        return _replay_table(d)
     m = d["model"]
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")

@@ -2,90 +2,25 @@
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from agentx.errors import UsageError
+from agentx.simulate.options import (
+    CURVE_POINTS,
+    SCHEMA,
+    EngineName,
+    OffloadPolicy,
+    SimulateOptions,
+    Timeline,
+    default_capacities,
+    parse_count_list,
+    parse_token_list,
+    parse_tokens,
+)
 from agentx.simulate.stack import kvcache_simulate, stack_simulate
 from agentx.simulate.workload import Workload, load_workload
-
-SCHEMA = "agentx.simulate/1"
-OffloadPolicy = Literal["inclusive", "exclusive"]
-EngineName = Literal["stack", "kvcache"]
-MAX_CAPACITY_TOKENS = 10**15  # a KV cache bigger than any machine's memory: a typo
-MAX_BLOCK_SIZE = 1 << 20
-CURVE_POINTS = 48  # capacities of the plotted curve (the stack engine answers them for free)
-
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
-_NUMBER = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?)\s*([kmg]i?)?\s*$", re.IGNORECASE)
-
-
-def parse_tokens(text: str, flag: str = "--capacity-tokens") -> int:
-    """``"64K"`` -> 64000, ``"1.5M"`` -> 1500000, ``"64Ki"`` -> 65536, ``"1000"`` -> 1000."""
-    m = _NUMBER.match(text)
-    if m is None:
-        raise UsageError(f"{flag}: {text!r} is not a token count (e.g. 160000, 64K, 1.5M, 64Ki)")
-    value = float(m.group(1).replace("_", "")) * _SUFFIX[(m.group(2) or "").lower()]
-    return round(value)
-
-
-def parse_token_list(text: str, flag: str = "--capacity-tokens") -> tuple[int, ...]:
-    """A comma list of token counts, each with an optional suffix."""
-    items = [t for t in text.split(",") if t.strip()]
-    if not items:
-        raise UsageError(f"{flag}: give at least one capacity")
-    return tuple(parse_tokens(t, flag) for t in items)
-
-
-def default_capacities(block_size: int, footprint_tokens: int) -> tuple[int, ...]:
-    """1-2-5 steps from four blocks up to the footprint, and the footprint itself."""
-    top = max(footprint_tokens, block_size)
-    low = 4 * block_size
-    out: list[int] = []
-    decade = 10 ** max(0, math.floor(math.log10(low)))
-    while decade <= top:
-        out.extend(m * decade for m in (1, 2, 5) if low <= m * decade < top)
-        decade *= 10
-    out.append(top)
-    return tuple(sorted(set(out)))
-
-
-@dataclass(frozen=True, slots=True)
-class SimulateOptions:
-    """Everything ``agentx simulate`` takes; defaults are the CLI's."""
-
-    trace: Path
-    capacities_tokens: tuple[int, ...] | None = None  # None: default_capacities()
-    offload_tokens: int | None = None  # None: GPU-only points only
-    block_size: int | None = None  # None: 16, or a hash-only trace's own
-    pin: bool = True  # running requests pin their blocks (needs recorded durations)
-    reserve_output: bool = True  # running requests also hold their output's blocks
-    offload_policy: OffloadPolicy = "inclusive"
-    engine: EngineName = "stack"
-
-    def __post_init__(self) -> None:
-        if self.capacities_tokens is not None and any(c < 0 for c in self.capacities_tokens):
-            raise UsageError("--capacity-tokens must be >= 0")
-        if self.offload_tokens is not None and self.offload_tokens < 0:
-            raise UsageError("--offload-tokens must be >= 0")
-        if self.block_size is not None and self.block_size < 1:
-            raise UsageError("--block-size must be at least 1")
-        if self.block_size is not None and self.block_size > MAX_BLOCK_SIZE:
-            raise UsageError(f"--block-size must be at most {MAX_BLOCK_SIZE:,} tokens")
-        biggest = max([*(self.capacities_tokens or ()), self.offload_tokens or 0])
-        if biggest > MAX_CAPACITY_TOKENS:
-            raise UsageError(
-                f"capacities must be at most {MAX_CAPACITY_TOKENS:.0e} tokens, got {biggest:.3g}"
-            )
-        if self.offload_policy not in ("inclusive", "exclusive"):
-            raise UsageError("--offload-policy must be inclusive or exclusive")
-        if self.engine not in ("stack", "kvcache"):
-            raise UsageError("--engine must be stack or kvcache")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,12 +137,44 @@ def _point(capacity: int, offload: int, hit: float, gpu: float) -> dict[str, Any
 
 
 def run_simulate(options: SimulateOptions) -> SimulateResult:
-    """Load the trace and run the sweep. Raises ``AgentxError`` on a bad trace or options."""
+    """Load the trace and run the sweep on the chosen timeline. Raises ``AgentxError`` on a bad
+    trace or options."""
     from agentx.formats import detect_format
 
     fmt = detect_format(options.trace)
+    if options.timeline == "replay":
+        from agentx.simulate.predict import simulate_replay
+
+        data = simulate_replay(options)
+        data["trace"] = str(options.trace)
+        data["format"] = fmt
+        curve = tuple(
+            CurvePoint(p["capacity_tokens"], p["gpu_hit_rate"], None)
+            for p in data["points"]
+            if not p["offload_tokens"]
+        )
+        return SimulateResult(data, curve)
     workload = load_workload(options.trace, options.block_size)
     result = simulate_workload(workload, options)
     result.data["trace"] = str(options.trace)
     result.data["format"] = fmt
+    result.data["timeline"] = "recorded"
+    result.data["tokenizer"] = "cl100k_base"
     return result
+
+
+__all__ = [
+    "SCHEMA",
+    "CurvePoint",
+    "EngineName",
+    "OffloadPolicy",
+    "SimulateOptions",
+    "SimulateResult",
+    "Timeline",
+    "default_capacities",
+    "parse_count_list",
+    "parse_token_list",
+    "parse_tokens",
+    "run_simulate",
+    "simulate_workload",
+]

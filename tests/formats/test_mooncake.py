@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.errors import FormatError
+from agentx.errors import FormatError, UsageError
 from agentx.formats import load_exchanges
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, iter_mooncake, parse_record
 from agentx.stats import summarize
@@ -89,8 +89,9 @@ def test_block_size_multiples_coarsen_the_ids(tmp_path: Path) -> None:
     path = _write(tmp_path / "m.jsonl", recs)
     native = summarize(load_exchanges(path))
     coarse = summarize(load_exchanges(path), block_size=1024)
-    ignored = summarize(load_exchanges(path), block_size=100)  # not a multiple: the file's own
-    assert (native["block_size"], coarse["block_size"], ignored["block_size"]) == (512, 1024, 512)
+    with pytest.raises(UsageError, match="multiple of 512"):  # not a multiple: refused
+        summarize(load_exchanges(path), block_size=100)
+    assert (native["block_size"], coarse["block_size"]) == (512, 1024)
     assert native["theoretical_hit_rate"] == pytest.approx(5 * 512 / 6000)
     assert coarse["theoretical_hit_rate"] == pytest.approx(2 * 1024 / 6000)
 

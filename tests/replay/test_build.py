@@ -38,7 +38,7 @@ def test_chat_body_shape() -> None:
     assert body["stream_options"] == {"include_usage": True}
     assert body["ignore_eos"] is True and body["min_tokens"] == 7
     assert body["temperature"] == 0 and body["max_tokens"] == 9  # --extra-body wins
-    assert built.max_tokens == 7
+    assert built.max_tokens == 9  # what the body asks for, after --extra-body
 
 
 def test_same_input_same_bytes_and_prefix_stable() -> None:

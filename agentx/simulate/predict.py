@@ -1,0 +1,132 @@
+"""``simulate`` on replay's timeline: the engine model (:mod:`agentx.engine`, serve-sim's) driven
+in virtual time by replay's schedule, one run per capacity: the hit rate a server of that KV
+capacity would report for that replay. See docs/simulate.md ("which engine answers what").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agentx.errors import AgentxError, UsageError
+from agentx.metrics.prometheus.capacity import read_kv_capacity
+from agentx.prefix import DEFAULT_BLOCK_SIZE
+from agentx.replay.build import BuildConfig
+from agentx.replay.plan import build_plan, load_exchanges
+from agentx.replay.translate import to_chat
+from agentx.simulate.options import SCHEMA, SimulateOptions, default_capacities
+from agentx.simulate.replayed import EngineRun, PromptSource, RecordedSends, Sends, run_engine
+from agentx.simulate.schedule import ReplaySchedule
+from agentx.tokenizer import make_hasher, resolve_tokenizer
+
+UNBOUNDED_TOKENS = 1 << 60
+SIM_MODEL = "agentx-simulate"
+
+
+def _capacities(o: SimulateOptions, bs: int, kv_from_tokens: int | None) -> tuple[int, ...] | None:
+    if o.kv_blocks is not None:
+        return tuple(b * bs for b in o.kv_blocks)
+    if o.capacities_tokens is not None:
+        return o.capacities_tokens
+    if kv_from_tokens is not None:
+        return (kv_from_tokens,)
+    return None
+
+
+def _point(cap: int, offload: int, run: EngineRun, bs: int) -> dict[str, Any]:
+    gpu = run.rate(lambda r: r.gpu_hit_tokens) or 0.0
+    both = run.rate(lambda r: r.cached_tokens) or 0.0
+    return {
+        "capacity_tokens": cap,
+        "offload_tokens": offload,
+        "hit_rate": both,
+        "gpu_hit_rate": gpu,
+        "offload_hit_rate": both - gpu,
+        # extras
+        "kv_blocks": cap // bs,
+        "evicted_blocks": run.evicted_blocks,
+        "peak_waiting": run.peak_waiting,
+        "duration_s": round(run.duration_s, 3),
+    }
+
+
+def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
+    """The ``agentx.simulate/1`` object of the replay timeline (or of ``--from-results``)."""
+    kv = read_kv_capacity(o.kv_from) if o.kv_from else None
+    bs = o.block_size or (kv.block_size if kv else None) or DEFAULT_BLOCK_SIZE
+    if kv is not None and kv.block_size and o.block_size and kv.block_size != o.block_size:
+        raise UsageError(
+            f"--block-size {o.block_size} disagrees with the server's block size {kv.block_size} "
+            f"({kv.source})"
+        )
+    plan = build_plan(load_exchanges(o.trace), sessions=o.sessions, seed=o.seed, api_mode=o.api)
+    tokenizer = resolve_tokenizer(
+        o.tokenizer, server_url=o.server_url, model=o.model, to_chat=to_chat
+    )
+    build = BuildConfig(o.api, o.model or SIM_MODEL, dict(o.extra_body), o.ignore_eos, False)
+    source = PromptSource(build, make_hasher(tokenizer, bs, max_threads=4096), salt=o.salt)
+    recorded = None
+    if o.from_results is not None:
+        from agentx.report.results_dir import load_results
+
+        _, rows = load_results(o.from_results)
+        recorded = rows
+
+    def sends() -> Sends:
+        if recorded is not None:
+            return RecordedSends(plan.sessions, recorded)
+        return ReplaySchedule(plan.sessions, o.schedule)
+
+    params = dataclasses.replace(o.engine_params, block_size=bs)
+    unbounded = run_engine(sends(), source, dataclasses.replace(params, kv_tokens=UNBOUNDED_TOKENS))
+    if not unbounded.records:
+        raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
+    footprint = source.distinct_blocks() * bs
+    largest = max(-(-(r.prompt_tokens + r.output_tokens) // bs) * bs for r in unbounded.records)
+    caps = _capacities(o, bs, kv.tokens_at(bs) if kv else None)
+    if caps is None:
+        caps = tuple(c for c in default_capacities(bs, footprint) if c >= largest) or (largest,)
+    offload = o.offload_tokens or 0
+    points: list[dict[str, Any]] = []
+    for cap in caps:
+        run = run_engine(sends(), source, dataclasses.replace(params, kv_tokens=cap))
+        points.append(_point(cap, 0, run, bs))
+        if offload:
+            both = run_engine(
+                sends(), source, dataclasses.replace(params, kv_tokens=cap, offload_tokens=offload)
+            )
+            points.append(_point(cap, offload, both, bs))
+    measured = [r for r in unbounded.records if not r.warmup]
+    engine = dataclasses.asdict(params)
+    for key in ("block_size", "kv_tokens", "offload_tokens"):
+        engine.pop(key)
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "block_size": bs,
+        "theoretical_hit_rate": unbounded.rate(lambda r: r.theoretical_hit_tokens),
+        "points": points,
+        # extras
+        "timeline": "results" if recorded is not None else "replay",
+        "tokenizer": tokenizer.name,
+        "requests": len(measured),
+        "warmup_requests": len(unbounded.records) - len(measured),
+        "sessions": len(plan.sessions),
+        "prompt_tokens": sum(r.prompt_tokens for r in measured),
+        "footprint_tokens": footprint,
+        "largest_request_tokens": largest,
+        "schedule": (
+            {"from_results": str(o.from_results)}
+            if recorded is not None
+            else dataclasses.asdict(o.schedule)
+            | {"salt": o.salt, "api": o.api, "sessions": o.sessions, "seed": o.seed}
+        ),
+        "engine": engine,
+    }
+    if kv is not None:
+        data["kv_from"] = {
+            "source": kv.source,
+            "blocks": kv.blocks,
+            "block_size": kv.block_size,
+            "tokens": kv.tokens,
+        }
+    return data

@@ -1,0 +1,289 @@
+"""The engine model in virtual time, fed the requests replay would send: the prediction of what
+a server with a given KV capacity serves from its prefix cache under a given replay.
+
+Each request is built exactly as replay builds it (:mod:`agentx.replay.build`: the API
+conversion, the salt, ``max_tokens``), counted by the chosen tokenizer (the server's, ideally),
+and submitted to :class:`agentx.engine.ServingEngine` when the schedule says it is sent. The
+engine admits it (FCFS, when its prompt fits), looks the cache up at admission, prefills it on
+its one lane and decodes at the modelled speed; when it finishes, the schedule releases what
+waited for it. The loop is a discrete-event simulation: no sleeping, seconds of compute for
+hours of replay.
+
+Sends come from :class:`agentx.simulate.schedule.ReplaySchedule` (replay's closed-loop rules)
+or, for ``--from-results``, from a real run's recorded send times (:class:`RecordedSends`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import orjson
+
+from agentx.engine import Admission, EngineParams, ServingEngine
+from agentx.prefix import HashArray, UnboundedPrefixCache
+from agentx.record import RequestRecord
+from agentx.replay.build import BuildConfig, ThreadBuilder
+from agentx.replay.plan import SessionPlan
+from agentx.simulate.schedule import Send
+from agentx.tokenizer import Hasher
+
+SALT_NONCE = "000000000-"  # as long as replay's (6 hex + shard + worker + "-"), so as many tokens
+
+
+class Sends(Protocol):
+    def begin(self, now: float) -> None: ...
+    def next_time(self) -> float | None: ...
+    def pop(self, now: float) -> Send | None: ...
+    def finished(self, send: Send, now: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Prompt:
+    array: HashArray  # chained block hashes
+    hashes: list[int]  # the same, as the engine takes them
+    prompt_tokens: int
+    output_tokens: int
+
+
+class PromptSource:
+    """The prompt of each send, built as replay builds it, hashed with one tokenizer. Memoised
+    by (session copy, thread, turn), so several capacities cost one tokenisation."""
+
+    def __init__(self, build: BuildConfig, hasher: Hasher, *, salt: bool = True) -> None:
+        self.build = build
+        self.hasher = hasher
+        self.salt = salt
+        self._builders: dict[tuple[int, int], ThreadBuilder] = {}
+        self._memo: dict[tuple[int, int, int], Prompt] = {}
+
+    def distinct_blocks(self) -> int:
+        """Distinct block hashes of every prompt built so far (the footprint)."""
+        return len({h for p in self._memo.values() for h in p.hashes})
+
+    def prompt(self, send: Send) -> Prompt:
+        key = (send.instance, send.thread, send.turn)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        th = send.session.threads[send.thread]
+        builder = self._builders.get(key[:2])
+        if builder is None:
+            builder = self._builders[key[:2]] = ThreadBuilder(self.build, th.turns[0].exchange.api)
+        salt = f"{SALT_NONCE}{send.instance:x}" if self.salt else None
+        built = builder.build(th.turns[send.turn].exchange, salt)
+        thread: Hashable = f"{send.session_id}\x1f{th.thread_id}"
+        hashes, n = self.hasher.hash_request(built.api, orjson.loads(built.body), thread)
+        got = self._memo[key] = Prompt(hashes, hashes.tolist(), n, built.max_tokens)
+        return got
+
+
+@dataclass(frozen=True, slots=True)
+class SimRecord:
+    """One simulated request (times in seconds from the start of the run)."""
+
+    seq: int
+    lane: int
+    session_id: str
+    thread_id: str
+    turn: int
+    warmup: bool
+    sent_s: float
+    admitted_s: float
+    first_token_s: float
+    end_s: float
+    prompt_tokens: int
+    output_tokens: int
+    gpu_hit_tokens: int
+    offload_hit_tokens: int
+    theoretical_hit_tokens: int
+
+    @property
+    def cached_tokens(self) -> int:
+        return self.gpu_hit_tokens + self.offload_hit_tokens
+
+
+@dataclass(slots=True)
+class EngineRun:
+    records: list[SimRecord]
+    duration_s: float
+    peak_waiting: int
+    evicted_blocks: int
+
+    def _measured(self) -> list[SimRecord]:
+        return [r for r in self.records if not r.warmup]
+
+    def rate(self, tokens: Callable[[SimRecord], int]) -> float | None:
+        rows = self._measured()
+        prompt = sum(r.prompt_tokens for r in rows)
+        return sum(tokens(r) for r in rows) / prompt if prompt else None
+
+
+@dataclass(slots=True, eq=False)
+class _Live:
+    send: Send
+    prompt: Prompt
+    theoretical: int
+    admission: Admission | None = None
+
+
+@dataclass(slots=True)
+class _Decode:
+    """All running sequences decode at one speed, so one 'tokens per sequence' clock orders
+    every finish: a request that starts decoding at clock ``d`` with ``n`` tokens left ends when
+    the clock reaches ``d + n``."""
+
+    clock: float = 0.0
+    at_s: float = 0.0
+    heap: list[tuple[float, int, _Live]] = field(default_factory=list)
+
+    def advance(self, now: float, itl_s: float) -> None:
+        if now > self.at_s:
+            self.clock += (now - self.at_s) / itl_s
+            self.at_s = now
+
+    def next_end(self, itl_s: float) -> float:
+        if not self.heap:
+            return math.inf
+        return self.at_s + max(0.0, self.heap[0][0] - self.clock) * itl_s
+
+
+def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> EngineRun:
+    """Drive the engine with ``sends`` in virtual time; every request's fate."""
+    engine = ServingEngine(params)
+    theory = UnboundedPrefixCache(params.block_size)
+    tie = itertools.count()
+    firsts: list[tuple[float, int, _Live]] = []  # first token due
+    decode = _Decode()
+    records: list[SimRecord] = []
+    peak_waiting = 0
+    now = 0.0
+    sends.begin(now)
+    fast = params.fast
+
+    def admit(at: float) -> None:
+        for ticket in engine.schedule(at):
+            live = pending.pop(id(ticket))
+            assert ticket.admission is not None
+            live.admission = ticket.admission
+            heapq.heappush(firsts, (ticket.admission.first_token_s, next(tie), live))
+
+    pending: dict[int, _Live] = {}
+    while True:
+        itl = engine.itl_s()
+        t_send = sends.next_time()
+        t_first = firsts[0][0] if firsts else math.inf
+        t_end = decode.next_end(itl) if not fast else math.inf
+        t = min(t_send if t_send is not None else math.inf, t_first, t_end)
+        if t == math.inf:
+            break
+        if not fast:
+            decode.advance(t, itl)
+        now = max(now, t)
+        if t == t_end and decode.heap:
+            _, _, live = heapq.heappop(decode.heap)
+            _finish(live, now, engine, sends, records)
+            admit(now)
+        elif t == t_first:
+            _, _, live = heapq.heappop(firsts)
+            left = live.prompt.output_tokens - 1
+            if fast or left <= 0:
+                _finish(live, now, engine, sends, records)
+                admit(now)
+            else:
+                heapq.heappush(decode.heap, (decode.clock + left, next(tie), live))
+        else:
+            send = sends.pop(now)
+            if send is None:
+                continue
+            prompt = source.prompt(send)
+            hit = theory.observe(prompt.array, prompt.prompt_tokens).hit_tokens
+            ticket = engine.submit(prompt.hashes, prompt.prompt_tokens, prompt.output_tokens, now)
+            pending[id(ticket)] = _Live(send, prompt, hit)
+            admit(now)
+            peak_waiting = max(peak_waiting, engine.waiting)
+    return EngineRun(records, now, peak_waiting, engine.cache.counters.evicted_blocks)
+
+
+def _finish(
+    live: _Live, now: float, engine: ServingEngine, sends: Sends, records: list[SimRecord]
+) -> None:
+    adm = live.admission
+    assert adm is not None
+    engine.finish(adm)
+    sends.finished(live.send, now)
+    s = live.send
+    alloc = adm.allocation
+    records.append(
+        SimRecord(
+            seq=s.seq,
+            lane=s.lane,
+            session_id=s.session_id,
+            thread_id=s.session.threads[s.thread].thread_id,
+            turn=s.turn,
+            warmup=s.warmup,
+            sent_s=adm.arrived_s,
+            admitted_s=adm.admitted_s,
+            first_token_s=adm.first_token_s,
+            end_s=now,
+            prompt_tokens=alloc.prompt_tokens,
+            output_tokens=live.prompt.output_tokens,
+            gpu_hit_tokens=alloc.gpu_hit_tokens,
+            offload_hit_tokens=alloc.offload_hit_tokens,
+            theoretical_hit_tokens=live.theoretical,
+        )
+    )
+
+
+class RecordedSends:
+    """A real run's sends (``requests.parquet``), at their recorded times: open loop, so the
+    schedule is the measured one and only the cache model is left to be wrong."""
+
+    def __init__(self, sessions: tuple[SessionPlan, ...], records: list[RequestRecord]) -> None:
+        by_id = {s.session_id: s for s in sessions}
+        rows = sorted((r for r in records if r.sent_ns), key=lambda r: r.sent_ns)
+        t0 = rows[0].sent_ns if rows else 0
+        instances: dict[str, int] = {}
+        self._queue: list[Send] = []
+        for seq, r in enumerate(rows):
+            base, _, copy = r.session_id.partition("#")
+            session = by_id.get(base)
+            if session is None:
+                continue
+            thread = next(
+                (i for i, th in enumerate(session.threads) if th.thread_id == r.thread_id), None
+            )
+            if thread is None or r.turn >= len(session.threads[thread].turns):
+                continue
+            instance = instances.setdefault(r.session_id, len(instances))
+            self._queue.append(
+                Send(
+                    seq,
+                    r.lane,
+                    instance,
+                    session,
+                    int(copy or 0),
+                    thread,
+                    r.turn,
+                    r.warmup,
+                    (r.sent_ns - t0) / 1e9,
+                )
+            )
+        self.skipped = len(rows) - len(self._queue)
+        self._queue.reverse()
+
+    def begin(self, now: float) -> None:
+        pass
+
+    def next_time(self) -> float | None:
+        return self._queue[-1].at_s if self._queue else None
+
+    def pop(self, now: float) -> Send | None:
+        return self._queue.pop()
+
+    def finished(self, send: Send, now: float) -> None:
+        pass

@@ -1,0 +1,213 @@
+"""simulate on replay's timeline: the pure schedule, the engine in virtual time, and agreement
+with serve-sim (the same engine in real time) on the same replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentx.cli import app
+from agentx.engine import EngineParams, ServingEngine
+from agentx.examples import example_path
+from agentx.replay import ReplayOptions, run_replay
+from agentx.replay.build import BuildConfig
+from agentx.replay.plan import build_plan, load_exchanges
+from agentx.serve_sim import SimConfig, SimServer
+from agentx.simulate import SimulateOptions, run_simulate
+from agentx.simulate.replayed import PromptSource, run_engine
+from agentx.simulate.schedule import ReplaySchedule, ScheduleRules
+from agentx.tokenizer import make_hasher
+
+EXAMPLE = example_path("example")
+runner = CliRunner()
+
+
+def _plan():  # type: ignore[no-untyped-def]
+    return build_plan(load_exchanges(EXAMPLE))
+
+
+def _drain(sched: ReplaySchedule, service_s: float = 1.0) -> list[tuple[float, int, str, int]]:
+    """Run the schedule with every request taking ``service_s``; (sent, lane, thread, turn)."""
+    import heapq
+
+    sched.begin(0.0)
+    running: list[tuple[float, int, object]] = []
+    sent = []
+    n = 0
+    while True:
+        t_send = sched.next_time()
+        t_end = running[0][0] if running else None
+        if t_send is None and t_end is None:
+            return sent
+        if t_end is not None and (t_send is None or t_end <= t_send):
+            t, _, s = heapq.heappop(running)
+            sched.finished(s, t)  # type: ignore[arg-type]
+            continue
+        assert t_send is not None
+        s = sched.pop(t_send)
+        if s is None:
+            continue
+        sent.append((t_send, s.lane, s.session.threads[s.thread].thread_id, s.turn))
+        n += 1
+        heapq.heappush(running, (t_send + service_s, n, s))
+
+
+def test_schedule_runs_sessions_one_at_a_time_per_lane_in_trace_order() -> None:
+    plan = _plan()
+    one = _drain(ReplaySchedule(plan.sessions, ScheduleRules(concurrency=1, time_scale=0)))
+    assert len(one) == plan.requests
+    assert [t for t, *_ in one] == sorted(t for t, *_ in one)
+    two = _drain(ReplaySchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0)))
+    assert len(two) == plan.requests and {lane for _, lane, *_ in two} == {0, 1}
+    assert max(t for t, *_ in two) < max(t for t, *_ in one)  # two lanes finish sooner
+
+
+def test_schedule_think_time_scale_cap_warmup_and_budget() -> None:
+    plan = _plan()
+    slow = _drain(ReplaySchedule(plan.sessions, ScheduleRules(time_scale=1.0)))
+    capped = _drain(ReplaySchedule(plan.sessions, ScheduleRules(time_scale=1.0, max_think_s=0.5)))
+    flat = _drain(ReplaySchedule(plan.sessions, ScheduleRules(time_scale=0.0)))
+    assert slow[-1][0] > capped[-1][0] > flat[-1][0]
+    # back to back, 1 s each; a session's threads (a title call beside the main one) overlap
+    assert len(flat) == plan.requests and flat[-1][0] < plan.requests - 1
+
+    sched = ReplaySchedule(plan.sessions, ScheduleRules(concurrency=2, warmup=3, max_requests=5))
+    sched.begin(0.0)
+    sends = []
+    while (t := sched.next_time()) is not None:
+        s = sched.pop(t)
+        if s is not None:
+            sends.append(s)
+            sched.finished(s, t + 1)
+    assert sum(s.warmup for s in sends) == 6 and sum(not s.warmup for s in sends) == 5
+    timed = _drain(ReplaySchedule(plan.sessions, ScheduleRules(duration_s=10.5, time_scale=0)))
+    assert len(timed) == 11 and timed[-1][0] <= 10.5  # recycled, stopped at the deadline
+
+
+def test_engine_admits_fcfs_when_the_prompt_fits() -> None:
+    eng = ServingEngine(EngineParams(block_size=4, kv_tokens=40, prefill_tps=100, decode_tps=10))
+    a = eng.submit(list(range(1, 8)), 30, 10, 0.0)  # 8 blocks, pins the prompt's
+    b = eng.submit(list(range(100, 104)), 17, 2, 0.0)  # 5 more blocks: 13 > 10, waits
+    assert eng.schedule(0.0) == [a] and eng.waiting == 1
+    assert a.admission is not None and a.admission.first_token_s == pytest.approx(0.31)
+    eng.finish(a.admission)
+    assert eng.schedule(1.0) == [b] and b.admission is not None
+    assert b.admission.queue_s == pytest.approx(1.0)
+
+
+def test_unbounded_engine_equals_the_theoretical_rate_and_hits_shrink_with_capacity() -> None:
+    plan = _plan()
+    src = PromptSource(BuildConfig("chat", "m", {}, True, False), make_hasher(None, 16))
+    rates = []
+    for kv in (1 << 40, 14_000, 11_000):
+        sched = ReplaySchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
+        run = run_engine(sched, src, EngineParams(block_size=16, kv_tokens=kv))
+        rates.append(run.rate(lambda r: r.cached_tokens))
+        if kv == 1 << 40:
+            assert rates[0] == run.rate(lambda r: r.theoretical_hit_tokens)
+    assert rates[0] > rates[1] > rates[2] > 0  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("lanes", "kv_tokens"), [(1, 9_700), (2, 11_000)])
+def test_simulate_predicts_serve_sim_on_the_same_replay(
+    tmp_path: Path, lanes: int, kv_tokens: int
+) -> None:
+    """One engine, two front ends: replay against serve-sim and simulate the same replay."""
+    cfg = SimConfig(
+        port=0,
+        block_size=16,
+        kv_tokens=kv_tokens,
+        prefill_tps=2e6,
+        decode_tps=2e4,
+        overhead_ms=0.5,
+        batch_slowdown=0.0,
+    )
+    with SimServer(cfg) as srv:
+        summary = run_replay(
+            ReplayOptions(
+                trace=EXAMPLE,
+                endpoint=srv.url,
+                concurrency=lanes,
+                time_scale=0.0,
+                output_dir=tmp_path / "out",
+                progress=False,
+            )
+        ).summary
+    measured = summary["cache"]["reported_hit_rate"]
+    params = cfg.engine_params()
+    data = run_simulate(
+        SimulateOptions(
+            EXAMPLE,
+            block_size=16,
+            capacities_tokens=(kv_tokens,),
+            schedule=ScheduleRules(concurrency=lanes, time_scale=0),
+            engine_params=params,
+        )
+    ).data
+    assert data["tokenizer"] == summary["tokenizer"] == "cl100k_base"
+    # the salts differ (replay's nonce is random), and so may a token or two per session
+    theory = summary["cache"]["theoretical_hit_rate"]
+    assert data["theoretical_hit_rate"] == pytest.approx(theory, abs=1e-3)
+    predicted = data["points"][0]["hit_rate"]
+    if lanes == 1:  # strictly sequential: the same cache operations in the same order
+        assert predicted == pytest.approx(measured, abs=2e-3)
+    else:  # the interleaving of two lanes depends on real vs modelled timing
+        assert predicted == pytest.approx(measured, abs=0.03)
+    assert predicted < data["theoretical_hit_rate"]  # the capacity binds
+
+
+def test_from_results_replays_the_recorded_send_times(tmp_path: Path) -> None:
+    with SimServer(SimConfig(port=0, block_size=16, kv_tokens=20_000, fast=True)) as srv:
+        out = tmp_path / "out"
+        summary = run_replay(
+            ReplayOptions(
+                trace=EXAMPLE, endpoint=srv.url, time_scale=0.0, output_dir=out, progress=False
+            )
+        ).summary
+    res = runner.invoke(
+        app,
+        [
+            "simulate",
+            str(EXAMPLE),
+            "--from-results",
+            str(out),
+            "--kv-blocks",
+            "1250",
+            "--block-size",
+            "16",
+            "--fast",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["timeline"] == "results" and data["requests"] == summary["requests"]["total"]
+    assert data["points"][0]["capacity_tokens"] == 20_000
+    assert data["points"][0]["hit_rate"] == pytest.approx(
+        summary["cache"]["reported_hit_rate"], abs=2e-3
+    )  # salts differ by a token here and there
+
+
+def test_cli_replay_timeline_table_and_kv_from(tmp_path: Path) -> None:
+    log = tmp_path / "vllm.log"
+    log.write_text("INFO [kv_cache_utils.py] GPU KV cache size: 12,288 tokens, Maximum ...\n")
+    res = runner.invoke(
+        app,
+        [
+            "simulate",
+            str(EXAMPLE),
+            "--kv-from",
+            str(log),
+            "--block-size",
+            "128",
+            "--time-scale",
+            "0",
+            "--concurrency",
+            "2",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "12,288" in res.stdout and "replay's schedule: 2 lane(s)" in res.stdout
