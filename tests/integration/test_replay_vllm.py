@@ -9,7 +9,6 @@ the requests sent (computed at vLLM's block size, which agentx reads from ``/met
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ from typing import Any
 import orjson
 import pytest
 from typer.testing import CliRunner
+from vllm_traces import fresh_system
 
 from agentx.cli import app
 from agentx.examples import example_path
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Exchange
 from agentx.replay.plan import load_exchanges
 from agentx.store import write_trace
 from agentx.store.results import read_requests
@@ -30,36 +29,13 @@ EXAMPLE = example_path("example")
 SESSIONS = "3"  # enough sessions for shared prefixes, few enough for a 2-core CPU
 
 
-def _fresh_system(ex: Exchange, marker: str) -> Exchange:
-    body: Any = orjson.loads(orjson.dumps(ex.request))
-    if ex.api == API_ANTHROPIC_MESSAGES:
-        system = body.get("system")
-        if isinstance(system, list) and system and isinstance(system[0], dict):
-            system[0]["text"] = marker + system[0].get("text", "")
-        else:
-            body["system"] = marker + (system or "")
-    elif ex.api == API_OPENAI_RESPONSES:
-        body["instructions"] = marker + (body.get("instructions") or "")
-    else:
-        messages = body.get("messages") or []
-        if (
-            messages
-            and messages[0].get("role") in ("system", "developer")
-            and isinstance(messages[0].get("content"), str)
-        ):
-            messages[0]["content"] = marker + messages[0]["content"]
-        else:
-            body["messages"] = [{"role": "system", "content": marker}, *messages]
-    return dataclasses.replace(ex, request=body)
-
-
 @pytest.fixture(scope="module")
 def fresh_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not EXAMPLE.exists():
         pytest.fail(f"{EXAMPLE} is missing (scripts/make_example_trace.py builds it)")
     marker = f"run {secrets.token_hex(8)}\n"
     path = tmp_path_factory.mktemp("trace") / "example-fresh.parquet"
-    write_trace(path, [_fresh_system(ex, marker) for ex in load_exchanges(EXAMPLE)])
+    write_trace(path, [fresh_system(ex, marker) for ex in load_exchanges(EXAMPLE)])
     return path
 
 

@@ -176,3 +176,14 @@ def test_strip_provider_fields_drops_markers_signatures_and_redacted_thinking() 
         ],
         "system": "s",
     }
+
+
+def test_messages_carry_the_strongest_length_control_there_is() -> None:
+    """/v1/messages: max_tokens, plus ignore_eos and min_tokens for servers that honour them
+    (serve-sim, SGLang); vLLM 0.32 ignores those two there, and replay warns about short
+    answers afterwards."""
+    ex = anthropic_session("a", turns=1, output_tokens=11)[0]
+    body = body_of(ThreadBuilder(cfg(api_mode="messages", ignore_eos=True), ex.api).build(ex, None))
+    assert (body["max_tokens"], body["ignore_eos"], body["min_tokens"]) == (11, True, 11)
+    off = body_of(ThreadBuilder(cfg(api_mode="messages"), ex.api).build(ex, None))
+    assert "ignore_eos" not in off and "min_tokens" not in off

@@ -65,3 +65,47 @@ async def test_running_server_on_the_callers_loop() -> None:
         assert all(r.status_code == 200 for r in results)
         assert srv.engine.running == 0
         assert srv.engine.metrics.finished["length"] == 5
+
+
+def test_kv_blocks_and_a_hugging_face_tokenizer(hf_tokenizer_dir: str) -> None:
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "--port",
+            "0",
+            "--fast",
+            "--block-size",
+            "8",
+            "--kv-blocks",
+            "37",
+            "--tokenizer",
+            hf_tokenizer_dir,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        metrics = httpx.get(url + "/metrics").text
+        assert 'num_gpu_blocks="37"' in metrics and 'block_size="8"' in metrics
+        body = {"messages": [{"role": "user", "content": "the lazy dog"}], "max_tokens": 2}
+        usage = httpx.post(url + "/v1/chat/completions", json=body).json()["usage"]
+        from agentx.tokenizer import resolve_tokenizer
+
+        want = resolve_tokenizer(hf_tokenizer_dir).request_tokens("openai.chat", body).size
+        assert usage["prompt_tokens"] == want
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_tokenizer_server_is_refused_by_serve_sim() -> None:
+    done = subprocess.run(
+        [*CLI, "--tokenizer", "server"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "serve-sim is the server" in done.stderr

