@@ -36,10 +36,12 @@ SALT_NONCE = "000000000-"  # as long as replay's (6 hex + shard + worker + "-"),
 
 
 class Sends(Protocol):
-    def begin(self, now: float) -> None: ...
-    def next_time(self) -> float | None: ...
-    def pop(self, now: float) -> Send | None: ...
-    def finished(self, send: Send, now: float) -> None: ...
+    """What decides when requests are sent (the driving contract of replay's schedule)."""
+
+    def start(self, now: float) -> None: ...
+    def next_due_s(self) -> float | None: ...
+    def poll(self, now: float) -> list[Send]: ...
+    def complete(self, send: Send, now: float) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -162,7 +164,7 @@ def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> Engi
     records: list[SimRecord] = []
     peak_waiting = 0
     now = 0.0
-    sends.begin(now)
+    sends.start(now)
     fast = params.fast
 
     def admit(at: float) -> None:
@@ -175,7 +177,7 @@ def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> Engi
     pending: dict[int, _Live] = {}
     while True:
         itl = engine.itl_s()
-        t_send = sends.next_time()
+        t_send = sends.next_due_s()
         t_first = firsts[0][0] if firsts else math.inf
         t_end = decode.next_end(itl) if not fast else math.inf
         t = min(t_send if t_send is not None else math.inf, t_first, t_end)
@@ -197,14 +199,14 @@ def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> Engi
             else:
                 heapq.heappush(decode.heap, (decode.clock + left, next(tie), live))
         else:
-            send = sends.pop(now)
-            if send is None:
-                continue
-            prompt = source.prompt(send)
-            hit = theory.observe(prompt.array, prompt.prompt_tokens).hit_tokens
-            ticket = engine.submit(prompt.hashes, prompt.prompt_tokens, prompt.output_tokens, now)
-            pending[id(ticket)] = _Live(send, prompt, hit)
-            admit(now)
+            for send in sends.poll(now):
+                prompt = source.prompt(send)
+                hit = theory.observe(prompt.array, prompt.prompt_tokens).hit_tokens
+                ticket = engine.submit(
+                    prompt.hashes, prompt.prompt_tokens, prompt.output_tokens, now
+                )
+                pending[id(ticket)] = _Live(send, prompt, hit)
+                admit(now)
             peak_waiting = max(peak_waiting, engine.waiting)
     return EngineRun(records, now, peak_waiting, engine.cache.counters.evicted_blocks)
 
@@ -215,7 +217,7 @@ def _finish(
     adm = live.admission
     assert adm is not None
     engine.finish(adm)
-    sends.finished(live.send, now)
+    sends.complete(live.send, now)
     s = live.send
     alloc = adm.allocation
     records.append(
@@ -276,14 +278,17 @@ class RecordedSends:
         self.skipped = len(rows) - len(self._queue)
         self._queue.reverse()
 
-    def begin(self, now: float) -> None:
+    def start(self, now: float) -> None:
         pass
 
-    def next_time(self) -> float | None:
+    def next_due_s(self) -> float | None:
         return self._queue[-1].at_s if self._queue else None
 
-    def pop(self, now: float) -> Send | None:
-        return self._queue.pop()
+    def poll(self, now: float) -> list[Send]:
+        out = []
+        while self._queue and self._queue[-1].at_s <= now:
+            out.append(self._queue.pop())
+        return out
 
-    def finished(self, send: Send, now: float) -> None:
+    def complete(self, send: Send, now: float) -> None:
         pass

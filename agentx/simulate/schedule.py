@@ -11,14 +11,17 @@ plan names a predecessor starts when that request finishes plus its recorded gap
 ``warmup`` requests of each lane are warm-up. No request is sent after ``duration_s`` nor beyond
 ``max_requests`` measured ones.
 
-This is the seam for the shared replay schedule of issue 11: when replay's lanes run on a pure
-schedule, this module is replaced by it and simulate follows replay's rules by construction.
+This is the seam for the shared replay schedule of issue 11 (``agentx/schedule/``): its driving
+contract is the same (``start``, ``poll``, ``complete``, ``next_due_s``), so when replay's lanes
+run on that pure schedule, this module is replaced by an adapter to it and simulate follows
+replay's rules by construction.
 
     sched = ReplaySchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
-    sched.begin(0.0)
-    while (t := sched.next_time()) is not None:
-        send = sched.pop(t)            # send it at t ...
-        sched.finished(send, t_end)    # ... and say when it finished
+    sched.start(0.0)
+    while (t := sched.next_due_s()) is not None:   # (or when a request ends)
+        for send in sched.poll(t):                 # send each at t ...
+            ...
+        sched.complete(send, t_end)                # ... and say when it finished
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ class ReplaySchedule:
         self._deadline_s: float | None = None
         self.stopped = False
 
-    def begin(self, now: float) -> None:
+    def start(self, now: float) -> None:
         if self.rules.duration_s is not None:
             self._deadline_s = now + self.rules.duration_s
         for lane in range(self.rules.concurrency):
@@ -123,8 +126,8 @@ class ReplaySchedule:
     def _push(self, at: float, run: int, thread: int, turn: int) -> None:
         heapq.heappush(self._heap, (at, next(self._tie), run, thread, turn))
 
-    def next_time(self) -> float | None:
-        """When the next request is due (``None``: nothing is pending now)."""
+    def next_due_s(self) -> float | None:
+        """When the next request is due (``None``: nothing until a request completes)."""
         if self.stopped or not self._heap:
             return None
         at = self._heap[0][0]
@@ -133,8 +136,16 @@ class ReplaySchedule:
             return None
         return at
 
-    def pop(self, now: float) -> Send | None:
-        """The next request due at ``now`` (``None`` when the run stops instead)."""
+    def poll(self, now: float) -> list[Send]:
+        """The requests due by ``now``, to send now."""
+        out: list[Send] = []
+        while (due := self.next_due_s()) is not None and due <= now:
+            send = self._pop(now)
+            if send is not None:
+                out.append(send)
+        return out
+
+    def _pop(self, now: float) -> Send | None:
         at, _, ri, ti, k = heapq.heappop(self._heap)
         run = self._runs[ri]
         warmup = self._warm[run.lane] > 0
@@ -151,7 +162,7 @@ class ReplaySchedule:
             next(self._seq), run.lane, ri, run.session, run.copy_no, ti, k, warmup, max(at, now)
         )
 
-    def finished(self, send: Send, now: float) -> None:
+    def complete(self, send: Send, now: float) -> None:
         """``send`` finished at ``now``: release what waited for it."""
         run = self._runs[send.instance]
         th = run.session.threads[send.thread]

@@ -33,26 +33,24 @@ def _drain(sched: ReplaySchedule, service_s: float = 1.0) -> list[tuple[float, i
     """Run the schedule with every request taking ``service_s``; (sent, lane, thread, turn)."""
     import heapq
 
-    sched.begin(0.0)
+    sched.start(0.0)
     running: list[tuple[float, int, object]] = []
     sent = []
     n = 0
     while True:
-        t_send = sched.next_time()
+        t_send = sched.next_due_s()
         t_end = running[0][0] if running else None
         if t_send is None and t_end is None:
             return sent
         if t_end is not None and (t_send is None or t_end <= t_send):
             t, _, s = heapq.heappop(running)
-            sched.finished(s, t)  # type: ignore[arg-type]
+            sched.complete(s, t)  # type: ignore[arg-type]
             continue
         assert t_send is not None
-        s = sched.pop(t_send)
-        if s is None:
-            continue
-        sent.append((t_send, s.lane, s.session.threads[s.thread].thread_id, s.turn))
-        n += 1
-        heapq.heappush(running, (t_send + service_s, n, s))
+        for s in sched.poll(t_send):
+            sent.append((t_send, s.lane, s.session.threads[s.thread].thread_id, s.turn))
+            n += 1
+            heapq.heappush(running, (t_send + service_s, n, s))
 
 
 def test_schedule_runs_sessions_one_at_a_time_per_lane_in_trace_order() -> None:
@@ -75,13 +73,12 @@ def test_schedule_think_time_scale_cap_warmup_and_budget() -> None:
     assert len(flat) == plan.requests and flat[-1][0] < plan.requests - 1
 
     sched = ReplaySchedule(plan.sessions, ScheduleRules(concurrency=2, warmup=3, max_requests=5))
-    sched.begin(0.0)
+    sched.start(0.0)
     sends = []
-    while (t := sched.next_time()) is not None:
-        s = sched.pop(t)
-        if s is not None:
+    while (t := sched.next_due_s()) is not None:
+        for s in sched.poll(t):
             sends.append(s)
-            sched.finished(s, t + 1)
+            sched.complete(s, t + 1)
     assert sum(s.warmup for s in sends) == 6 and sum(not s.warmup for s in sends) == 5
     timed = _drain(ReplaySchedule(plan.sessions, ScheduleRules(duration_s=10.5, time_scale=0)))
     assert len(timed) == 11 and timed[-1][0] <= 10.5  # recycled, stopped at the deadline
