@@ -145,7 +145,7 @@ def simulate(
         Path | None,
         typer.Option(
             "--from-results",
-            help="a replay's results directory: simulate its requests at their recorded send times",
+            help="a replay's results directory: simulate its requests at their recorded send times (built with that run's --api, --salt, --sessions, --seed, --extra-body)",
             show_default=False,
         ),
     ] = None,

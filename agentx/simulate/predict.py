@@ -59,18 +59,24 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
             f"--block-size {o.block_size} disagrees with the server's block size {kv.block_size} "
             f"({kv.source})"
         )
-    plan = build_plan(load_exchanges(o.trace), sessions=o.sessions, seed=o.seed, api_mode=o.api)
+    recorded = None
+    api, salt, sessions, seed = o.api, o.salt, o.sessions, o.seed
+    extra_body, ignore_eos = dict(o.extra_body), o.ignore_eos
+    if o.from_results is not None:  # build the bodies that run sent: its own options
+        from agentx.report.results_dir import load_results
+
+        summary, recorded = load_results(o.from_results)
+        cfg = summary.get("config") or {}
+        api, salt = cfg.get("api", api), cfg.get("salt", salt)
+        sessions, seed = cfg.get("sessions", sessions), cfg.get("seed", seed)
+        extra_body = cfg.get("extra_body") or extra_body
+        ignore_eos = bool(cfg.get("ignore_eos", ignore_eos))
+    plan = build_plan(load_exchanges(o.trace), sessions=sessions, seed=seed, api_mode=api)
     tokenizer = resolve_tokenizer(
         o.tokenizer, server_url=o.server_url, model=o.model, to_chat=to_chat
     )
-    build = BuildConfig(o.api, o.model or SIM_MODEL, dict(o.extra_body), o.ignore_eos, False)
-    source = PromptSource(build, make_hasher(tokenizer, bs, max_threads=4096), salt=o.salt)
-    recorded = None
-    if o.from_results is not None:
-        from agentx.report.results_dir import load_results
-
-        _, rows = load_results(o.from_results)
-        recorded = rows
+    build = BuildConfig(api, o.model or SIM_MODEL, extra_body, ignore_eos, False)
+    source = PromptSource(build, make_hasher(tokenizer, bs, max_threads=4096), salt=salt)
 
     def sends() -> Sends:
         if recorded is not None:
@@ -115,10 +121,10 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
         "footprint_tokens": footprint,
         "largest_request_tokens": largest,
         "schedule": (
-            {"from_results": str(o.from_results)}
+            {"from_results": str(o.from_results), "salt": salt, "api": api}
             if recorded is not None
             else dataclasses.asdict(o.schedule)
-            | {"salt": o.salt, "api": o.api, "sessions": o.sessions, "seed": o.seed}
+            | {"salt": salt, "api": api, "sessions": sessions, "seed": seed}
         ),
         "engine": engine,
     }
