@@ -35,7 +35,7 @@ def test_refused_while_requests_hold_blocks() -> None:
     from agentx.serve_sim.scheduler import Engine
 
     engine = Engine(SimConfig(port=0, **QUICK))
-    engine.running = 1  # a request in flight
+    engine.core.running = 1  # a request in flight
     assert engine.reset_prefix_cache() is False
-    engine.running = 0
+    engine.core.running = 0
     assert engine.reset_prefix_cache() is True
