@@ -191,7 +191,7 @@ def simulate(
             concurrency=concurrency,
             time_scale=time_scale,
             max_think_s=max_think,
-            warmup=warmup,
+            warmup=warmup or 0,  # replay's flags leave None for a scenario preset to fill
             max_requests=max_requests,
             duration_s=duration,
         )
@@ -218,8 +218,8 @@ def simulate(
             timeline=timeline,  # type: ignore[arg-type]
             schedule=rules,
             sessions=sessions,
-            seed=seed,
-            salt=salt,
+            seed=seed or 0,
+            salt=salt is not False,
             api=api,
             extra_body=parse_extra_body(extra_body),
             tokenizer=tokenizer,

@@ -16,7 +16,7 @@ from agentx.replay.plan import build_plan, load_exchanges
 from agentx.replay.translate import to_chat
 from agentx.simulate.options import SCHEMA, SimulateOptions, default_capacities
 from agentx.simulate.replayed import EngineRun, PromptSource, RecordedSends, Sends, run_engine
-from agentx.simulate.schedule import ReplaySchedule
+from agentx.simulate.schedule import SharedSchedule
 from agentx.tokenizer import make_hasher, resolve_tokenizer
 
 UNBOUNDED_TOKENS = 1 << 60
@@ -81,7 +81,7 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
     def sends() -> Sends:
         if recorded is not None:
             return RecordedSends(plan.sessions, recorded)
-        return ReplaySchedule(plan.sessions, o.schedule)
+        return SharedSchedule(plan.sessions, o.schedule, seed)
 
     params = dataclasses.replace(o.engine_params, block_size=bs)
     unbounded = run_engine(sends(), source, dataclasses.replace(params, kv_tokens=UNBOUNDED_TOKENS))

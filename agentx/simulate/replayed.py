@@ -9,7 +9,7 @@ its one lane and decodes at the modelled speed; when it finishes, the schedule r
 waited for it. The loop is a discrete-event simulation: no sleeping, seconds of compute for
 hours of replay.
 
-Sends come from :class:`agentx.simulate.schedule.ReplaySchedule` (replay's closed-loop rules)
+Sends come from :class:`agentx.simulate.schedule.SharedSchedule` (replay's own schedule)
 or, for ``--from-results``, from a real run's recorded send times (:class:`RecordedSends`).
 """
 
@@ -28,11 +28,12 @@ from agentx.engine import Admission, EngineParams, ServingEngine
 from agentx.prefix import HashArray, UnboundedPrefixCache
 from agentx.record import RequestRecord
 from agentx.replay.build import BuildConfig, ThreadBuilder
+from agentx.replay.lanes import marker_salt
 from agentx.replay.plan import SessionPlan
 from agentx.simulate.schedule import Send
 from agentx.tokenizer import Hasher
 
-SALT_NONCE = "000000000-"  # as long as replay's (6 hex + shard + worker + "-"), so as many tokens
+SALT_NONCE = "000000000-"  # replay's is random per run; the marker is 12 hex digits either way
 
 
 class Sends(Protocol):
@@ -61,14 +62,14 @@ class PromptSource:
         self.hasher = hasher
         self.salt = salt
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
-        self._memo: dict[tuple[int, int, int], Prompt] = {}
+        self._memo: dict[tuple[int, int, int, int | None], Prompt] = {}
 
     def distinct_blocks(self) -> int:
         """Distinct block hashes of every prompt built so far (the footprint)."""
         return len({h for p in self._memo.values() for h in p.hashes})
 
     def prompt(self, send: Send) -> Prompt:
-        key = (send.instance, send.thread, send.turn)
+        key = (send.instance, send.thread, send.turn, send.max_tokens)
         got = self._memo.get(key)
         if got is not None:
             return got
@@ -76,8 +77,8 @@ class PromptSource:
         builder = self._builders.get(key[:2])
         if builder is None:
             builder = self._builders[key[:2]] = ThreadBuilder(self.build, th.turns[0].exchange.api)
-        salt = f"{SALT_NONCE}{send.instance:x}" if self.salt else None
-        built = builder.build(th.turns[send.turn].exchange, salt)
+        salt = marker_salt(SALT_NONCE, send.instance) if self.salt else None
+        built = builder.build(th.turns[send.turn].exchange, salt, max_tokens=send.max_tokens)
         thread: Hashable = f"{send.session_id}\x1f{th.thread_id}"
         hashes, n = self.hasher.hash_request(built.api, orjson.loads(built.body), thread)
         got = self._memo[key] = Prompt(hashes, hashes.tolist(), n, built.max_tokens)

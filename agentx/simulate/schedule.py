@@ -1,22 +1,12 @@
-"""Replay's closed-loop schedule as a pure state machine: what ``agentx replay``'s lanes send,
-and when, given when each request finishes. No clock of its own: ``simulate`` drives it with a
-virtual one (the engine model says when a request finishes).
+"""Replay's own schedule (:mod:`agentx.schedule`, the pure, clock-agnostic rules ``agentx replay``'s
+lanes drive in real time), driven by ``simulate`` in virtual time: the engine model says when
+each request finishes, the schedule says what is sent next and when. One set of rules for both.
 
-The rules are replay's (:mod:`agentx.replay.lanes`, docs/replay.md): ``concurrency`` lanes each
-replay one session at a time, taking the trace's sessions in order (recycled, each copy with a
-new salt, only when ``duration_s`` or ``max_requests`` asks for more load); within a session
-every thread runs concurrently, turn ``k+1`` of a thread is sent when turn ``k`` has finished
-plus its recorded think time x ``time_scale`` (capped at ``max_think_s``), and a thread whose
-plan names a predecessor starts when that request finishes plus its recorded gap. The first
-``warmup`` requests of each lane are warm-up. No request is sent after ``duration_s`` nor beyond
-``max_requests`` measured ones.
+Lanes, think-time scaling and caps, start ratios, warm-up primers, spawn/join, idle caps and
+stopping are the schedule's (docs/replay.md); :class:`ScheduleRules` is the part of replay's
+options ``simulate`` takes today (the other rules keep their replay defaults).
 
-This is the seam for the shared replay schedule of issue 11 (``agentx/schedule/``): its driving
-contract is the same (``start``, ``poll``, ``complete``, ``next_due_s``), so when replay's lanes
-run on that pure schedule, this module is replaced by an adapter to it and simulate follows
-replay's rules by construction.
-
-    sched = ReplaySchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
+    sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
     sched.start(0.0)
     while (t := sched.next_due_s()) is not None:   # (or when a request ends)
         for send in sched.poll(t):                 # send each at t ...
@@ -26,11 +16,12 @@ replay's rules by construction.
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agentx.replay.plan import SessionPlan
+from agentx.replay.trees import tree_of
+from agentx.schedule import Phase, Schedule, ScheduleOptions
+from agentx.schedule import Send as ScheduledSend
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,24 +39,33 @@ class ScheduleRules:
     def recycle(self) -> bool:
         return self.duration_s is not None or self.max_requests is not None
 
-    def scaled(self, seconds: float) -> float:
-        s = seconds * self.time_scale
-        return min(s, self.max_think_s) if self.max_think_s is not None else s
+    def options(self, seed: int = 0) -> ScheduleOptions:
+        return ScheduleOptions(
+            lanes=tuple(range(self.concurrency)),
+            recycle=self.recycle,
+            seed=seed,
+            time_scale=self.time_scale,
+            max_think_s=self.max_think_s,
+            warmup_per_lane=self.warmup,
+            duration_s=self.duration_s,
+            max_requests=self.max_requests,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Send:
     """One request to send: which turn of which session copy, on which lane."""
 
-    seq: int  # send order
+    seq: int  # the schedule's id of the send
     lane: int
-    instance: int  # session copies in the order lanes took them (the salt's counter)
+    instance: int  # the tree instance (the cache-bust marker's key)
     session: SessionPlan
     copy_no: int  # 0 for the first pass over the trace
     thread: int
     turn: int
-    warmup: bool
+    warmup: bool  # warm-up or primer: fills the cache, left out of the rate
     at_s: float  # when it is due (scheduled)
+    max_tokens: int | None = None  # the answer length to ask for; None: the recorded one
 
     @property
     def session_id(self) -> str:
@@ -73,107 +73,45 @@ class Send:
         return sid if self.copy_no == 0 else f"{sid}#{self.copy_no}"
 
 
-@dataclass(slots=True)
-class _Running:
-    """One session copy on one lane."""
+class SharedSchedule:
+    """:class:`agentx.schedule.Schedule` over a replay plan's sessions, as simulate drives it."""
 
-    lane: int
-    instance: int
-    session: SessionPlan
-    copy_no: int
-    remaining: int  # requests not finished yet
-    waiting: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # dep -> threads
-
-
-class ReplaySchedule:
-    def __init__(self, sessions: tuple[SessionPlan, ...], rules: ScheduleRules) -> None:
+    def __init__(
+        self, sessions: tuple[SessionPlan, ...], rules: ScheduleRules, seed: int = 0
+    ) -> None:
         self.sessions = sessions
-        self.rules = rules
-        self._heap: list[tuple[float, int, int, int, int]] = []  # (at, tie, run, thread, turn)
-        self._runs: dict[int, _Running] = {}
-        self._warm: dict[int, int] = {}
-        self._tie = itertools.count()
-        self._seq = itertools.count()
-        self._next_session = 0
-        self._budget = rules.max_requests
-        self._deadline_s: float | None = None
-        self.stopped = False
+        self._schedule = Schedule([tree_of(s) for s in sessions], rules.options(seed))
+
+    def _boundary(self, now: float) -> None:
+        if self._schedule.phase is Phase.BOUNDARY:  # warm-up over: the measured window opens
+            self._schedule.begin_profiling(now)
 
     def start(self, now: float) -> None:
-        if self.rules.duration_s is not None:
-            self._deadline_s = now + self.rules.duration_s
-        for lane in range(self.rules.concurrency):
-            self._warm[lane] = self.rules.warmup
-            self._take(lane, now)
-
-    def _take(self, lane: int, now: float) -> None:
-        n = len(self.sessions)
-        i = self._next_session
-        if self.stopped or n == 0 or (i >= n and not self.rules.recycle):
-            return
-        self._next_session += 1
-        session = self.sessions[i % n]
-        if session.requests == 0:
-            return self._take(lane, now)
-        run = _Running(lane, i, session, i // n, session.requests)
-        self._runs[i] = run
-        for ti, th in enumerate(session.threads):
-            if th.after is None:
-                self._push(now + self.rules.scaled(th.delay_s), i, ti, 0)
-            else:
-                run.waiting.setdefault(th.after, []).append(ti)
-
-    def _push(self, at: float, run: int, thread: int, turn: int) -> None:
-        heapq.heappush(self._heap, (at, next(self._tie), run, thread, turn))
+        self._schedule.start(now)
+        self._boundary(now)
 
     def next_due_s(self) -> float | None:
-        """When the next request is due (``None``: nothing until a request completes)."""
-        if self.stopped or not self._heap:
-            return None
-        at = self._heap[0][0]
-        if self._deadline_s is not None and at > self._deadline_s:
-            self.stopped = True
-            return None
-        return at
+        return self._schedule.next_due_s()
 
     def poll(self, now: float) -> list[Send]:
-        """The requests due by ``now``, to send now."""
-        out: list[Send] = []
-        while (due := self.next_due_s()) is not None and due <= now:
-            send = self._pop(now)
-            if send is not None:
-                out.append(send)
+        out = [self._send(s) for s in self._schedule.poll(now)]
+        self._boundary(now)
         return out
 
-    def _pop(self, now: float) -> Send | None:
-        at, _, ri, ti, k = heapq.heappop(self._heap)
-        run = self._runs[ri]
-        warmup = self._warm[run.lane] > 0
-        if warmup:
-            self._warm[run.lane] -= 1
-        elif self._budget is not None:
-            if self._budget <= 0:
-                self.stopped = True
-                return None
-            self._budget -= 1
-            if self._budget == 0:
-                self.stopped = True  # the last request: nothing new after it
-        return Send(
-            next(self._seq), run.lane, ri, run.session, run.copy_no, ti, k, warmup, max(at, now)
-        )
-
     def complete(self, send: Send, now: float) -> None:
-        """``send`` finished at ``now``: release what waited for it."""
-        run = self._runs[send.instance]
-        th = run.session.threads[send.thread]
-        rules = self.rules
-        if send.turn + 1 < len(th.turns):
-            nxt = th.turns[send.turn + 1]
-            self._push(now + rules.scaled(nxt.think_s), send.instance, send.thread, send.turn + 1)
-        for ti in run.waiting.pop((send.thread, send.turn), ()):
-            delay = run.session.threads[ti].delay_s
-            self._push(now + rules.scaled(delay), send.instance, ti, 0)
-        run.remaining -= 1
-        if run.remaining == 0:
-            del self._runs[send.instance]
-            self._take(run.lane, now)
+        self._schedule.complete(send.seq, now, True)
+        self._boundary(now)
+
+    def _send(self, s: ScheduledSend) -> Send:
+        return Send(
+            seq=s.id,
+            lane=s.lane,
+            instance=s.instance,
+            session=self.sessions[s.tree],
+            copy_no=s.copy,
+            thread=s.stream,
+            turn=s.turn,
+            warmup=s.warmup or s.primer,
+            at_s=s.due_s,
+            max_tokens=s.max_tokens,
+        )
