@@ -201,7 +201,7 @@ def test_simulate_and_serve_sim_predict_vllm_under_eviction(table: list[Row]) ->
     assert not bad, markdown(bad)
     # the capacities bite: two lanes on the smallest cache lose hits against the unbounded rate
     small = [r for r in table if r.blocks == CAPACITIES[0] and r.lanes == 2]
-    assert all(r.vllm < r.theoretical - 0.05 for r in small), markdown(small)
+    assert all(r.vllm < r.theoretical - 0.03 for r in small), markdown(small)
 
 
 def test_theoretical_with_the_server_tokenizer_equals_vllm(vllm_url: str, tmp_path: Path) -> None:
