@@ -125,9 +125,9 @@ BODY = json.dumps(
 
 
 async def client_agentx(url: str, streams: int) -> int:
-    from agentx.replay.client import make_http_client, stream_request
+    from agentx.replay.client import make_stream_client, stream_request
 
-    async with make_http_client(url, timeout_s=60, max_connections=streams) as http:
+    async with make_stream_client(url, timeout_s=60, max_connections=streams) as http:
         outs = await asyncio.gather(
             *(
                 stream_request(http, "/v1/chat/completions", BODY, "openai.chat")
@@ -262,7 +262,13 @@ def run_client(name: str, url: str, streams: int) -> None:
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         return {"chunks": chunks, "wall_s": wall, "cpu_s": cpu}
 
-    print(json.dumps({"client": name, **asyncio.run(main())}), flush=True)
+    if os.environ.get("BENCH_UVLOOP"):
+        import uvloop
+
+        res = uvloop.run(main())
+    else:
+        res = asyncio.run(main())
+    print(json.dumps({"client": name, **res}), flush=True)
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,9 +1,10 @@
-"""The streaming HTTP client: httpx's API on the aiohttp transport (``httpx-aiohttp``).
+"""The streaming requests of a replay, and the HTTP clients it talks through.
 
-Why this transport: on one core, 64 concurrent streams of 1,000 SSE chunks from a loopback
-server, httpx's default transport (httpcore) consumes several times fewer chunks per second than
-``AiohttpTransport``; ``scripts/bench_client.py`` measures both side by side and the figures are
-in ``docs/benchmarks.md``.
+:func:`stream_request` sends one request on the lanes' client (:mod:`agentx.replay.http1`, a
+minimal HTTP/1.1 client whose protocol feeds each read to the SSE parser) and returns what it
+measured. :func:`make_http_client` is httpx's API on the aiohttp transport (``httpx-aiohttp``),
+for everything off the hot path (probe, metrics scrapes, cache reset). ``scripts/bench_client.py``
+measures the clients side by side; the figures are in ``docs/benchmarks.md``.
 
 Every failure of one request becomes data on its row (``error_type`` from
 :mod:`agentx.record`); nothing here raises for a per-request fault.
@@ -34,6 +35,15 @@ from agentx.record import (
     ERR_PROTOCOL,
     ERR_RESET,
     ERR_TIMEOUT,
+)
+from agentx.replay.http1 import (
+    ConnectError,
+    ConnectionClosed,
+    ConnectTimeout,
+    HTTPTransportError,
+    MalformedResponse,
+    Response,
+    StreamClient,
 )
 from agentx.replay.sse import StreamParser, StreamProtocolError, parser_for
 from agentx.usage import checked_usage
@@ -122,9 +132,10 @@ def make_http_client(
     )
 
 
-_CONNECT = (aiohttp.ClientConnectorError, httpx.ConnectError, ConnectionRefusedError)
-_TIMEOUT = (TimeoutError, aiohttp.ServerTimeoutError, httpx.TimeoutException)
+_CONNECT = (aiohttp.ClientConnectorError, httpx.ConnectError, ConnectionRefusedError, ConnectError)
+_TIMEOUT = (TimeoutError, aiohttp.ServerTimeoutError, httpx.TimeoutException, ConnectTimeout)
 _RESET = (
+    ConnectionClosed,
     aiohttp.ClientPayloadError,
     aiohttp.ServerDisconnectedError,
     ConnectionResetError,
@@ -165,8 +176,34 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:200]}" if text else ""
 
 
+def make_stream_client(
+    base_url: str,
+    *,
+    timeout_s: float,
+    max_connections: int,
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+) -> StreamClient:
+    """The lanes' client (:mod:`agentx.replay.http1`): the same headers, query parameters and
+    TLS context as :func:`make_http_client`, one connection per concurrently running thread."""
+    base_headers = {
+        "user-agent": USER_AGENT,
+        "accept-encoding": "identity",
+        "content-type": "application/json",
+    }
+    base_headers.update(headers or {})
+    return StreamClient(
+        base_url,
+        connect_timeout_s=min(CONNECT_TIMEOUT_S, timeout_s),
+        max_connections=max_connections,
+        headers=base_headers,
+        params=params,
+        ssl_context=_ssl_context() if base_url.startswith("https:") else None,
+    )
+
+
 async def stream_request(
-    client: httpx.AsyncClient,
+    client: StreamClient,
     path: str,
     body: bytes,
     api: str,
@@ -182,47 +219,32 @@ async def stream_request(
     ttfb_ns: int | None = None
     streaming = False
     try:
-        async with asyncio.timeout(timeout_s):
-            async with client.stream(
-                "POST",
-                path,
-                content=body,
-                headers={"content-type": "application/json", **(headers or {})},
-            ) as response:
-                status = response.status_code
-                ttfb_ns = time.perf_counter_ns() - sent_ns
-                if status >= 400:
-                    detail = await _error_body(response)
-                    return StreamOutcome(
-                        sent_ns,
-                        status,
-                        False,
-                        ERR_HTTP,
-                        f"HTTP {status}: {detail}",
-                        ttfb_ns=ttfb_ns,
-                    )
-                ctype = response.headers.get("content-type", "")
-                if "json" in ctype and "event-stream" not in ctype:
-                    raw = await response.aread()
-                    return _non_streamed(api, sent_ns, status, ttfb_ns, raw, live)
-                streaming = True
-                feed = parser.feed
-                clock = time.perf_counter_ns
-                async for data in response.aiter_raw():
-                    feed(data, clock())
-                end_ns = time.perf_counter_ns()
-                parser.finish(end_ns)
+        async with asyncio.timeout(timeout_s), client.post(path, body, headers) as response:
+            status = response.status
+            ttfb_ns = response.headers_ns - sent_ns
+            if status >= 400:
+                detail = await _error_body(response)
+                return StreamOutcome(
+                    sent_ns, status, False, ERR_HTTP, f"HTTP {status}: {detail}", ttfb_ns=ttfb_ns
+                )
+            ctype = response.headers.get("content-type", "")
+            if "json" in ctype and "event-stream" not in ctype:
+                raw = await response.read()
+                return _non_streamed(api, sent_ns, status, ttfb_ns, raw, live)
+            streaming = True
+            end_ns = await response.stream(parser.feed)
+            parser.finish(end_ns)
     except asyncio.CancelledError:
         # the run was stopped (Ctrl-C): the request becomes a row; the cancellation is handled
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
         return _partial(parser, sent_ns, status, ttfb_ns, ERR_CANCELLED, "request cancelled")
-    except StreamProtocolError as exc:
+    except (StreamProtocolError, MalformedResponse) as exc:
         return _partial(parser, sent_ns, status, ttfb_ns, ERR_PROTOCOL, str(exc))
-    except (httpx.HTTPError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+    except (HTTPTransportError, OSError, TimeoutError) as exc:
         error_type, message = classify(exc, streaming=streaming)
-        if isinstance(exc, TimeoutError) and not isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, TimeoutError):
             message = f"no complete answer within --timeout {timeout_s:g} s"
         return _partial(parser, sent_ns, status, ttfb_ns, error_type, message)
     except Exception as exc:  # whatever else the answer provoked is this request's failure
@@ -231,18 +253,11 @@ async def stream_request(
     return _complete(parser, sent_ns, status, ttfb_ns, end_ns)
 
 
-async def _error_body(response: httpx.Response) -> str:
-    chunks: list[bytes] = []
-    size = 0
+async def _error_body(response: Response) -> str:
     try:
-        async for data in response.aiter_raw():
-            chunks.append(data)
-            size += len(data)
-            if size >= ERROR_BODY_BYTES:
-                break
-    except (httpx.HTTPError, aiohttp.ClientError, OSError):
-        pass
-    raw = b"".join(chunks)[:ERROR_BODY_BYTES]
+        raw = await response.read(ERROR_BODY_BYTES)
+    except (HTTPTransportError, OSError):
+        raw = b""
     try:
         obj = orjson.loads(raw)
         if isinstance(obj, dict):
@@ -255,7 +270,7 @@ async def _error_body(response: httpx.Response) -> str:
     except orjson.JSONDecodeError:
         pass
     text = raw.decode("utf-8", "replace").strip().replace("\n", " ")
-    return text[:200] or (response.reason_phrase or "")
+    return text[:200] or response.reason
 
 
 def _relative(t: int | None, sent_ns: int) -> int | None:

@@ -21,12 +21,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import httpx
-
 from agentx.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
 from agentx.replay.build import BuildConfig, ThreadBuilder
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
+from agentx.replay.http1 import StreamClient
 from agentx.replay.plan import SessionPlan
 from agentx.replay.theory import SentLog
 from agentx.replay.trees import tree_of
@@ -99,7 +98,7 @@ class Engine:
         self,
         sessions: tuple[SessionPlan, ...],
         config: EngineConfig,
-        client: httpx.AsyncClient,
+        client: StreamClient,
         sent_log: SentLog,
         on_boundary: Callable[[], Awaitable[None]] | None = None,
     ) -> None:

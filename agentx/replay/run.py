@@ -21,6 +21,7 @@ from pathlib import Path
 from agentx.errors import UsageError
 from agentx.metrics.slo import SloCheck, parse_slo
 from agentx.outputs import check_results_dir, unique_dir
+from agentx.replay import loop as lanes_loop
 from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import Engine
@@ -34,6 +35,7 @@ from agentx.replay.setup import (
     probe_setup,
     start_barrier,
     start_scraper,
+    stream_client,
 )
 from agentx.replay.stop import StopSignals, stop_signals
 from agentx.replay.theory import SentLog, remove_quietly
@@ -72,7 +74,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
         try:
             if options.workers == 1:
-                collected = asyncio.run(_run_here(setup, plan, tmp, stop))
+                collected = lanes_loop.run(_run_here(setup, plan, tmp, stop))
             else:
                 collected = run_workers(setup, plan, tmp, stop)
             collected.interrupted = collected.interrupted or stop.signum is not None
@@ -88,7 +90,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
 
 
 async def _reset_cache(setup: RunSetup) -> CacheReset:
-    async with http_client(setup, max_connections=4) as client:
+    async with http_client(setup) as client:
         return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
 
 
@@ -96,12 +98,12 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     o = setup.options
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
-    async with http_client(setup) as client:
+    async with http_client(setup) as client, stream_client(setup) as lanes_client:
         scraper = await start_scraper(setup, client)
         engine = Engine(
             plan.sessions,
             engine_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
-            client,
+            lanes_client,
             log,
             on_boundary=scraper.begin_window if scraper is not None else None,
         )

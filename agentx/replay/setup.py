@@ -23,7 +23,7 @@ from agentx.metrics.prometheus import MetricsScraper
 from agentx.models import API_ANTHROPIC_MESSAGES
 from agentx.prefix import DEFAULT_BLOCK_SIZE
 from agentx.replay.build import BuildConfig
-from agentx.replay.client import make_http_client
+from agentx.replay.client import make_http_client, make_stream_client
 from agentx.replay.endpoint import (
     IGNORE_EOS_SERVERS,
     ServerInfo,
@@ -31,6 +31,7 @@ from agentx.replay.endpoint import (
     probe,
     split_endpoint,
 )
+from agentx.replay.http1 import StreamClient
 from agentx.replay.lanes import EngineConfig
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan
@@ -167,12 +168,23 @@ def engine_config(
     )
 
 
-def http_client(setup: RunSetup, max_connections: int | None = None) -> httpx.AsyncClient:
-    """The client the lanes (or, with ``max_connections=4``, the scraper) talk through."""
+def http_client(setup: RunSetup, max_connections: int = 4) -> httpx.AsyncClient:
+    """The client off the hot path (metrics scrapes, cache reset) talks through."""
     return make_http_client(
         setup.root_url,
         timeout_s=setup.options.timeout_s,
-        max_connections=setup.max_connections if max_connections is None else max_connections,
+        max_connections=max_connections,
+        headers=setup.headers,
+        params=setup.params,
+    )
+
+
+def stream_client(setup: RunSetup) -> StreamClient:
+    """The client the lanes talk through: one connection per concurrently running thread."""
+    return make_stream_client(
+        setup.root_url,
+        timeout_s=setup.options.timeout_s,
+        max_connections=setup.max_connections,
         headers=setup.headers,
         params=setup.params,
     )

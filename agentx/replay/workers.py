@@ -33,6 +33,7 @@ from pathlib import Path
 
 from agentx.errors import AgentxError
 from agentx.metrics.prometheus import MetricsScraper
+from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
@@ -43,6 +44,7 @@ from agentx.replay.setup import (
     http_client,
     start_barrier,
     start_scraper,
+    stream_client,
 )
 from agentx.replay.stop import SIGNALS as STOP_SIGNALS
 from agentx.replay.stop import StopSignals
@@ -117,7 +119,7 @@ def worker_main(
         go.wait()
         if stop.is_set():  # stopped before the start
             return
-        result = asyncio.run(_worker_run(spec, plan, events, stop, measure))
+        result = lanes_loop.run(_worker_run(spec, plan, events, stop, measure))
         path = spec.tmp / f"records-{spec.worker}.pickle"
         path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         events.put(Done(spec.worker, str(path)))
@@ -144,7 +146,7 @@ async def _worker_run(
             if stop.is_set() or engine.aborted:
                 return
 
-    async with http_client(setup) as client:
+    async with stream_client(setup) as client:
         engine = Engine(sessions, config, client, log, on_boundary=warmed_up)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
@@ -248,7 +250,7 @@ async def _supervise(
     n = len(procs)
     await _wait_ready(procs, events)
     started_late = await start_barrier(o)
-    async with http_client(setup, max_connections=4) as client:
+    async with http_client(setup) as client:
         scraper = await start_scraper(setup, client)
         go.set()
         snaps: dict[int, Snapshot] = {}

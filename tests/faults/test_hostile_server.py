@@ -21,7 +21,7 @@ from replay.fault_server import HOSTILE, FaultServer
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 from agentx.record import ERR_BAD_USAGE, ERR_NO_USAGE, ERR_PROTOCOL
 from agentx.replay import ReplayOptions, run_replay
-from agentx.replay.client import StreamOutcome, make_http_client, stream_request
+from agentx.replay.client import StreamOutcome, make_stream_client, stream_request
 from agentx.replay.sse import StreamParser, parser_for
 from agentx.usage import MAX_TOKENS, checked_usage, usage_from
 
@@ -43,7 +43,7 @@ async def send(url: str, fault: str, api: str, live: bool) -> StreamOutcome:
     body = orjson.dumps(
         {"model": "m", "messages": [{"role": "user", "content": f"fault:{fault}"}], "stream": True}
     )
-    async with make_http_client(url, timeout_s=10, max_connections=2) as client:
+    async with make_stream_client(url, timeout_s=10, max_connections=2) as client:
         return await stream_request(client, PATHS[api], body, api, live=live, timeout_s=10)
 
 

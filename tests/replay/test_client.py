@@ -21,7 +21,7 @@ from agentx.record import (
     ERR_RESET,
     ERR_TIMEOUT,
 )
-from agentx.replay.client import StreamOutcome, classify, make_http_client, stream_request
+from agentx.replay.client import StreamOutcome, classify, make_stream_client, stream_request
 
 from .fault_server import FaultServer
 
@@ -44,7 +44,7 @@ def body(fault: str = "ok", max_tokens: int = 5) -> bytes:
 
 
 async def send(url: str, fault: str, timeout_s: float = 5.0) -> StreamOutcome:
-    async with make_http_client(url, timeout_s=timeout_s, max_connections=4) as client:
+    async with make_stream_client(url, timeout_s=timeout_s, max_connections=4) as client:
         return await stream_request(
             client, "/v1/chat/completions", body(fault), "openai.chat", timeout_s=timeout_s
         )
@@ -112,7 +112,7 @@ async def test_cancelled_request_becomes_a_row(server: FaultServer) -> None:
     arrived = threading.Event()
     server.on_request = lambda _body: arrived.set()
     try:
-        async with make_http_client(server.url, timeout_s=5, max_connections=2) as client:
+        async with make_stream_client(server.url, timeout_s=5, max_connections=2) as client:
             task = asyncio.create_task(
                 stream_request(client, "/v1/chat/completions", body("stall"), "openai.chat")
             )

@@ -1,0 +1,433 @@
+"""The replay's hot path: a minimal HTTP/1.1 client for streamed POSTs, on asyncio protocols.
+
+Why not httpx (or aiohttp) here: a replay consumes hundreds of thousands of SSE chunks per
+second, and a general client spends more per HTTP chunk on its own bookkeeping (an object, a
+buffer copy, flow control, an async iterator step per read) than agentx spends parsing the
+event. This client does one thing: send a POST and hand each socket read's body bytes, with the
+``perf_counter_ns`` instant of that read, to a *sink* called synchronously from the protocol's
+``data_received``. HTTP framing (status line, headers, chunked encoding, content length) is
+parsed by llhttp through ``httptools``; the coroutine that sent the request only wakes when the
+headers have arrived and when the body has ended (``scripts/bench_client.py`` measures it).
+
+Scope: HTTP/1.1 over TCP or TLS to one origin, keep-alive connections reused (at most
+``max_connections`` at a time, idle ones dropped after ``keepalive_s``), one retry on a fresh
+connection when a reused one turns out to have been closed by the server before it answered
+(the keep-alive race), no redirects, no proxies, no compression (``accept-encoding:
+identity``). Everything else (probing, metrics) uses httpx.
+
+Failures raise the :class:`HTTPTransportError` family; the caller turns them into typed rows.
+A sink's exception stops the response and is re-raised to the caller as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import cast
+from urllib.parse import urlencode, urlsplit
+
+import httptools
+
+Sink = Callable[[bytes, int], None]  # (body bytes of one read, perf_counter_ns of that read)
+
+MAX_HEAD_BYTES = 1 << 20  # a status line and headers longer than this are not an answer
+KEEPALIVE_S = 30.0
+
+
+class HTTPTransportError(Exception):
+    """The request could not be completed at the HTTP level."""
+
+
+class ConnectError(HTTPTransportError):
+    """No connection could be made (refused, unreachable, DNS, TLS handshake)."""
+
+
+class ConnectTimeout(HTTPTransportError):
+    """The connection was not made within the connect timeout."""
+
+
+class ConnectionClosed(HTTPTransportError):
+    """The server closed (or reset) the connection before the response ended."""
+
+
+class MalformedResponse(HTTPTransportError):
+    """What came back is not HTTP/1.1."""
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection, one exchange at a time. It is also llhttp's callback target:
+    per-exchange state lives here and is reset by :meth:`begin`."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.lost: BaseException | None = None
+        self.idle_since = 0.0
+        self.reused = False
+        self._pieces: list[bytes] = []
+        self.on_body = self._pieces.append  # llhttp calls this for every body piece
+        self._http = httptools.HttpResponseParser(self)  # binds the callbacks: after on_body
+        self._loop = asyncio.get_running_loop()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.active = False
+        self.received = 0  # bytes of this exchange's response
+        self.status = 0
+        self.reason = ""
+        self.headers: dict[str, str] = {}
+        self.headers_ns = 0
+        self.body_until_eof = False
+        self.complete = False
+        self.keep_alive = False  # as llhttp judged it when the message completed
+        self.error: BaseException | None = None
+        self.end_ns = 0
+        self._t_ns = 0
+        self._sink: Sink | None = None
+        self._pending: list[tuple[bytes, int]] = []  # body read before a sink was attached
+        self._head: asyncio.Future[None] | None = None
+        self._done: asyncio.Future[None] | None = None
+        self._field = b""
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
+
+    def data_received(self, data: bytes) -> None:
+        if not self.active:  # bytes nobody asked for: the connection is unusable
+            self.abort()
+            return
+        self._t_ns = t = time.perf_counter_ns()
+        self.received += len(data)
+        try:
+            self._http.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(MalformedResponse(f"malformed HTTP response: {exc}"))
+            return
+        pieces = self._pieces
+        if pieces:
+            body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            pieces.clear()
+            sink = self._sink
+            if sink is None:
+                self._pending.append((body, t))
+            else:
+                try:
+                    sink(body, t)
+                except Exception as exc:  # the sink's verdict on the body ends the exchange
+                    self._fail(exc)
+                    return
+        if self.complete:
+            self._finish()
+        elif self.status == 0 and self.received > MAX_HEAD_BYTES:
+            self._fail(MalformedResponse("no complete HTTP response head in the first MiB"))
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.lost = exc
+        if not self.active or self.complete or self.error is not None:
+            return
+        if self.body_until_eof and self.status:
+            self.end_ns = self._t_ns or time.perf_counter_ns()
+            self.complete = True
+            self._finish(keep=False)
+            return
+        detail = f": {exc}" if exc else ""
+        if self.status:
+            self._fail(ConnectionClosed(f"connection closed before the response ended{detail}"))
+        else:
+            self._fail(ConnectionClosed(f"connection closed before the response{detail}"))
+
+    # -- llhttp callbacks (on_body is the list's append) --------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.headers = {}
+
+    def on_status(self, status: bytes) -> None:
+        self.reason = status.decode("latin-1")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        status = self._http.get_status_code()
+        if status < 200:  # 1xx: an interim response, the real one follows
+            return
+        self.status = status
+        self.headers_ns = self._t_ns
+        h = self.headers
+        chunked = "chunked" in h.get("transfer-encoding", "").lower()
+        self.body_until_eof = not chunked and "content-length" not in h and status not in (204, 304)
+        if self._head is not None and not self._head.done():
+            self._head.set_result(None)
+
+    def on_message_complete(self) -> None:
+        if self.status:  # not an interim 1xx response
+            self.complete = True
+            self.keep_alive = self._http.should_keep_alive()  # its flags reset after this
+            self.end_ns = self._t_ns
+
+    # -- the exchange, driven by StreamClient and Response -------------------------------------
+
+    def begin(self, request: bytes, body: bytes) -> asyncio.Future[None]:
+        """Send a request; the returned future resolves when the response head has arrived."""
+        self._reset()
+        self.active = True
+        self._head = self._loop.create_future()
+        self._done = self._loop.create_future()
+        assert self.transport is not None
+        self.transport.write(request)
+        if body:
+            self.transport.write(body)
+        return self._head
+
+    def attach(self, sink: Sink) -> asyncio.Future[None]:
+        """Hand the body (what already arrived, then each read) to ``sink``; the future
+        resolves when the body has ended."""
+        assert self._done is not None
+        pending, self._pending = self._pending, []
+        self._sink = sink
+        try:
+            for body, t in pending:
+                sink(body, t)
+        except Exception as exc:
+            self._fail(exc)
+        return self._done
+
+    def _finish(self, keep: bool = True) -> None:
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+        if not (keep and self.keep_alive):
+            self.abort()
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = exc
+        for fut in (self._head, self._done):
+            if fut is not None and not fut.done():
+                fut.set_exception(exc)
+                fut.exception()  # retrieved: the caller may be waiting on the other one only
+        self.abort()
+
+    def reusable(self, now: float, keepalive_s: float) -> bool:
+        return (
+            not self.closed
+            and self.complete
+            and self.error is None
+            and self.keep_alive
+            and now - self.idle_since < keepalive_s
+        )
+
+    def release(self) -> None:
+        self.active = False
+        self._sink = None
+        self.idle_since = time.monotonic()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class Response:
+    """A response whose head has arrived. Consume it with :meth:`stream` or :meth:`read`."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+
+    @property
+    def status(self) -> int:
+        return self._conn.status
+
+    @property
+    def reason(self) -> str:
+        return self._conn.reason
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Lower-cased names (a repeated header keeps its last value)."""
+        return self._conn.headers
+
+    @property
+    def headers_ns(self) -> int:
+        """``perf_counter_ns`` of the read that completed the head."""
+        return self._conn.headers_ns
+
+    async def stream(self, sink: Sink) -> int:
+        """Feed the body to ``sink`` read by read; returns the instant of the last read."""
+        conn = self._conn
+        await conn.attach(sink)
+        if conn.error is not None:  # the sink refused what had arrived before it was attached
+            raise conn.error
+        return conn.end_ns
+
+    async def read(self, limit: int | None = None) -> bytes:
+        """The body (at most about ``limit`` bytes: the rest is not waited for)."""
+        parts: list[bytes] = []
+        size = 0
+        enough: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def collect(data: bytes, _t: int) -> None:
+            nonlocal size
+            parts.append(data)
+            size += len(data)
+            if limit is not None and size >= limit and not enough.done():
+                enough.set_result(None)
+
+        done = self._conn.attach(collect)
+        if limit is not None and not done.done():
+            await asyncio.wait((done, enough), return_when=asyncio.FIRST_COMPLETED)
+        if done.done():
+            done.result()
+        data = b"".join(parts)
+        return data if limit is None else data[:limit]
+
+
+class StreamClient:
+    """POSTs to one origin (``base_url``, with its path prefix and ``params``) on a pool of
+    keep-alive HTTP/1.1 connections. Use as ``async with``; not shared across event loops."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        connect_timeout_s: float,
+        max_connections: int,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        keepalive_s: float = KEEPALIVE_S,
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._query = ("?" + urlencode(dict(params))) if params else ""
+        self._ssl = (ssl_context or ssl.create_default_context()) if self._https else None
+        default_port = 443 if self._https else 80
+        host = self._host if ":" not in self._host else f"[{self._host}]"
+        authority = host if self._port == default_port else f"{host}:{self._port}"
+        self._fixed = {"host": authority, **{k.lower(): v for k, v in (headers or {}).items()}}
+        self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
+        self._connect_timeout_s = connect_timeout_s
+        self._keepalive_s = keepalive_s
+        self._slots = asyncio.Semaphore(max_connections)
+        self._idle: deque[_Connection] = deque()
+        self._open: set[_Connection] = set()
+        self._closed = False
+
+    async def __aenter__(self) -> StreamClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for conn in list(self._open):
+            conn.abort()
+        self._open.clear()
+        self._idle.clear()
+
+    def _head(self, path: str, headers: Mapping[str, str] | None) -> bytes:
+        """The request line and headers up to (not including) content-length, memoised."""
+        extra = tuple((k.lower(), v) for k, v in (headers or {}).items())
+        key = (path, extra)
+        head = self._heads.get(key)
+        if head is None:
+            fields = dict(self._fixed)
+            fields.update(extra)
+            lines = [f"POST {self._prefix}{path}{self._query} HTTP/1.1"]
+            lines += [f"{k}: {v}" for k, v in fields.items() if k != "content-length"]
+            head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+            if len(self._heads) < 1024:
+                self._heads[key] = head
+        return head
+
+    async def _connect(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                _, conn = await loop.create_connection(
+                    _Connection,
+                    self._host,
+                    self._port,
+                    ssl=self._ssl,
+                    server_hostname=self._host if self._ssl else None,
+                )
+        except TimeoutError:
+            raise ConnectTimeout(
+                f"no connection to {self._host}:{self._port} within {self._connect_timeout_s:g} s"
+            ) from None
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        self._open.add(conn)
+        return conn
+
+    def _idle_connection(self) -> _Connection | None:
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()  # the most recently used: the least likely to be stale
+            if conn.reusable(now, self._keepalive_s):
+                conn.reused = True
+                return conn
+            conn.abort()
+            self._open.discard(conn)
+        return None
+
+    @asynccontextmanager
+    async def post(
+        self, path: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[Response]:
+        """``async with client.post(...) as response``: sent, head received. Leaving the block
+        returns the connection to the pool when its response was read to the end, else
+        closes it."""
+        if self._closed:
+            raise HTTPTransportError("the client is closed")
+        request = self._head(path, headers) + b"content-length: %d\r\n\r\n" % len(body)
+        async with self._slots:
+            conn = await self._send(request, body)
+            try:
+                yield Response(conn)
+            finally:
+                conn.release()
+                if conn.reusable(conn.idle_since, self._keepalive_s) and not self._closed:
+                    self._idle.append(conn)
+                else:
+                    conn.abort()
+                    self._open.discard(conn)
+
+    async def _send(self, request: bytes, body: bytes) -> _Connection:
+        conn = self._idle_connection()
+        if conn is not None:
+            try:
+                await conn.begin(request, body)
+                return conn
+            except ConnectionClosed:
+                self._open.discard(conn)
+                if conn.received:  # it had begun to answer: not the keep-alive race
+                    raise
+            except BaseException:
+                conn.abort()
+                self._open.discard(conn)
+                raise
+        conn = await self._connect()
+        try:
+            await conn.begin(request, body)
+        except BaseException:
+            conn.abort()
+            self._open.discard(conn)
+            raise
+        return conn
