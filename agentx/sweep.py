@@ -85,7 +85,7 @@ class SweepOptions:
     def __post_init__(self) -> None:
         if not self.levels or any(n < 1 for n in self.levels):
             raise UsageError("--concurrency levels must be at least 1")
-        if self.replay.workers > min(self.levels):
+        if self.replay.workers != "auto" and self.replay.workers > min(self.levels):
             raise UsageError("--workers cannot exceed the lowest --concurrency level")
 
 

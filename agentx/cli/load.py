@@ -23,7 +23,11 @@ def replay(
     trace: o.Trace,
     endpoint: o.Endpoint,
     model: o.Model = None,
-    concurrency: o.Concurrency = 1,
+    concurrency: o.OpenLoopConcurrency = None,
+    session_rate: o.SessionRate = None,
+    request_rate: o.RequestRate = None,
+    arrival: o.Arrival = "poisson",
+    burstiness: o.Burstiness = 1.0,
     duration: o.Duration = None,
     max_requests: o.MaxRequests = None,
     sessions: o.Sessions = None,
@@ -56,9 +60,7 @@ def replay(
             "--slo", help='checks, e.g. "ttft_p99<=2s,itl_p50<=50ms" (exit 3 when one fails)'
         ),
     ] = None,
-    workers: Annotated[
-        int, typer.Option("--workers", min=1, help="client processes sharing the lanes")
-    ] = 1,
+    workers: o.Workers = "1",
     shard: Annotated[
         str, typer.Option("--shard", help="I/N: run only sessions i mod N == I (multi-machine)")
     ] = "0/1",
@@ -114,14 +116,19 @@ def replay(
     try:
         options = scenario_options(
             scenario,
-            trace=trace, endpoint=endpoint, model=model, concurrency=concurrency, duration_s=duration,
+            trace=trace, endpoint=endpoint, model=model, duration_s=duration,
+            concurrency=o.concurrency_or_default(
+                concurrency, session_rate is not None or request_rate is not None
+            ),
+            session_rate=session_rate, request_rate=request_rate, arrival=arrival,
+            burstiness=burstiness,
             max_requests=max_requests, sessions=sessions, time_scale=time_scale, max_think_s=max_think,
             assistant=assistant, salt=salt, warmup=warmup,
             start_ratio=parse_ratio(start_ratio) if start_ratio else None, burst=burst,
             spawn_join=spawn_join, trace_idle_cap_s=trace_idle_cap, system_idle_cap_s=system_idle_cap,
             max_failed_ratio=max_failed_ratio, min_coverage=min_coverage,
             api=api, extra_body=parse_extra_body(extra_body), ignore_eos=ignore_eos,
-            metrics_url=metrics_url, scrape_metrics=not no_metrics, slo=slo, workers=workers,
+            metrics_url=metrics_url, scrape_metrics=not no_metrics, slo=slo, workers=o.parse_workers(workers),
             shard=parse_shard(shard), start_at_s=parse_start_at(start_at) if start_at else None,
             seed=seed, timeout_s=timeout,
             block_size=block_size, tokenizer=tokenizer, api_key=api_key, output_dir=output, force=force,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from agentx.cli.app import BUNDLED_HELP, trace_path
+from agentx.errors import UsageError
 
 Trace = Annotated[
     Path,
@@ -25,6 +26,16 @@ Model = Annotated[
 ]
 Concurrency = Annotated[
     int, typer.Option("--concurrency", min=1, help="concurrent session lanes (recycled)")
+]
+OpenLoopConcurrency = Annotated[  # replay's: also the open-loop cap
+    int | None,
+    typer.Option(
+        "--concurrency",
+        min=1,
+        help="concurrent session lanes (recycled) [default: 1]; with --session-rate or "
+        "--request-rate, the cap on concurrent sessions or requests [default: 1000]",
+        show_default=False,
+    ),
 ]
 Duration = Annotated[
     float | None,
@@ -207,3 +218,69 @@ MinCoverage = Annotated[
         show_default=False,
     ),
 ]
+
+SessionRate = Annotated[
+    float | None,
+    typer.Option(
+        "--session-rate",
+        metavar="R",
+        help="open loop: new sessions arrive at R per second (--arrival); --concurrency caps "
+        "concurrent sessions [default cap: 1000]",
+        show_default=False,
+    ),
+]
+RequestRate = Annotated[
+    float | None,
+    typer.Option(
+        "--request-rate",
+        metavar="R",
+        help="open loop: every request arrives alone, R per second, in recorded order (traces "
+        "without session structure, e.g. Mooncake); --concurrency caps concurrent requests",
+        show_default=False,
+    ),
+]
+Arrival = Annotated[
+    str,
+    typer.Option(
+        "--arrival",
+        metavar="poisson|gamma|constant",
+        help="open-loop arrival process (seeded by --seed)",
+    ),
+]
+Burstiness = Annotated[
+    float,
+    typer.Option(
+        "--burstiness",
+        help="gamma arrivals' shape (as vLLM's): < 1 burstier than Poisson, > 1 steadier",
+    ),
+]
+Workers = Annotated[
+    str,
+    typer.Option(
+        "--workers",
+        metavar="N|auto",
+        help="client processes sharing the lanes; auto: from this machine's measured client "
+        "capacity, the server's stream rate and the cores (docs/replay.md)",
+    ),
+]
+OPEN_LOOP_CAP = 1000  # --concurrency when an open-loop run does not give one
+
+
+def parse_workers(text: str) -> int | Literal["auto"]:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--workers must be a number or auto, got {text!r}") from None
+    if n < 1:
+        raise UsageError(f"--workers must be at least 1 (or auto), got {n}")
+    return n
+
+
+def concurrency_or_default(concurrency: int | None, open_loop: bool) -> int:
+    """``--concurrency``: session lanes in closed loop (default 1); in open loop, the cap on
+    concurrent sessions or requests (default :data:`OPEN_LOOP_CAP`)."""
+    if concurrency is not None:
+        return concurrency
+    return OPEN_LOOP_CAP if open_loop else 1

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentx.metrics.arrivals import arrival_summary, arrival_warnings
 from agentx.metrics.percentiles import percentiles
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
@@ -17,6 +18,7 @@ from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefix_union import TheoryRow
 from agentx.record import ERR_BAD_USAGE, RequestRecord
 from agentx.replay import gates
+from agentx.replay.autoworkers import WorkersChoice
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import EngineResult
 from agentx.replay.plan import ReplayPlan
@@ -24,6 +26,7 @@ from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.replay.translate import to_chat
 from agentx.report.results_dir import write_results
+from agentx.schedule.arrivals import ArrivalLog
 from agentx.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.urls import redact_url
 from agentx.usage import MAX_TOKENS
@@ -70,6 +73,7 @@ class Collected:
     profiling_started_ns: int | None = None  # the measured window's start (after warm-up)
     schedule: dict[str, Any] = field(default_factory=dict)  # lane starts, idle-cap jumps
     failure: str | None = None
+    arrival_logs: list[ArrivalLog] = field(default_factory=list)  # open loop, one per process
 
 
 def collect(
@@ -121,6 +125,7 @@ def collect(
             "idle_caps": jumps,
         },
         failure=next((res.failure for res in results if res.failure), None),
+        arrival_logs=[res.arrivals for res in results if res.arrivals is not None],
     )
 
 
@@ -156,6 +161,7 @@ def finish_run(
     out_dir: Path,
     *,
     cache_reset: CacheReset | None = None,
+    workers_choice: WorkersChoice | None = None,
 ) -> ReplayResult:
     o = setup.options
     tokenizer = resolve_tokenizer(
@@ -215,6 +221,7 @@ def finish_run(
         synthesized_rows=plan.synthesized,
         interrupted=c.interrupted,
         cache_reset=None if cache_reset is None else cache_reset.endpoint,
+        workers_auto=None if workers_choice is None else workers_choice.config(),
     )
     perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
     run = RunInfo(
@@ -252,6 +259,12 @@ def finish_run(
     summary["gates"] = report.to_json()
     summary["tokenizer"] = tokenizer.name  # whose tokens the theoretical figures count
     warnings.extend(short_output_warnings(records, o.api, setup.server.kind))
+    if c.arrival_logs:
+        arrivals = arrival_summary(
+            c.arrival_logs, "request" if o.request_rate is not None else "session"
+        )
+        summary["schedule"].update(arrivals)
+        warnings.extend(arrival_warnings(arrivals))
     if warnings:
         summary["warnings"] = warnings
     write_results(out_dir, summary, records, theory)

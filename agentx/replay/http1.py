@@ -58,7 +58,7 @@ class MalformedResponse(HTTPTransportError):
     """What came back is not HTTP/1.1."""
 
 
-class _Connection(asyncio.Protocol):
+class HTTPConnection(asyncio.Protocol):
     """One HTTP/1.1 connection, one exchange at a time. It is also llhttp's callback target:
     per-exchange state lives here and is reset by :meth:`begin`."""
 
@@ -241,7 +241,7 @@ class Response:
 
     __slots__ = ("_conn",)
 
-    def __init__(self, conn: _Connection) -> None:
+    def __init__(self, conn: HTTPConnection) -> None:
         self._conn = conn
 
     @property
@@ -324,8 +324,8 @@ class StreamClient:
         self._connect_timeout_s = connect_timeout_s
         self._keepalive_s = keepalive_s
         self._slots = asyncio.Semaphore(max_connections)
-        self._idle: deque[_Connection] = deque()
-        self._open: set[_Connection] = set()
+        self._idle: deque[HTTPConnection] = deque()
+        self._open: set[HTTPConnection] = set()
         self._closed = False
 
     async def __aenter__(self) -> StreamClient:
@@ -356,12 +356,12 @@ class StreamClient:
                 self._heads[key] = head
         return head
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> HTTPConnection:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_s):
                 _, conn = await loop.create_connection(
-                    _Connection,
+                    HTTPConnection,
                     self._host,
                     self._port,
                     ssl=self._ssl,
@@ -376,7 +376,7 @@ class StreamClient:
         self._open.add(conn)
         return conn
 
-    def _idle_connection(self) -> _Connection | None:
+    def _idle_connection(self) -> HTTPConnection | None:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()  # the most recently used: the least likely to be stale
@@ -409,7 +409,7 @@ class StreamClient:
                     conn.abort()
                     self._open.discard(conn)
 
-    async def _send(self, request: bytes, body: bytes) -> _Connection:
+    async def _send(self, request: bytes, body: bytes) -> HTTPConnection:
         conn = self._idle_connection()
         if conn is not None:
             try:

@@ -28,8 +28,9 @@ from agentx.replay.gates import FailedRatioGate
 from agentx.replay.http1 import StreamClient
 from agentx.replay.plan import SessionPlan
 from agentx.replay.theory import SentLog
-from agentx.replay.trees import tree_of
+from agentx.replay.trees import request_tree, tree_of
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
+from agentx.schedule.arrivals import ArrivalLog
 
 NS_PER_S = 1_000_000_000
 CONNECT_BACKOFF_S = 1.0  # a lane whose request could not connect waits before its next one
@@ -46,6 +47,9 @@ class EngineConfig:
     headers: dict[str, str] = field(default_factory=dict)
     max_failed_ratio: float | None = None  # abort when measured failures exceed this share
     gate_after: int = 10  # ... once this many measured requests have ended
+    # --request-rate: the sessions are single requests (agentx.replay.open_loop) sharing the
+    # marker of their trace session's copy
+    single_requests: bool = False
 
 
 @dataclass(slots=True)
@@ -80,9 +84,10 @@ class EngineResult:
     lane_starts: list[LaneStart] = field(default_factory=list)
     failure: str | None = None  # why the run was aborted (a warm-up request, a gate)
     idle_jumps: dict[str, float] = field(default_factory=dict)
+    arrivals: ArrivalLog | None = None  # open loop: what arrived, when it started (schedule s)
 
 
-def marker_salt(nonce: str, instance: int) -> str:
+def marker_salt(nonce: str, instance: int | str) -> str:
     """The 12 hex digits of a tree instance's cache-bust marker (``[rid:<salt>]``): one per
     instance of a tree, shared by its root and its subagents, new for every recycled copy."""
     return hashlib.sha256(f"{nonce}:{instance}".encode()).hexdigest()[:12]
@@ -107,7 +112,9 @@ class Engine:
         self.client = client
         self.sent_log = sent_log
         self.on_boundary = on_boundary
-        self.schedule = Schedule([tree_of(s) for s in sessions], config.schedule)
+        single = config.single_requests
+        trees = [request_tree(s) if single else tree_of(s) for s in sessions]
+        self.schedule = Schedule(trees, config.schedule)
         self.records: list[RequestRecord] = []
         self.counters = Counters()
         self.aborted = False
@@ -181,6 +188,7 @@ class Engine:
             cpu_s=time.thread_time() - cpu0,
             interrupted=self.aborted,
             sent_log_error=self.sent_log.error,
+            arrivals=sched.arrival_log(),
             profiling_started_ns=profiling_ns,
             lane_starts=list(sched.lane_starts),
             failure=self.failure,
@@ -246,7 +254,8 @@ class Engine:
         cfg = self.config
         thread = session.threads[send.stream]
         ex = thread.turns[send.turn].exchange
-        salt = marker_salt(cfg.nonce, send.instance) if cfg.salt else None
+        key = f"s{session.index}.{send.copy}" if cfg.single_requests else send.instance
+        salt = marker_salt(cfg.nonce, key) if cfg.salt else None
         built = builder.build(ex, salt, max_tokens=send.max_tokens)
         if built.live_fallback:
             self.counters.live_fallbacks += 1
@@ -289,7 +298,7 @@ class Engine:
             lane=send.lane,
             session_id=session_id,
             thread_id=thread.thread_id,
-            turn=send.turn,
+            turn=thread.turns[send.turn].index,  # the turn in the trace's thread
             warmup=send.warmup,
             start_wall_ns=start_wall_ns,
             scheduled_ns=self._t0_ns + int(send.due_s * NS_PER_S),

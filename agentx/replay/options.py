@@ -15,6 +15,7 @@ import orjson
 from agentx.errors import UsageError
 from agentx.metrics.cost import CostOptions
 from agentx.schedule import SPAWN_JOIN_RULES, SpawnJoin
+from agentx.schedule.arrivals import ArrivalError, Arrivals
 from agentx.urls import check_http_url, redact_url
 
 Assistant = Literal["recorded", "live"]
@@ -61,7 +62,7 @@ class ReplayOptions:
     metrics_url: str | None = None  # None: <endpoint>/metrics when it answers
     scrape_metrics: bool = True
     slo: str | None = None
-    workers: int = 1
+    workers: int | Literal["auto"] = 1  # "auto": agentx.replay.autoworkers decides
     shard: tuple[int, int] = (0, 1)  # (index, count): this process runs sessions i % count == index
     start_at_s: float | None = None  # --start-at: epoch seconds the lanes start at (a barrier)
     seed: int = 0
@@ -75,6 +76,32 @@ class ReplayOptions:
     percentiles: tuple[float, ...] = ()  # --percentiles beyond p50/p90/p99
     cost: CostOptions | None = None  # --gpu-hour-cost, --price, ...: summary.json's cost
     reset_cache: bool = False  # ask the server to drop its prefix cache before the run
+    # open loop (agentx.replay.open_loop): sessions or requests arriving per second, whole run
+    session_rate: float | None = None
+    request_rate: float | None = None
+    arrival: str = "poisson"  # poisson | gamma | constant (agentx.schedule.arrivals)
+    burstiness: float = 1.0  # gamma shape, as vLLM's --burstiness
+
+    @property
+    def n_workers(self) -> int:
+        """The client processes (``--workers auto`` is resolved before the run starts)."""
+        if self.workers == "auto":
+            raise UsageError("--workers auto must be resolved before the run (run_replay does)")
+        return self.workers
+
+    @property
+    def open_loop(self) -> bool:
+        return self.session_rate is not None or self.request_rate is not None
+
+    def arrivals(self) -> Arrivals | None:
+        """The whole run's arrival process (None: closed-loop lanes)."""
+        rate = self.session_rate if self.session_rate is not None else self.request_rate
+        if rate is None:
+            return None
+        try:
+            return Arrivals(rate, self.arrival, self.burstiness, self.seed)
+        except ArrivalError as exc:
+            raise UsageError(str(exc)) from None
 
     def __post_init__(self) -> None:
         validate(self)
@@ -135,8 +162,30 @@ def validate(o: ReplayOptions) -> None:
         "--max-failed-ratio must be between 0 and 1",
     )
     need(o.min_coverage is None or 0.0 <= o.min_coverage <= 1.0, "--min-coverage must be 0..1")
-    need(o.workers >= 1, "--workers must be at least 1")
-    need(o.workers <= o.concurrency, "--workers cannot exceed --concurrency (lanes are split)")
+    need(o.workers == "auto" or o.workers >= 1, "--workers must be at least 1 (or auto)")
+    need(
+        o.workers == "auto" or o.workers <= o.concurrency,
+        "--workers cannot exceed --concurrency (lanes are split)",
+    )
+    need(
+        o.session_rate is None or o.request_rate is None,
+        "--session-rate and --request-rate are exclusive (sessions or single requests arrive)",
+    )
+    need(
+        o.open_loop or (o.arrival == "poisson" and o.burstiness == 1.0),
+        "--arrival and --burstiness shape open-loop arrivals: add --session-rate or --request-rate",
+    )
+    if o.open_loop:
+        o.arrivals()  # checks the rate, the process and its burstiness
+    need(
+        o.request_rate is None or o.assistant == "recorded",
+        "--request-rate sends every request alone: --assistant live needs the previous answer",
+    )
+    need(
+        not o.open_loop or (o.warmup == 0 and o.start_ratio == (0.0, 0.0)),
+        "open loop (--session-rate, --request-rate) starts each session from its first request: "
+        "not with --warmup, --start-ratio or a --scenario that sets them",
+    )
     index, count = o.shard
     need(count >= 1 and 0 <= index < count, "--shard must be I/N with 0 <= I < N")
     need(o.timeout_s > 0, "--timeout must be positive")

@@ -22,9 +22,11 @@ from agentx.errors import UsageError
 from agentx.metrics.slo import SloCheck, parse_slo
 from agentx.outputs import check_results_dir, unique_dir
 from agentx.replay import loop as lanes_loop
+from agentx.replay.autoworkers import resolve_workers
 from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import Engine
+from agentx.replay.open_loop import for_arrivals
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
@@ -65,7 +67,11 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
             shard=options.shard,
             api_mode=options.api,
         )
-        if options.workers > len(plan.sessions):
+        plan = for_arrivals(plan, options.request_rate)
+        choice = None
+        if options.workers == "auto":
+            options, choice = asyncio.run(resolve_workers(options, plan))
+        if options.n_workers > len(plan.sessions):
             raise UsageError(
                 f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
             )
@@ -73,13 +79,20 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         cache_reset = asyncio.run(_reset_cache(setup)) if options.reset_cache else None
         tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
         try:
-            if options.workers == 1:
+            if options.n_workers == 1:
                 collected = lanes_loop.run(_run_here(setup, plan, tmp, stop))
             else:
                 collected = run_workers(setup, plan, tmp, stop)
             collected.interrupted = collected.interrupted or stop.signum is not None
             result = finish_run(
-                setup, plan, collected, slo_checks, started_at, out_dir, cache_reset=cache_reset
+                setup,
+                plan,
+                collected,
+                slo_checks,
+                started_at,
+                out_dir,
+                cache_reset=cache_reset,
+                workers_choice=choice,
             )
         finally:
             for p in tmp.glob("*"):

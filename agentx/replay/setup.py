@@ -73,7 +73,7 @@ def lane_count(options: ReplayOptions, plan: ReplayPlan) -> int:
             f"--concurrency {options.concurrency:,}: at most {MAX_LANES:,} lanes per run "
             "(--shard I/N spreads a run over machines)"
         )
-    return max(n, options.workers)
+    return max(n, options.n_workers)
 
 
 def auth_headers(options: ReplayOptions) -> dict[str, str]:
@@ -120,7 +120,7 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         ignore_eos=ignore_eos,
         live=options.assistant == "live",
     )
-    lanes_per_worker = -(-lanes // options.workers)
+    lanes_per_worker = -(-lanes // options.n_workers)
     return RunSetup(
         options=options,
         root_url=root,
@@ -142,6 +142,11 @@ def engine_config(
 ) -> EngineConfig:
     """The lanes config of one process (``worker`` 0 when the run has one process)."""
     o = setup.options
+    single = o.request_rate is not None
+    arrivals = o.arrivals()
+    if arrivals is not None:  # this process's share of the run's arrivals
+        shard, shards = o.shard
+        arrivals = arrivals.share(shard * o.n_workers + worker, shards * o.n_workers)
     return EngineConfig(
         build=setup.build,
         schedule=ScheduleOptions(
@@ -158,13 +163,16 @@ def engine_config(
             trace_idle_cap_s=o.trace_idle_cap_s,
             system_idle_cap_s=o.system_idle_cap_s,
             spawn_join=o.spawn_join,
+            arrivals=arrivals,
         ),
         timeout_s=o.timeout_s,
         salt=o.salt,
-        nonce=f"{setup.nonce}{o.shard[0]:x}{worker:x}-",
+        # --request-rate: one session's requests may run on any worker and share its marker
+        nonce=f"{setup.nonce}{o.shard[0]:x}{'' if single else f'{worker:x}'}-",
         id_prefix=f"{o.shard[0]}.{worker}.",
         max_failed_ratio=o.max_failed_ratio,
         gate_after=len(lanes),
+        single_requests=single,
     )
 
 

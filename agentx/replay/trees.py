@@ -53,3 +53,18 @@ def tree_of(session: SessionPlan) -> TreeSpec:
             )
         )
     return TreeSpec(session.session_id, with_joins(streams))
+
+
+def request_tree(session: SessionPlan) -> TreeSpec:
+    """A session of one request (``--request-rate``, :mod:`agentx.replay.open_loop`) as a tree:
+    that request alone, with no recorded wrap-up after it."""
+    thread = session.threads[0]
+    ex = thread.turns[0].exchange
+    stream = StreamSpec(
+        name=thread.thread_id,
+        turns=(_turn(ex, ex.timing.start_wall_ns),),
+        parent=None,
+        spawn_turn=None,
+        end_s=None,
+    )
+    return TreeSpec(session.session_id, with_joins([stream]))

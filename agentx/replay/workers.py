@@ -36,6 +36,7 @@ from agentx.metrics.prometheus import MetricsScraper
 from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
+from agentx.replay.open_loop import for_arrivals
 from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
@@ -115,6 +116,7 @@ def worker_main(
         plan = build_plan(
             load_exchanges(o.trace), sessions=o.sessions, seed=o.seed, shard=o.shard, api_mode=o.api
         )
+        plan = for_arrivals(plan, o.request_rate)
         events.put(Ready(spec.worker))
         go.wait()
         if stop.is_set():  # stopped before the start
@@ -181,11 +183,11 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
     procs = [
         ctx.Process(
             target=worker_main,
-            args=(WorkerSpec(setup, w, o.workers, tmp), events, go, stop_all, measure),
+            args=(WorkerSpec(setup, w, o.n_workers, tmp), events, go, stop_all, measure),
             name=f"agentx-replay-worker-{w}",
             daemon=True,
         )
-        for w in range(o.workers)
+        for w in range(o.n_workers)
     ]
     for p in procs:
         p.start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
+from agentx.schedule.arrivals import ArrivalLog, OpenLoop
 from agentx.schedule.events import LaneStart, Phase, Send
 from agentx.schedule.idle import IdleCaps, IdleJumps
 from agentx.schedule.options import ScheduleOptions
@@ -63,13 +64,18 @@ class Schedule:
         self._idle_since_s: float | None = None
         self._lane_of = {lane.lane: lane for lane in self._lanes}
         self._touched: set[TreeRun] = set()  # trees an event changed (their idle cap to check)
+        self._open: OpenLoop | None = None
+        if options.arrivals is not None:
+            if options.snapshot or options.warmup_per_lane:
+                raise ValueError("open-loop arrivals start trees from their first request")
+            self._open = OpenLoop(options.arrivals, len(self._lanes))
 
     # -- the driver's interface ---------------------------------------------------------------
 
     def start(self, now_s: float) -> None:
         """Give every lane its first tree and lay out the warm-up."""
         primers: list[Primer] = []
-        for lane in self._lanes:
+        for lane in self._lanes if self._open is None else ():  # open loop: trees arrive
             primers.extend(self._take(lane, now_s, initial=True))
         self._primers_left = len(primers)
         if primers:
@@ -138,13 +144,20 @@ class Schedule:
             self._touched.add(tree)
         if self.options.duration_s is not None:
             self._push(Timer(now_s + self.options.duration_s, Kind.DEADLINE))
+        if self._open is not None:
+            self._push(Timer(self._open.begin(now_s), Kind.ARRIVAL))
         self._enforce_idle_caps(now_s)
 
-    def stop(self, now_s: float) -> None:
+    def stop(self, now_s: float, *, deadline_s: float | None = None) -> None:
         """Send nothing new; what is in flight still ends (report it)."""
-        del now_s
+        if self._open is not None and not self.stopped:
+            self._open.end(now_s, deadline_s)
         self.stopped = True
         self._queue.clear()
+
+    def arrival_log(self) -> ArrivalLog | None:
+        """Open loop: what arrived and when it started (``None`` in closed loop)."""
+        return self._open.log() if self._open is not None else None
 
     @property
     def system_idle(self) -> IdleJumps:
@@ -252,8 +265,33 @@ class Schedule:
         self._idle.disarm(tree)
         lane = self._lane_of[tree.lane]
         lane.tree = None
-        if not self.stopped:
+        if self.stopped:
+            return
+        if self._open is None:
             self._take(lane, now_s, initial=False)
+        elif self._open.waiting:  # the first arrival waiting for a lane takes this one
+            self._arrived(lane, self._open.waiting.popleft(), now_s)
+
+    # -- open loop ----------------------------------------------------------------------------
+
+    def _arrival(self, due_s: float, now_s: float) -> None:
+        """A tree arrives (due at ``due_s``): on a free lane, else it waits for one."""
+        assert self._open is not None
+        n = len(self.trees)
+        if n == 0 or (not self.options.recycle and self._open.accepted >= n):
+            return  # the trace is over: no more arrivals
+        self._open.accepted += 1
+        lane = next((lane for lane in self._lanes if lane.tree is None), None)
+        if lane is None:
+            self._open.wait(due_s)
+        else:
+            self._arrived(lane, due_s, now_s)
+        self._push(Timer(self._open.next_due(due_s), Kind.ARRIVAL))
+
+    def _arrived(self, lane: LaneRun, due_s: float, now_s: float) -> None:
+        assert self._open is not None
+        self._open.started(due_s, now_s)
+        self._take(lane, now_s, initial=False)
 
     # -- warm-up ------------------------------------------------------------------------------
 
@@ -281,7 +319,10 @@ class Schedule:
 
     def _fire(self, timer: Timer, now_s: float) -> None:
         if timer.kind is Kind.DEADLINE:
-            self.stop(now_s)
+            self.stop(now_s, deadline_s=timer.at_s)
+            return
+        if timer.kind is Kind.ARRIVAL:
+            self._arrival(timer.at_s, now_s)
             return
         tree = timer.tree
         assert tree is not None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agentx.schedule.arrivals import Arrivals
+
 SpawnJoin = Literal["recorded", "harness"]
 SPAWN_JOIN_RULES: tuple[SpawnJoin, ...] = ("recorded", "harness")
 WARMUP_MAX_TOKENS = 1  # every warm-up request asks for one token (as the harness does)
@@ -31,7 +33,10 @@ class ScheduleOptions:
       only; the system cap also bounds the primers' spread);
     - ``spawn_join``: ``recorded`` (default: a subagent starts at its recorded gap after its
       spawning turn, a joining turn waits its recorded think time after the join) or
-      ``harness`` (agentx-harness 1.0.12's rule, see docs/replay.md).
+      ``harness`` (agentx-harness 1.0.12's rule, see docs/replay.md);
+    - ``arrivals``: open loop: trees arrive as this process from the window's start, each on a
+      free lane (the lanes cap concurrent trees) from its first request, else it waits for one
+      (:mod:`agentx.schedule.arrivals`); not with a snapshot start or a warm-up.
     """
 
     lanes: tuple[int, ...] = (0,)
@@ -48,6 +53,7 @@ class ScheduleOptions:
     system_idle_cap_s: float | None = None
     spawn_join: SpawnJoin = "recorded"
     warmup_max_tokens: int = WARMUP_MAX_TOKENS
+    arrivals: Arrivals | None = None  # open loop (agentx.schedule.arrivals); None: closed loop
 
     @property
     def snapshot(self) -> bool:

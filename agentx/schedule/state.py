@@ -17,6 +17,7 @@ class Kind(Enum):
     PRIMER = auto()  # a warm-up primer is due
     DEADLINE = auto()  # the end of the --duration window
     WATCHDOG = auto()  # a tree's idle cap: pull its timers in if it is still idle then
+    ARRIVAL = auto()  # open loop: the next tree arrives
 
 
 SHIFTABLE = (Kind.SEND, Kind.TAIL)  # replay timers the idle caps may pull earlier

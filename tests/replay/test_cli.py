@@ -153,3 +153,28 @@ def test_bad_config_files_are_usage_errors(
     code, _, stderr = run(str(trace), "--endpoint", "http://127.0.0.1:9", "--config", str(config))
     flat = " ".join(stderr.replace("│", " ").split())  # typer boxes and wraps usage errors
     assert code == 2 and message in flat, stderr
+
+
+def test_open_loop_and_workers_auto_flags(server: FaultServer, trace: Path, tmp_path: Path) -> None:
+    code, stdout, stderr = run(
+        str(trace), "--endpoint", server.url, "--json", "-o", str(tmp_path / "res"),
+        "--session-rate", "20", "--arrival", "gamma", "--burstiness", "2", "--workers", "auto",
+        "--no-metrics",
+    )  # fmt: skip
+    assert code == 0, stderr
+    s = orjson.loads(stdout)
+    assert s["schedule"]["offered_session_rate"] == 20.0
+    assert s["schedule"]["arrivals_started"] == 2 and s["requests"]["total"] == 4
+    assert s["config"]["concurrency"] == 1000  # the open-loop cap when none is given
+    assert s["config"]["arrival"] == "gamma" and s["config"]["burstiness"] == 2.0
+    assert "--workers auto:" in stderr and s["config"]["workers_auto"]["workers"] >= 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--workers", "many"], ["--workers", "0"], ["--arrival", "gamma"], ["--request-rate", "0"]],
+)
+def test_open_loop_usage_errors_exit_2(trace: Path, bad: list[str]) -> None:
+    code, _, stderr = run(str(trace), "--endpoint", "http://127.0.0.1:9", *bad)
+    assert code == 2, stderr
+    assert "agentx: error:" in stderr and len(stderr.strip().splitlines()) == 1

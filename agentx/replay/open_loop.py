@@ -1,0 +1,42 @@
+"""``--request-rate``: every request of a replay plan arrives alone.
+
+The schedule's open loop (:mod:`agentx.schedule.arrivals`) makes *trees* arrive. For
+``--session-rate`` the trees are the plan's sessions. For ``--request-rate`` each request
+becomes a session of its own (:func:`single_requests`), in recorded order: no think time, no
+waiting for the previous turn or for subagents (for traces without session structure, such as
+Mooncake's, or to load a server with a trace's requests as independent arrivals). Each keeps
+the session id, position, thread id and turn index it had in the trace, and the marker of its
+session's copy (``EngineConfig.single_requests``), so turns of one session still share their
+prefix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentx.replay.plan import ReplayPlan, SessionPlan, ThreadPlan, Turn
+
+
+def for_arrivals(plan: ReplayPlan, request_rate: float | None) -> ReplayPlan:
+    """The plan the schedule runs: with ``--request-rate``, every request alone."""
+    if request_rate is None:
+        return plan
+    return dataclasses.replace(plan, sessions=single_requests(plan.sessions))
+
+
+def single_requests(sessions: tuple[SessionPlan, ...]) -> tuple[SessionPlan, ...]:
+    """Every request of ``sessions`` as a one-request session, in recorded order."""
+    order = sorted(
+        (turn.exchange.timing.start_wall_ns, si, ti, k)
+        for si, session in enumerate(sessions)
+        for ti, thread in enumerate(session.threads)
+        for k, turn in enumerate(thread.turns)
+    )
+    flat: list[SessionPlan] = []
+    for _, si, ti, k in order:
+        session = sessions[si]
+        thread = session.threads[ti]
+        turn = thread.turns[k]
+        alone = ThreadPlan(thread.thread_id, (Turn(turn.exchange, turn.index, 0.0),), None, 0.0)
+        flat.append(SessionPlan(session.session_id, session.index, (alone,)))
+    return tuple(flat)
