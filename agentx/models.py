@@ -91,7 +91,9 @@ class Exchange:
     ``request`` is the full JSON body. The trace store keeps only the messages a request appends
     to its parent's conversation and rebuilds the full body on read.
     ``hash_ids`` is set for hash-only imported traces (Weka, Mooncake), whose requests carry no
-    text; ``Usage.prompt_tokens`` then holds the input length.
+    text; ``Usage.prompt_tokens`` then holds the input length. ``import_fields`` is what an
+    importer keeps of its source record beyond the other fields, so that exporting to the same
+    format gives the record back exactly (see docs/trace-format.md).
     """
 
     request_id: str
@@ -117,3 +119,4 @@ class Exchange:
     error: str | None = None
     hash_ids: tuple[int, ...] | None = None
     hash_block_size: int | None = None
+    import_fields: JSON = None  # a JSON object, or None

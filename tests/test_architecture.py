@@ -40,6 +40,7 @@ STAGES: list[list[str]] = [
         "agentx.examples",
         "agentx.outputs",
         "agentx.urls",
+        "agentx.progress",
     ],
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert

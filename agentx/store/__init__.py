@@ -1,18 +1,31 @@
-"""The trace store: Parquet trace format v1. The only part of agentx that imports pyarrow."""
+"""The trace store: Parquet trace format v1.1 (reads v1 too), a file or a dataset directory of
+files. The only part of agentx that imports pyarrow."""
 
-from agentx.store.reader import TraceInfo, iter_exchanges, open_trace, read_trace, recover
-from agentx.store.schema import FORMAT
+from agentx.store.dataset import is_dataset, trace_files
+from agentx.store.reader import (
+    TraceInfo,
+    iter_exchanges,
+    iter_records,
+    open_trace,
+    read_trace,
+    recover,
+)
+from agentx.store.schema import FORMAT, METADATA_COLUMNS
 from agentx.store.writer import TraceWriter, new_trace, spool_path, write_trace
 
 __all__ = [
     "FORMAT",
+    "METADATA_COLUMNS",
     "TraceInfo",
     "TraceWriter",
+    "is_dataset",
     "iter_exchanges",
+    "iter_records",
     "new_trace",
     "open_trace",
     "read_trace",
     "recover",
     "spool_path",
+    "trace_files",
     "write_trace",
 ]

@@ -29,6 +29,7 @@ from agentx.models import (
     Timing,
     Usage,
 )
+from agentx.store.hashdelta import HashDeltaDecoder, HashDeltaEncoder
 
 Row = dict[str, Any]
 Parse = Callable[[str | None, str], JSON]  # (column text, column name) -> value
@@ -44,6 +45,7 @@ JSON_COLUMNS = (
     "response_tool_calls",
     "response_message",
     "credentials",
+    "import_fields",
 )
 
 
@@ -108,9 +110,18 @@ class DeltaEncoder:
         self._thread_last: OrderedDict[tuple[str, str], tuple[str, list[bytes]]] = OrderedDict()
         self._keep_recent = keep_recent
         self._keep_threads = keep_threads
+        self._hashes = HashDeltaEncoder(keep_threads=min(keep_threads, 16384))
 
     def encode(self, ex: Exchange) -> Row:
         row = to_row(ex)
+        if ex.hash_ids is not None:
+            ids = ex.hash_ids if isinstance(ex.hash_ids, tuple) else tuple(ex.hash_ids)
+            d = self._hashes.encode(
+                ex.request_id, ex.parent_request_id, (ex.session_id, ex.thread_id), ids
+            )
+            row["hash_ids_base_id"] = d.base_id
+            row["hash_ids_base_len"] = d.base_len if d.base_id is not None else None
+            row["hash_ids_delta"] = list(d.delta)
         key = row["conversation_key"]
         raw: list[bytes] = [dumps_bytes(m) for m in ex.request[key]] if key else []
         digests = [hashlib.blake2b(item, digest_size=16).digest() for item in raw]
@@ -200,8 +211,12 @@ def to_row(ex: Exchange) -> Row:
         "credentials": dumps([_cred(c) for c in ex.credentials]) if ex.credentials else None,
         "flags": list(ex.flags),
         "error": ex.error,
-        "hash_ids": list(ex.hash_ids) if ex.hash_ids is not None else None,
+        "hash_ids": None,  # v1.1 writes the delta columns (filled by DeltaEncoder)
         "hash_block_size": ex.hash_block_size,
+        "hash_ids_base_id": None,
+        "hash_ids_base_len": None,
+        "hash_ids_delta": None,
+        "import_fields": dumps(ex.import_fields) if ex.import_fields is not None else None,
     }
 
 
@@ -218,18 +233,38 @@ class DeltaDecoder:
     read-only. Tools and system values repeated verbatim are shared too.
     """
 
-    def __init__(self, base_refcounts: dict[str, int], *, shared: bool = False) -> None:
+    def __init__(
+        self,
+        base_refcounts: dict[str, int],
+        *,
+        shared: bool = False,
+        hash_refcounts: dict[str, int] | None = None,
+    ) -> None:
         self._refs = dict(base_refcounts)
         self._shared = shared
         self._items: dict[str, list[Any]] = {}  # bytes per item (copy mode) or objects (shared)
         self._memo: dict[str, dict[str, JSON]] = {}
+        self._hashes = HashDeltaDecoder(hash_refcounts or {})
 
     def decode(self, row: Row) -> Exchange:
         key = row["conversation_key"]
         conv: list[JSON] | None = None
         if key is not None:
             conv = self._conversation(row)
-        return from_row(row, conv, self._parse_repeated if self._shared else _plain_parse)
+        return from_row(
+            row, conv, self._parse_repeated if self._shared else _plain_parse, self.hash_ids(row)
+        )
+
+    def hash_ids(self, row: Row) -> tuple[int, ...] | None:
+        """The row's full block ids: ``hash_ids`` (v1), or rebuilt from the delta columns."""
+        full = row.get("hash_ids")
+        if full is not None:
+            return tuple(full)
+        delta = row.get("hash_ids_delta")
+        if delta is None:
+            return None
+        base_id, base_len = row.get("hash_ids_base_id"), row.get("hash_ids_base_len")
+        return self._hashes.decode(row["request_id"], base_id, base_len, tuple(delta))
 
     def _conversation(self, row: Row) -> list[JSON]:
         delta_text: str = row["conversation_delta"] or "[]"
@@ -294,9 +329,17 @@ def _plain_parse(text: str | None, column: str = "") -> JSON:
     return loads(text)
 
 
-def from_row(row: Row, conv: list[JSON] | None, parse: Parse = _plain_parse) -> Exchange:
+def from_row(
+    row: Row,
+    conv: list[JSON] | None,
+    parse: Parse = _plain_parse,
+    hash_ids: tuple[int, ...] | None = None,
+) -> Exchange:
+    """The exchange of one decoded row; ``hash_ids`` are its full block ids (see
+    :meth:`DeltaDecoder.hash_ids`), else the row's own v1 ``hash_ids`` column."""
     creds = loads(row["credentials"]) or []
-    hash_ids = row["hash_ids"]
+    if hash_ids is None and row.get("hash_ids") is not None:
+        hash_ids = tuple(row["hash_ids"])
     return Exchange(
         trace_id=row["trace_id"],
         session_id=row["session_id"],
@@ -337,6 +380,7 @@ def from_row(row: Row, conv: list[JSON] | None, parse: Parse = _plain_parse) -> 
         credentials=tuple(Credential(**c) for c in creds),
         flags=tuple(row["flags"] or ()),
         error=row["error"],
-        hash_ids=tuple(hash_ids) if hash_ids is not None else None,
+        hash_ids=hash_ids,
         hash_block_size=row["hash_block_size"],
+        import_fields=loads(row.get("import_fields")),
     )

@@ -1,10 +1,18 @@
-"""The Parquet schema of trace format v1 (see docs/trace-format.md)."""
+"""The Parquet schema of trace format v1.1 (see docs/trace-format.md).
+
+v1.1 adds four columns to v1: the delta-encoded block ids of hash-only rows
+(``hash_ids_base_id``, ``hash_ids_base_len``, ``hash_ids_delta``) and ``import_fields`` (what an
+importer keeps of its source record so an export gives it back exactly). Readers accept both
+versions; a v1 file reads as if the new columns were all null.
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT = "agentx.trace/1"
+FORMAT_V1 = "agentx.trace/1"
+FORMAT = "agentx.trace/1.1"  # what the writer writes
+READABLE_FORMATS = (FORMAT_V1, FORMAT)
 META_FORMAT = b"agentx.format"
 META_TRACE_ID = b"agentx.trace_id"
 META_CREATED_AT = b"agentx.created_at"
@@ -15,7 +23,7 @@ META_USER = b"agentx.metadata"
 _str = pa.string()
 _i64 = pa.int64()
 
-SCHEMA = pa.schema(
+SCHEMA_V1 = pa.schema(
     [
         ("trace_id", _str),
         ("session_id", _str),
@@ -62,4 +70,46 @@ SCHEMA = pa.schema(
         ("hash_block_size", pa.int32()),
     ]
 )
+ADDED_V1_1 = pa.schema(
+    [
+        ("hash_ids_base_id", _str),
+        ("hash_ids_base_len", pa.int32()),
+        ("hash_ids_delta", pa.list_(_i64)),
+        ("import_fields", _str),
+    ]
+)
+SCHEMA = pa.schema([*SCHEMA_V1, *ADDED_V1_1])
 COLUMNS = tuple(SCHEMA.names)
+COLUMNS_V1 = tuple(SCHEMA_V1.names)
+
+# Column groups, for readers that project (see agentx.store.reader).
+HASH_COLUMNS = ("hash_ids", "hash_ids_base_id", "hash_ids_base_len", "hash_ids_delta")
+REQUEST_COLUMNS = (
+    "request_key_order",
+    "request_params",
+    "request_tools",
+    "request_system",
+    "request_json",
+    "conversation_key",
+    "conversation_base_id",
+    "conversation_base_len",
+    "conversation_delta",
+)
+RESPONSE_TEXT_COLUMNS = (
+    "response_text",
+    "response_reasoning",
+    "response_tool_calls",
+    "response_message",
+)
+# Small per-row values: what a plan, `stats` or `simulate` reads besides the block ids.
+METADATA_COLUMNS = tuple(
+    c
+    for c in COLUMNS
+    if c not in HASH_COLUMNS
+    and c not in REQUEST_COLUMNS
+    and c not in RESPONSE_TEXT_COLUMNS
+    and c not in ("chunk_offsets_ns", "credentials", "import_fields")
+)
+# The list columns whose elements are block ids: written with DELTA_BINARY_PACKED (ids of a
+# row are mostly consecutive, so each costs a few bits).
+ID_LIST_COLUMNS = ("hash_ids", "hash_ids_delta")

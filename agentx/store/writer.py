@@ -33,8 +33,11 @@ from agentx.errors import TraceError
 from agentx.models import Exchange
 from agentx.outputs import atomic_output
 from agentx.store.codec import DeltaEncoder, Row
+from agentx.store.hashdelta import from_runs, to_runs
 from agentx.store.schema import (
+    COLUMNS,
     FORMAT,
+    ID_LIST_COLUMNS,
     META_CREATED_AT,
     META_FORMAT,
     META_TRACE_ID,
@@ -247,12 +250,37 @@ class SpoolTexts:
         return row
 
 
+_RUNS = "~"  # suffix of an id list spelled as runs of consecutive ids
+
+
 def _row_line(row: Row) -> bytes:
+    """One spool line: the row without its null columns, block ids as runs when shorter."""
+    packed: Row = {}
+    for k, v in row.items():
+        if v is None:
+            continue
+        if k in ID_LIST_COLUMNS:
+            runs = to_runs(v)
+            if runs is not None:
+                packed[k + _RUNS] = runs
+                continue
+        packed[k] = v
     try:
-        return orjson.dumps(row) + b"\n"
+        return orjson.dumps(packed) + b"\n"
     except TypeError:  # a free-text field with a lone surrogate: not valid UTF-8 for Parquet
-        clean = {k: _valid_utf8(v) if isinstance(v, str) else v for k, v in row.items()}
+        clean = {k: _valid_utf8(v) if isinstance(v, str) else v for k, v in packed.items()}
         return orjson.dumps(clean) + b"\n"
+
+
+def _line_row(packed: Row) -> Row:
+    """The row of a decoded spool line (every column; the inverse of :func:`_row_line`)."""
+    for col in ID_LIST_COLUMNS:
+        runs = packed.pop(col + _RUNS, None)
+        if runs is not None:
+            packed[col] = from_runs(runs)
+    return {c: packed.get(c) for c in COLUMNS} | {
+        k: v for k, v in packed.items() if k.endswith(_REF)
+    }
 
 
 def _valid_utf8(text: str) -> str:
@@ -308,11 +336,17 @@ def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], SpoolRows]:
             if not isinstance(row, dict) or not isinstance(row.get("request_id"), str):
                 out.damaged += 1
                 continue
-            base = row.get("conversation_base_id")
             try:
-                if base is not None and base not in seen:
-                    raise KeyError(base)
-                row = texts.unpack(row)
+                unpacked = _line_row(row)
+            except (TypeError, ValueError, IndexError):  # garbled block-id runs
+                out.damaged += 1
+                continue
+            try:
+                for key in ("conversation_base_id", "hash_ids_base_id"):
+                    base = unpacked.get(key)
+                    if base is not None and base not in seen:
+                        raise KeyError(base)
+                row = texts.unpack(unpacked)
             except KeyError:  # its base row, or the row that carried its tools, was damaged
                 out.orphaned += 1
                 continue
@@ -388,7 +422,7 @@ def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes]) -> in
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     n = 0
     try:
-        with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=9) as pw:
+        with parquet_writer(tmp, schema) as pw:
             batch: list[Row] = []
             for row in rows:
                 batch.append(row)
@@ -431,6 +465,19 @@ def new_trace(
         TraceWriter(tmp, trace_id=trace_id, metadata=metadata, created_at=created_at) as w,
     ):
         yield w
+
+
+def parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    """The Parquet writer of trace files: zstd, dictionary-encoded text, block ids
+    delta-encoded (DELTA_BINARY_PACKED: consecutive ids cost a few bits each)."""
+    return pq.ParquetWriter(
+        path,
+        schema,
+        compression="zstd",
+        compression_level=9,
+        use_dictionary=[c for c in schema.names if c not in ID_LIST_COLUMNS],
+        column_encoding={c: "DELTA_BINARY_PACKED" for c in ID_LIST_COLUMNS},
+    )
 
 
 def write_trace(

@@ -175,7 +175,7 @@ CREDENTIALS = st.lists(
     st.builds(Credential, header=plain, family=st.none() | plain, salted_hash=plain), max_size=1
 ).map(tuple)
 FLAGS = st.lists(plain, max_size=2).map(tuple)
-HASH_IDS = st.none() | st.lists(st.integers(0, 2**62), max_size=4).map(tuple)
+HASH_IDS = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4).map(tuple)
 OPTIONAL_INT = st.none() | st.integers(0, 10**12)
 OPTIONAL_TEXT = st.none() | plain
 THINK = st.none() | st.floats(0, 1e4)
@@ -216,6 +216,7 @@ def _move_cache_control(conv: list[Any]) -> None:
 def exchange_sequences(draw: st.DrawFn, max_requests: int = 12) -> list[Exchange]:
     n = draw(st.integers(min_value=1, max_value=max_requests))
     threads: dict[tuple[str, str], tuple[str, list[Any], str]] = {}  # -> (api, conv, last id)
+    thread_ids: dict[tuple[str, str], tuple[int, ...]] = {}  # hash ids of a thread's last row
     out: list[Exchange] = []
     for i in range(n):
         session = draw(SESSION)
@@ -265,8 +266,25 @@ def exchange_sequences(draw: st.DrawFn, max_requests: int = 12) -> list[Exchange
             think_time_s=draw(THINK),
             credentials=draw(CREDENTIALS),
             flags=draw(FLAGS),
-            hash_ids=draw(HASH_IDS),
+            hash_ids=_hash_ids(draw, thread_ids.get((session, thread))),
+            hash_block_size=draw(st.none() | st.integers(1, 512)),
         )
         out.append(ex)
         threads[(session, thread)] = (api, conv, rid)
+        if ex.hash_ids is not None:
+            thread_ids[(session, thread)] = ex.hash_ids
     return out
+
+
+def _hash_ids(draw: st.DrawFn, previous: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """None (a text row), or block ids that usually extend a prefix of the thread's last ones
+    (a growing prompt, a compaction cut, consecutive new ids as importers see them)."""
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        return None
+    if previous is None or kind == 1:
+        return tuple(draw(HASH_IDS))
+    keep = len(previous) if kind < 4 else draw(st.integers(0, len(previous)))
+    start = draw(st.integers(0, 2**40))
+    run = tuple(range(start, start + draw(st.integers(0, 9))))
+    return previous[:keep] + run + tuple(draw(HASH_IDS))

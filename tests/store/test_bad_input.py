@@ -87,7 +87,7 @@ BAD = {
     "empty": (empty_file, "not a readable Parquet trace"),
     "foreign parquet": (foreign_parquet, "a Parquet file, but not an agentx trace"),
     "wrong version": (wrong_version, "'agentx.trace/99' is not supported"),
-    "directory": (lambda tmp: tmp, "is a directory"),
+    "empty directory": (lambda tmp: tmp, r"a directory without agentx \*.parquet trace files"),
     "dangling delta base": (dangling_base, "corrupt trace"),
 }
 

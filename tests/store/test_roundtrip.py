@@ -18,7 +18,7 @@ from agentx import DISTRIBUTION, __version__
 from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Timing
 from agentx.store import TraceWriter, iter_exchanges, open_trace, read_trace, write_trace
 from agentx.store.codec import DeltaDecoder, DeltaEncoder
-from agentx.store.writer import _row_line
+from agentx.store.writer import _line_row, _row_line
 
 from .strategies import exchange_sequences
 
@@ -48,10 +48,11 @@ def test_codec_round_trips_any_request_sequence(exchanges: list[Exchange]) -> No
     rows = []
     encoder = DeltaEncoder()
     for ex in exchanges:
-        rows.append(orjson.loads(_row_line(encoder.encode(replace(ex, trace_id="T")))))
+        rows.append(_line_row(orjson.loads(_row_line(encoder.encode(replace(ex, trace_id="T"))))))
     refs = Counter(r["conversation_base_id"] for r in rows if r["conversation_base_id"])
+    hash_refs = Counter(r["hash_ids_base_id"] for r in rows if r["hash_ids_base_id"])
     for shared in (False, True):
-        decoder = DeltaDecoder(dict(refs), shared=shared)
+        decoder = DeltaDecoder(dict(refs), shared=shared, hash_refcounts=dict(hash_refs))
         assert_same(exchanges, [decoder.decode(r) for r in rows], "T")
 
 
@@ -151,14 +152,14 @@ def test_metadata_and_version_are_in_the_file(tmp_path: Path) -> None:
             w.append(ex)
     info = open_trace(path)
     assert (info.format, info.trace_id, info.metadata, info.num_rows) == (
-        "agentx.trace/1",
+        "agentx.trace/1.1",
         "abc",
         {"agent": "claude-code"},
         2,
     )
     assert (info.version, info.writer) == (__version__, f"{DISTRIBUTION} {__version__}")
     meta = pq.read_schema(path).metadata
-    assert meta[b"agentx.format"] == b"agentx.trace/1"
+    assert meta[b"agentx.format"] == b"agentx.trace/1.1"
     assert meta[b"agentx.version"] == __version__.encode()
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
     assert all(ex.trace_id == "abc" for ex in read_trace(path))
