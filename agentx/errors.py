@@ -30,7 +30,12 @@ class FormatError(AgentxError):
         where = f"{path}" if record is None else f"{path}: record {record}"
         super().__init__(f"{where}: {message}")
         self.path = path
+        self.message = message
         self.record = record
+
+    def __reduce__(self) -> tuple[type[FormatError], tuple[str, str, int | None]]:
+        # picklable as it was built (an import worker process raises it to its parent)
+        return (FormatError, (self.path, self.message, self.record))
 
 
 class EndpointError(AgentxError):

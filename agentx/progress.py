@@ -24,7 +24,10 @@ import sys
 import threading
 import time
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 ENV = "AGENTX_PROGRESS"
 DEFAULT_PERIOD_S = 10.0
@@ -47,8 +50,12 @@ class Progress:
         self._phase_t0 = time.monotonic()
         self._t0 = self._phase_t0
 
-    def phase(self, label: str, total: float | None = None, unit: str = "") -> None:
-        self.label, self.total, self.unit, self.done = label, total, unit, 0.0
+    def phase(self, label: str | None, total: float | None = None, unit: str = "") -> None:
+        """Start a stage of the work; ``label=None`` keeps the current label (what a data
+        source does: it knows the total, the command knows what the work is called)."""
+        if label is not None:
+            self.label = label
+        self.total, self.unit, self.done = total, unit, 0.0
         self._phase_t0 = time.monotonic()
 
     def set_total(self, total: float | None) -> None:
@@ -202,15 +209,13 @@ class BarProgress(_Drawn):
         super().__init__(0.25)
         self.command = command
         self.console = console if isinstance(console, Console) else Console(stderr=True)
-        self._live = Live(
-            self._render(), console=self.console, auto_refresh=False, transient=True
-        )
+        self._live = Live(self._render(), console=self.console, auto_refresh=False, transient=True)
 
     def start(self) -> Self:
         self._live.start()
         return super().start()
 
-    def _render(self) -> object:
+    def _render(self) -> Table:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
 
@@ -223,7 +228,7 @@ class BarProgress(_Drawn):
         return grid
 
     def draw(self) -> None:
-        self._live.update(self._render(), refresh=True)  # type: ignore[arg-type]
+        self._live.update(self._render(), refresh=True)
 
     def finish(self) -> None:
         self._live.stop()

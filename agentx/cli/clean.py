@@ -129,16 +129,19 @@ def convert(
         Path,
         typer.Argument(
             metavar="IN",
-            help="agentx trace, Weka JSON (file or dir), or Mooncake JSONL" + BUNDLED_HELP,
+            help="agentx trace (file or dataset directory), Weka JSON (file or dir), or "
+            "Mooncake JSONL" + BUNDLED_HELP,
             callback=trace_path,
         ),
     ],
     output: Annotated[
-        Path,
+        str,
         typer.Option(
             "-o",
             "--output",
-            help="file (agentx, mooncake; weka with one session) or directory (weka)",
+            help="file (agentx, mooncake; weka with one session) or directory (weka); for "
+            "agentx, a directory (an existing one, or a path ending in /) is written as a "
+            "dataset: one Parquet file per Weka source file",
         ),
     ],
     to: Annotated[str, typer.Option("--to", help="agentx | mooncake | weka")] = "agentx",
@@ -148,22 +151,49 @@ def convert(
             "--skip-bad", help="skip bad records (Mooncake lines, Weka files) and count them"
         ),
     ] = False,
+    with_text: Annotated[
+        bool,
+        typer.Option(
+            "--with-text",
+            help="store synthetic text for hash-only rows (Weka, Mooncake) instead of their "
+            "block ids alone; replay synthesises it anyway when it sends them",
+        ),
+    ] = False,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", min=1, help="processes importing a directory of Weka files"),
+    ] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     force: Force = False,
 ) -> None:
     """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""
     from agentx.formats.convert import convert as run_convert
+    from agentx.progress import progress_for
 
+    dst = Path(output)
+    dataset = to == "agentx" and (output.endswith(("/", "\\")) or dst.is_dir())
     try:
-        result = run_convert(input_path, output, to=to, skip_bad=skip_bad, force=force)
+        with progress_for("convert", console=err) as progress:
+            result = run_convert(
+                input_path,
+                dst,
+                to=to,
+                skip_bad=skip_bad,
+                synthesize=with_text,
+                dataset=dataset,
+                jobs=jobs,
+                progress=progress,
+                force=force,
+            )
     except AgentxError as exc:
         fail(exc)
     if json_out:
         print_json(result.to_json())
         return
     unit = {"agentx": "exchanges", "mooncake": "lines", "weka": "sessions"}[result.output_format]
-    out.print(f"{result.input} ({result.input_format}) -> {result.output} ({result.output_format}): "
-              f"{result.written} {unit}", markup=False)  # fmt: skip
+    target = f"{result.output} ({result.output_format}{', dataset' if result.dataset else ''})"
+    line = f"{result.input} ({result.input_format}) -> {target}: {result.written} {unit}"
+    out.print(line, markup=False)
     if result.synthesized:
         out.print(f"synthetic text for {result.synthesized} hash-only exchanges", markup=False)
     if result.skipped_bad:

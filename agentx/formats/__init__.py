@@ -1,7 +1,7 @@
 """Trace formats: detect what a path holds and load it as exchanges.
 
-- ``agentx``: a Parquet trace of format v1 (read through :mod:`agentx.store`, recovered from its
-  spool if its writer died),
+- ``agentx``: a Parquet trace of format v1/v1.1, or a dataset directory of them (read through
+  :mod:`agentx.store`, recovered from its spool if its writer died),
 - ``weka``: a Weka JSON trace file, or a directory of them (:mod:`agentx.formats.weka`),
 - ``mooncake``: a Mooncake JSONL file (:mod:`agentx.formats.mooncake`),
 - ``hf``: Weka traces one per row: a ``.jsonl`` file, a Parquet file of rows, a Hugging Face
@@ -15,7 +15,7 @@ prompt is described by ``hash_ids`` of ``hash_block_size``-token blocks and
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +23,7 @@ import orjson
 
 from agentx.errors import FormatError, TraceError
 from agentx.models import Exchange
+from agentx.progress import Progress
 
 Format = Literal["agentx", "weka", "mooncake", "hf"]
 FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake", "hf")
@@ -43,14 +44,23 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
         return "hf"
     p = Path(path)
     if p.is_dir():
+        from agentx.store.dataset import is_dataset
+
         if (p / PREFERRED).is_file():
             return "hf"
-        if any(f.suffix == ".json" for f in p.iterdir()):
+        weka = any(f.suffix == ".json" and not f.name.startswith(".") for f in p.iterdir())
+        if is_dataset(p):  # agentx trace files (not a Hugging Face dataset's Parquet rows)
+            if weka:
+                raise FormatError(str(p), "a directory mixing Weka *.json and *.parquet files")
+            return "agentx"
+        if weka:
             return "weka"
         if looks_like_dataset(p):
             return "hf"
         raise FormatError(
-            str(p), "a directory, but without Weka *.json files or a dataset's *.jsonl/*.parquet"
+            str(p),
+            "a directory, but without Weka *.json files, agentx *.parquet files or a dataset's "
+            "*.jsonl/*.parquet",
         )
     if not p.exists():
         if p.with_name(p.name + ".spool").exists():
@@ -88,30 +98,38 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     )
 
 
-def load_exchanges(path: str | os.PathLike[str], *, shared: bool = False) -> Iterator[Exchange]:
-    """Every exchange of a trace in any supported format, in trace order.
+def load_exchanges(
+    path: str | os.PathLike[str],
+    *,
+    shared: bool = False,
+    columns: Collection[str] | None = None,
+    progress: Progress | None = None,
+) -> Iterator[Exchange]:
+    """Every exchange of a trace in any supported format, in trace order, streamed.
 
     The path is checked when this is called (errors are raised here, not on the first ``next``).
     ``shared=True`` lets agentx traces skip copying conversation items shared between rows
-    (faster; treat the bodies as read-only); it changes nothing for the other formats.
+    (faster; treat the bodies as read-only); ``columns`` reads only those trace columns of an
+    agentx trace (see :func:`agentx.store.iter_exchanges`); neither changes anything for the
+    other formats. ``progress`` is advanced as the source is read (rows, files or bytes).
     """
     fmt = detect_format(path)
     if fmt == "agentx":
         from agentx.store import iter_exchanges
 
-        return iter_exchanges(path, shared=shared)
+        return iter_exchanges(path, shared=shared, columns=columns, progress=progress)
     if fmt == "weka":
         from agentx.formats.weka import iter_weka, weka_files
 
         weka_files(path)  # fail now on an empty directory
-        return iter_weka(path)
+        return iter_weka(path, progress=progress)
     if fmt == "hf":
         from agentx.formats.hf import iter_hf
 
         return iter_hf(path)
     from agentx.formats.mooncake import iter_mooncake
 
-    return iter_mooncake(path)
+    return iter_mooncake(path, progress=progress)
 
 
 def _parquet_kind(path: Path) -> Format:

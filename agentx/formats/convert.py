@@ -1,11 +1,15 @@
 """``agentx convert``: import Weka / Mooncake / agentx traces, export agentx / Mooncake / Weka.
 
-Importing is :mod:`agentx.formats` (format auto-detected). Going to agentx, hash-only exchanges
-get a prompt made of synthetic text laid out block by block from their hash ids
-(:func:`agentx.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where
-an identical hash id always gives an identical block, so a converted Weka trace replays with
-text and the same prefix sharing. The hash ids stay on the exchange, so ``agentx stats`` counts
-the converted trace exactly as it counts the original.
+Importing is :mod:`agentx.formats` (format auto-detected). Hash-only rows (Weka, Mooncake)
+stay hash-only: the trace stores their block ids (delta-encoded, trace format v1.1) and replay
+gives them text when it sends them. ``with_text`` (``agentx convert --with-text``) instead
+stores a prompt made of synthetic text laid out block by block from the hash ids
+(:func:`agentx.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where an
+identical hash id always gives an identical block; the hash ids stay on the exchange.
+
+The output is one Parquet file, or a dataset directory (``dataset=True``: one file per Weka
+source file, parts of many exchanges otherwise). A Weka directory is imported file by file,
+``jobs`` files at a time (:mod:`agentx.formats.ingest`); everything else streams.
 
 Bad input stops at the first bad record with the file and the record named (exit 1). With
 ``skip_bad`` a bad Mooncake line, or a bad Weka file in a directory, is skipped and counted.
@@ -21,6 +25,7 @@ from typing import Literal
 
 from agentx.errors import FormatError, UsageError
 from agentx.models import MODEL_APIS, Exchange
+from agentx.progress import Progress
 from agentx.synth import hash_id_text
 
 Target = Literal["agentx", "mooncake", "weka"]
@@ -33,7 +38,7 @@ class Skipped:
     first: str | None = None  # the first error, as the strict mode would have reported it
     errors: list[str] = field(default_factory=list)
 
-    def add(self, exc: FormatError) -> None:
+    def add(self, exc: FormatError | str) -> None:
         self.count += 1
         if self.first is None:
             self.first = str(exc)
@@ -49,19 +54,33 @@ class ConvertReport:
     output_format: str
     exchanges: int  # read
     written: int  # exchanges (agentx), lines (mooncake), sessions (weka)
-    synthesized: int  # hash-only exchanges given synthetic text
+    synthesized: int  # hash-only exchanges given synthetic text (--with-text)
     skipped_bad: int
     first_bad: str | None
+    dataset: bool = False  # the output is a directory of Parquet files
 
     def to_json(self) -> dict[str, object]:
-        return {"schema": "agentx.convert/1", "input": self.input, "input_format": self.input_format,
-                "output": self.output, "output_format": self.output_format,
-                "exchanges": self.exchanges, "written": self.written, "synthesized": self.synthesized,
-                "skipped_bad": self.skipped_bad, "first_bad": self.first_bad}  # fmt: skip
+        return {
+            "schema": "agentx.convert/1",
+            "input": self.input,
+            "input_format": self.input_format,
+            "output": self.output,
+            "output_format": self.output_format,
+            "exchanges": self.exchanges,
+            "written": self.written,
+            "synthesized": self.synthesized,
+            "skipped_bad": self.skipped_bad,
+            "first_bad": self.first_bad,
+            "dataset": self.dataset,
+        }
 
 
 def read_exchanges(
-    path: str | os.PathLike[str], *, skip_bad: bool = False, skipped: Skipped | None = None
+    path: str | os.PathLike[str],
+    *,
+    skip_bad: bool = False,
+    skipped: Skipped | None = None,
+    progress: Progress | None = None,
 ) -> Iterator[Exchange]:
     """Exchanges of any supported trace; with ``skip_bad``, bad records are skipped into
     ``skipped`` instead of raising."""
@@ -69,19 +88,19 @@ def read_exchanges(
 
     fmt = detect_format(path)
     if not skip_bad or fmt == "agentx":
-        return load_exchanges(path, shared=True)
+        return load_exchanges(path, shared=True, progress=progress)
     sink = skipped if skipped is not None else Skipped()
     if fmt == "weka":
         from agentx.formats.weka import iter_weka
 
-        return iter_weka(path, on_bad=sink.add)
+        return iter_weka(path, on_bad=sink.add, progress=progress)
     if fmt == "hf":
         from agentx.formats.hf import iter_hf
 
         return iter_hf(path, on_bad=sink.add)
     from agentx.formats.mooncake import iter_mooncake
 
-    return iter_mooncake(path, on_bad=sink.add)
+    return iter_mooncake(path, on_bad=sink.add, progress=progress)
 
 
 def with_text(ex: Exchange) -> Exchange:
@@ -113,35 +132,85 @@ def convert(
     *,
     to: str = "agentx",
     skip_bad: bool = False,
-    synthesize: bool = True,
+    synthesize: bool = False,
+    dataset: bool = False,
+    jobs: int = 1,
+    progress: Progress | None = None,
     force: bool = False,
 ) -> ConvertReport:
-    """Convert ``input_path`` (any supported format) into ``output_path`` in format ``to``."""
+    """Convert ``input_path`` (any supported format) into ``output_path`` in format ``to``.
+
+    ``synthesize`` stores synthetic text for hash-only rows (``--with-text``); ``dataset``
+    writes a directory of Parquet files; ``jobs`` imports a Weka directory with that many
+    processes. ``progress`` is told how far the reading is."""
     from agentx.formats import detect_format
     from agentx.formats.export import write_mooncake, write_weka
 
     if to not in TARGETS:
         raise UsageError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if dataset and to != "agentx":
+        raise UsageError("a dataset directory is an agentx trace: use --to agentx")
     src, dst = Path(input_path), Path(output_path)
     if dst.exists() and src.exists() and src.resolve() == dst.resolve():
         raise UsageError("convert never modifies its input: give -o another path")
+    prog = progress or Progress()
     fmt = detect_format(src)
+    meta: dict[str, str] = {"converted_from": fmt}
+    if to == "agentx" and fmt == "weka" and src.is_dir():
+        from agentx.formats.ingest import import_weka_dir
+
+        s = import_weka_dir(
+            src,
+            dst,
+            dataset=dataset,
+            jobs=jobs,
+            synthesize=synthesize,
+            skip_bad=skip_bad,
+            metadata=meta,
+            progress=prog,
+        )
+        return ConvertReport(
+            input=str(src),
+            input_format=fmt,
+            output=str(dst),
+            output_format=to,
+            exchanges=s.exchanges,
+            written=s.exchanges,
+            synthesized=s.synthesized,
+            skipped_bad=s.skipped,
+            first_bad=s.first_bad,
+            dataset=dataset,
+        )
     skipped = Skipped()
     counts = {"read": 0, "synth": 0}
+    prog.phase("reading")
 
     def stream() -> Iterator[Exchange]:
-        for ex in read_exchanges(src, skip_bad=skip_bad, skipped=skipped):
+        for ex in read_exchanges(src, skip_bad=skip_bad, skipped=skipped, progress=prog):
             counts["read"] += 1
+            prog.count("exchanges")
             yield ex
 
     if to == "agentx":
-        written = _write_agentx(stream(), dst, synthesize, counts, fmt, force)
+        written = _write_agentx(stream(), dst, synthesize, counts, meta, dataset, force)
     elif to == "mooncake":
         written = write_mooncake(stream(), dst, force=force)
     else:
         written = write_weka(stream(), dst, force=force)
-    return ConvertReport(str(src), fmt, str(dst), to, counts["read"], written, counts["synth"],
-                         skipped.count, skipped.first)  # fmt: skip
+    return ConvertReport(
+        input=str(src),
+        input_format=fmt,
+        output=str(dst),
+        output_format=to,
+        exchanges=counts["read"],
+        written=written,
+        synthesized=counts["synth"],
+        skipped_bad=skipped.count,
+        first_bad=skipped.first,
+        dataset=dataset,
+    )
 
 
 def _write_agentx(
@@ -149,12 +218,13 @@ def _write_agentx(
     dst: Path,
     synthesize: bool,
     counts: dict[str, int],
-    fmt: str,
+    metadata: dict[str, str],
+    dataset: bool,
     force: bool,
 ) -> int:
-    from agentx.store import new_trace
+    from agentx.store.dataset import open_writer
 
-    with new_trace(dst, force=force, metadata={"converted_from": fmt}) as writer:
+    with open_writer(dst, dataset=dataset, metadata=metadata, force=force) as writer:
         for ex in exchanges:
             if synthesize:
                 new = with_text(ex)

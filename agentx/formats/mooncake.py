@@ -23,6 +23,7 @@ import orjson
 
 from agentx.errors import FormatError
 from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.progress import Progress
 
 MOONCAKE_BLOCK_SIZE = 512
 SESSION_KEYS = ("session_id", "chat_id", "conversation_id")
@@ -115,17 +116,22 @@ def iter_mooncake(
     *,
     block_size: int = MOONCAKE_BLOCK_SIZE,
     on_bad: Callable[[FormatError], None] | None = None,
+    progress: Progress | None = None,
 ) -> Iterator[Exchange]:
     """Stream the exchanges of a Mooncake JSONL file, in file order. A bad record raises
-    :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped."""
+    :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped. ``progress``
+    advances in bytes read."""
     p = Path(path)
     last_in_session: dict[str, str] = {}
+    prog = progress or Progress()
     try:
         fh = open(p, "rb")  # noqa: SIM115 - closed by the with below
+        prog.phase(None, total=os.fstat(fh.fileno()).st_size, unit="B")
     except OSError as exc:
         raise FormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
     with fh:
         for line_no, raw in enumerate(fh, start=1):
+            prog.advance(len(raw))
             if not raw.strip():
                 continue
             try:

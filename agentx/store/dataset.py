@@ -3,26 +3,47 @@
 A dataset can be appended to (add a file), shared file by file, and read in parallel. Every
 file is a complete trace of its own (its delta-encoded rows extend rows of the same file only),
 so any subset of the files is a valid trace too. ``agentx convert DIR -o OUT/`` writes one
-file per source file; other writers name theirs ``part-00000.parquet``, ``part-00001.parquet``.
+file per source file; :class:`DatasetWriter` names its parts ``part-00000.parquet``, ...
 """
 
 from __future__ import annotations
 
 import os
+import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agentx import DISTRIBUTION, __version__
 from agentx.errors import TraceError
+from agentx.models import Exchange
+from agentx.store.schema import (
+    FORMAT,
+    META_CREATED_AT,
+    META_FORMAT,
+    META_TRACE_ID,
+    META_USER,
+    META_VERSION,
+    META_WRITER,
+    SCHEMA,
+)
+from agentx.store.writer import ROW_GROUP_ROWS, TraceWriter, parquet_writer
 
 SUFFIX = ".parquet"
 SPOOL_SUFFIX = ".parquet.spool"
+PART_ROWS = 65536  # exchanges per part of a DatasetWriter
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a directory holding agentx Parquet files (or a dead writer's spool)."""
     p = Path(path)
-    if not p.is_dir():
-        return False
-    return any(_is_part(f) for f in p.iterdir())
+    return p.is_dir() and any(_is_part(f) for f in p.iterdir())
 
 
 def _is_part(f: Path) -> bool:
@@ -49,3 +70,137 @@ def trace_files(path: str | os.PathLike[str]) -> list[Path]:
 
 def part_name(index: int) -> str:
     return f"part-{index:05d}{SUFFIX}"
+
+
+class DatasetWriter:
+    """Writes a dataset directory: a new part every ``part_rows`` exchanges, each a complete
+    trace of its own (its own :class:`TraceWriter`: a crash loses at most the exchange in
+    flight, and recovery works per part). The interface of :class:`TraceWriter`: ``append``,
+    ``close``, ``count``, context manager. Files already in the directory are kept; part
+    numbers continue after them."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        trace_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        part_rows: int = PART_ROWS,
+    ) -> None:
+        self.path = Path(directory)
+        self.trace_id = trace_id or uuid.uuid4().hex
+        self._metadata = metadata
+        self._part_rows = part_rows
+        self._writer: TraceWriter | None = None
+        self._next = len(trace_files(self.path)) if is_dataset(self.path) else 0
+        self.count = 0
+        self.parts: list[Path] = []
+
+    def append(self, ex: Exchange) -> None:
+        if self._writer is None or self._writer.count >= self._part_rows:
+            self._roll()
+        assert self._writer is not None
+        self._writer.append(ex)
+        self.count += 1
+
+    def _roll(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        while True:
+            target = self.path / part_name(self._next)
+            self._next += 1
+            if not target.exists() and not target.with_name(target.name + ".spool").exists():
+                break
+        self._writer = TraceWriter(target, trace_id=self.trace_id, metadata=self._metadata)
+        self.parts.append(target)
+
+    def close(self) -> None:
+        if self._writer is None and not self.parts:
+            self._roll()  # an empty dataset is one empty part: still a valid trace
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_writer(
+    path: str | os.PathLike[str],
+    *,
+    dataset: bool,
+    trace_id: str | None = None,
+    metadata: dict[str, str] | None = None,
+) -> TraceWriter | DatasetWriter:
+    """A writer of ``path``: one Parquet file, or (``dataset``) a directory of parts."""
+    if dataset:
+        return DatasetWriter(path, trace_id=trace_id, metadata=metadata)
+    return TraceWriter(path, trace_id=trace_id, metadata=metadata)
+
+
+def concat_traces(
+    sources: list[Path],
+    path: str | os.PathLike[str],
+    *,
+    trace_id: str,
+    metadata: dict[str, str] | None = None,
+) -> int:
+    """Write the rows of the trace files ``sources``, in order, as one trace file (atomically:
+    a temporary file renamed into place). Rows are copied as stored (their deltas extend rows
+    of the same source; request ids must be unique across sources) and re-batched into row
+    groups, so memory holds about one row group. Returns the number of rows."""
+    dst = Path(path)
+    meta = {
+        META_FORMAT: FORMAT.encode(),
+        META_TRACE_ID: trace_id.encode(),
+        META_CREATED_AT: datetime.now(UTC).isoformat().encode(),
+        META_WRITER: f"{DISTRIBUTION} {__version__}".encode(),
+        META_VERSION: __version__.encode(),
+        META_USER: orjson.dumps(metadata or {}),
+    }
+    schema = SCHEMA.with_metadata(meta)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    n = 0
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with parquet_writer(tmp, schema) as pw:
+            pending: list[pa.Table] = []
+            rows = 0
+            for src in sources:
+                table = _as_current(pq.read_table(src))
+                pending.append(table)
+                rows += table.num_rows
+                if rows >= ROW_GROUP_ROWS:
+                    n += _flush(pw, pending, schema)
+                    pending, rows = [], 0
+            if pending or n == 0:
+                n += _flush(pw, pending, schema)
+        os.replace(tmp, dst)
+    except (OSError, pa.ArrowException) as exc:
+        tmp.unlink(missing_ok=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TraceError(f"cannot write trace {dst}: {reason}") from None
+    return n
+
+
+def _as_current(table: pa.Table) -> pa.Table:
+    """A table of any readable version in the current schema (a v1 file lacks some columns)."""
+    for name in SCHEMA.names:
+        if name not in table.column_names:
+            field = SCHEMA.field(name)
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(SCHEMA.names).cast(SCHEMA)
+
+
+def _flush(pw: pq.ParquetWriter, tables: list[pa.Table], schema: pa.Schema) -> int:
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    pw.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=1 << 20)
+    return int(table.num_rows)

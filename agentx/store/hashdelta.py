@@ -90,9 +90,7 @@ class HashDeltaDecoder:
         self._refs = dict(base_refcounts)
         self._ids: dict[str, Ids] = {}
 
-    def decode(
-        self, request_id: str, base_id: str | None, base_len: int | None, delta: Ids
-    ) -> Ids:
+    def decode(self, request_id: str, base_id: str | None, base_len: int | None, delta: Ids) -> Ids:
         ids = delta
         if base_id is not None:
             base = self._ids.get(base_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -310,7 +310,7 @@ def _file_rows(
         raise TraceError(f"{path}: corrupt trace ({_first_line(exc)})") from None
 
 
-def _decoder_for_file(pf: pq.ParquetFile, bases: list[str], shared: bool) -> DeltaDecoder:
+def _decoder_for_file(pf: pq.ParquetFile, bases: Sequence[str], shared: bool) -> DeltaDecoder:
     """A decoder primed with how often each row is a base (read from the base-id columns)."""
     refs: dict[str, Counter[str]] = {c: Counter() for c in bases}
     if bases:

@@ -31,11 +31,34 @@ def run(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture imported as it is: hash-only rows, no text."""
     out = tmp_path_factory.mktemp("conv") / "w.parquet"
     code, stdout, stderr = run("convert", str(DATA / "trace_0010_head.json"), "-o", str(out))
     assert code == 0, stderr
-    assert "synthetic text for" in stdout
+    assert "synthetic text" not in stdout
     return out
+
+
+@pytest.fixture(scope="module")
+def converted_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture imported with synthetic text (``--with-text``)."""
+    out = tmp_path_factory.mktemp("conv") / "t.parquet"
+    src = str(DATA / "trace_0010_head.json")
+    code, stdout, stderr = run("convert", src, "-o", str(out), "--with-text")
+    assert code == 0, stderr
+    assert "synthetic text for 35 hash-only exchanges" in stdout
+    return out
+
+
+def test_an_import_stays_hash_only(converted: Path) -> None:
+    exs = read_trace(converted)
+    fixture = orjson.loads((DATA / "trace_0010_head.json").read_bytes())
+    assert exs and all(ex.request == {} and ex.hash_ids for ex in exs)
+    assert converted.stat().st_size < (DATA / "trace_0010_head.json").stat().st_size / 4
+    assert (
+        sum(ex.usage.prompt_tokens or 0 for ex in exs)
+        == (fixture["totals"]["combined_tokens"]["input"])
+    )
 
 
 def test_stats_of_an_imported_weka_fixture_match_its_totals(converted: Path) -> None:
@@ -57,10 +80,10 @@ def test_stats_of_an_imported_weka_fixture_match_its_totals(converted: Path) -> 
 
 
 def test_converted_text_is_token_exact_and_shares_prefixes_as_the_hash_ids_say(
-    converted: Path,
+    converted_text: Path,
 ) -> None:
     by_text, by_ids = UnboundedPrefixCache(64), UnboundedPrefixCache(64)
-    for ex in read_trace(converted):
+    for ex in read_trace(converted_text):
         toks = encode(ex.request["messages"][0]["content"])
         assert toks.size == ex.usage.prompt_tokens
         assert ex.request["max_tokens"] == ex.usage.completion_tokens
@@ -70,22 +93,22 @@ def test_converted_text_is_token_exact_and_shares_prefixes_as_the_hash_ids_say(
     assert by_text.hit_tokens == by_ids.hit_tokens and by_text.hit_rate > 0.5
 
 
-def test_weka_directory_round_trip(tmp_path: Path, converted: Path) -> None:
+@pytest.mark.parametrize("via", ["file", "dataset", "dataset-jobs", "text"])
+def test_weka_directory_round_trips_exactly(tmp_path: Path, via: str) -> None:
+    """Weka -> agentx (one file, a dataset directory, two processes, or with text) -> Weka
+    gives every file back JSON-equal: header, subagent entries, every record."""
     out = tmp_path / "weka"
-    code, _, stderr = run("convert", str(DATA), "-o", str(tmp_path / "both.parquet"))
+    trace = str(tmp_path / ("both/" if via.startswith("dataset") else "both.parquet"))
+    extra = {"dataset-jobs": ["--jobs", "2"], "text": ["--with-text"]}.get(via, [])
+    code, _, stderr = run("convert", str(DATA), "-o", trace, *extra)
     assert code == 0, stderr
-    code, stdout, stderr = run(
-        "convert", str(tmp_path / "both.parquet"), "-o", str(out), "--to", "weka"
-    )
+    code, stdout, stderr = run("convert", trace, "-o", str(out), "--to", "weka")
     assert code == 0, stderr
-    assert "2 sessions" in stdout
+    assert "2 sessions" in " ".join(stdout.split())
     for name in ("trace_0001", "trace_0010_head"):
         a = orjson.loads((DATA / f"{name}.json").read_bytes())
         b = orjson.loads((out / f"{name}.json").read_bytes())
-        assert b["totals"] == a["totals"]
-        assert [r.get("hash_ids") for r in b["requests"]] == [
-            r.get("hash_ids") for r in a["requests"]
-        ]
+        assert b == a
 
 
 def _mooncake(tmp_path: Path, lines: list[bytes]) -> Path:
@@ -102,7 +125,11 @@ def test_mooncake_round_trip(tmp_path: Path) -> None:
     ]
     src = _mooncake(tmp_path, [orjson.dumps(r) for r in rows])
     assert run("convert", str(src), "-o", str(tmp_path / "m.parquet"))[0] == 0
-    for ex in read_trace(tmp_path / "m.parquet"):
+    exs = read_trace(tmp_path / "m.parquet")
+    assert [list(ex.hash_ids or ()) for ex in exs] == [r["hash_ids"] for r in rows]
+    assert all(ex.request == {} for ex in exs)
+    assert run("convert", str(src), "-o", str(tmp_path / "t.parquet"), "--with-text")[0] == 0
+    for ex in read_trace(tmp_path / "t.parquet"):
         assert encode(ex.request["messages"][0]["content"]).size == ex.usage.prompt_tokens
     code, _, stderr = run(
         "convert",
@@ -194,13 +221,15 @@ def test_fuzzed_mooncake_input_converts_or_fails_cleanly(
     src.write_bytes(b"\n".join(lines))
     for skip in (False, True):
         try:
-            report = convert(src, tmp_path / "fuzz.parquet", skip_bad=skip)
+            report = convert(src, tmp_path / "fuzz.parquet", skip_bad=skip, synthesize=skip)
         except AgentxError:
             continue  # one clear error (bad record, empty file, unknown format)
         out = read_trace(tmp_path / "fuzz.parquet")
         assert len(out) == report.written
         for ex in out:
-            if ex.hash_ids is not None and ex.usage.prompt_tokens is not None:
+            if not skip:
+                assert ex.request == {}  # hash-only stays hash-only
+            elif ex.hash_ids is not None and ex.usage.prompt_tokens is not None:
                 content = ex.request["messages"][0]["content"]
                 assert np.asarray(encode(content)).size == ex.usage.prompt_tokens
 

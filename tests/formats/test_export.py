@@ -15,15 +15,11 @@ from scrub.factory import capture
 from agentx.errors import UsageError
 from agentx.examples import example_path
 from agentx.formats import load_exchanges
+from agentx.formats.blocks import IdMapper
 from agentx.formats.convert import with_text
-from agentx.formats.export import (
-    IdMapper,
-    _finish_session,
-    weka_request,
-    write_mooncake,
-    write_weka,
-)
+from agentx.formats.export import write_mooncake, write_weka
 from agentx.formats.weka import parse_weka
+from agentx.formats.weka.write import _finish_session, weka_request
 from agentx.models import MODEL_APIS, Exchange
 from agentx.prefix import block_hashes
 from agentx.stats import compute_stats

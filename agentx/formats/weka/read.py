@@ -19,7 +19,8 @@ start, ``timing.ttft_ns``/``e2e_ns`` from ``ttft``/``api_time``, ``think_time_s`
 ``weka.agent_id=...``, ``weka.subagent_type=...``, ``weka.status=...``, ``weka.duration_ms=...``
 on child threads). Requests chain by ``parent_request_id`` within their thread; a subagent's first
 request names the main request before its entry (the turn that spawned it, as agentx-harness
-reads it). Exchanges come out in time order.
+reads it). Exchanges come out in time order. What an exact export needs beyond that goes into
+``import_fields`` (:mod:`agentx.formats.weka.record`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,22 @@ import orjson
 
 from agentx.errors import FormatError
 from agentx.flags import FLAG_SUBAGENT, weka_flag
+from agentx.formats.weka.record import (
+    ABSOLUTE,
+    EMPTY,
+    ENTRY,
+    ENTRY_POSITION,
+    FILE,
+    ID_OFFSET,
+    POSITION,
+    REQUEST,
+    REQUESTS,
+    diff,
+    record_of,
+    to_ns,
+)
 from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
+from agentx.progress import Progress
 
 SUBAGENT = "subagent"  # the Weka record type of a child thread
 LOCAL_SCOPE_STRIDE = 1 << 32  # per-file id offset when a directory mixes local-scope files
@@ -122,20 +138,35 @@ def _hash_ids(req: dict[str, Any], where: str, offset: int) -> tuple[int, ...]:
     return tuple(ids)
 
 
+@dataclass(slots=True)
+class _Row:
+    """An exchange being built: its fields, and what ``import_fields`` will hold."""
+
+    kw: dict[str, Any]
+    fields: dict[str, Any]
+    position: int  # index of the record in its list
+    thread: str
+
+
 class _Builder:
     def __init__(self, session: str, block_size: int, id_offset: int) -> None:
         self.session = session
         self.block_size = block_size
         self.id_offset = id_offset
-        self.out: list[tuple[int, int, Exchange]] = []  # (start ns, file order, exchange)
+        self.rows: list[_Row] = []  # in file order (depth first)
         self.agents: set[str] = set()
+        # (position, start ns, thread, entry without its requests) of each subagent entry
+        self.entries: list[tuple[int, int, str, dict[str, Any]]] = []
+        self.empty: list[list[Any]] = []  # [[pos, entry], ...] of entries without requests
+        self.top: list[tuple[str, int]] = []  # ("r", row index) | ("e", entry index), file order
+        self.absolute: set[str] = set()  # subagent threads whose inner t count from the trace start
 
     def thread(
         self,
         requests: object,
         where: str,
         thread: str,
-        t0: float,
+        base_ns: int,
         flags: tuple[str, ...],
         spawned_by: str | None = None,
     ) -> None:
@@ -151,15 +182,23 @@ class _Builder:
             if kind == SUBAGENT:
                 if flags:
                     raise _Bad(f"{here}: subagents nested in a subagent are not supported")
-                self.subagent(req, here, parent)
+                self.subagent(req, here, i, parent)
                 continue
-            ex = self.request(req, here, thread, n, t0, parent, flags)
-            self.out.append((ex.timing.start_wall_ns, len(self.out), ex))
-            parent = ex.request_id
+            row = self.request(req, here, thread, n, base_ns, parent, flags, i)
+            if not flags:
+                self.top.append(("r", len(self.rows)))
+            self.rows.append(row)
+            parent = row.kw["request_id"]
             n += 1
 
-    def subagent(self, entry: dict[str, Any], where: str, spawned_by: str | None) -> None:
+    def subagent(
+        self, entry: dict[str, Any], where: str, position: int, spawned_by: str | None
+    ) -> None:
         start = _num(entry, "t", where, required=True) or 0.0
+        requests = entry.get("requests")
+        if isinstance(requests, list) and not requests:
+            self.empty.append([position, entry])  # kept whole: its requests are []
+            return
         agent = _str(entry, "agent_id", where) or f"subagent{len(self.agents) + 1}"
         while agent in self.agents or agent == "main":  # thread ids stay unique
             agent += "'"
@@ -174,15 +213,14 @@ class _Builder:
             flags.append(
                 weka_flag("duration_ms", int(duration) if duration.is_integer() else duration)
             )
-        requests = entry.get("requests")
-        self.thread(
-            requests,
-            f"{where}.requests",
-            f"{self.session}/{agent}",
-            _inner_origin(requests, start),
-            tuple(flags),
-            spawned_by,
-        )
+        thread = f"{self.session}/{agent}"
+        self.top.append(("e", len(self.entries)))
+        self.entries.append((position, to_ns(start), thread, {**entry, REQUESTS: None}))
+        origin = _inner_origin(requests, start)
+        if origin == 0.0 and start:
+            self.absolute.add(thread)
+        inner = f"{where}.requests"
+        self.thread(requests, inner, thread, to_ns(origin), tuple(flags), spawned_by)
 
     def request(
         self,
@@ -190,10 +228,11 @@ class _Builder:
         where: str,
         thread: str,
         n: int,
-        t0: float,
+        base_ns: int,
         parent: str | None,
         thread_flags: tuple[str, ...],
-    ) -> Exchange:
+        position: int,
+    ) -> _Row:
         t = _num(req, "t", where, required=True) or 0.0
         api_time = _num(req, "api_time", where)
         ttft = _num(req, "ttft", where)
@@ -202,31 +241,93 @@ class _Builder:
         flags = [*thread_flags]
         if kind is not None:
             flags.append(weka_flag("type", kind))
-        flags.extend(weka_flag("in", x) for x in _strs(req, "input_types", where))
-        flags.extend(weka_flag("out", x) for x in _strs(req, "output_types", where))
-        return Exchange(
-            request_id=f"{thread}/{n}",
-            session_id=self.session,
-            thread_id=thread,
-            api=API_OPENAI_CHAT,
-            request={},
-            timing=Timing(
-                start_wall_ns=round((t0 + t) * 1e9),
-                ttft_ns=round(ttft * 1e9) if ttft is not None else None,
-                e2e_ns=round(api_time * 1e9) if api_time is not None else None,
+        input_types = _strs(req, "input_types", where)
+        output_types = _strs(req, "output_types", where)
+        flags.extend(weka_flag("in", x) for x in input_types)
+        flags.extend(weka_flag("out", x) for x in output_types)
+        n_in = _int(req, "in", where)
+        out = _int(req, "out", where)
+        kw: dict[str, Any] = {
+            "request_id": f"{thread}/{n}",
+            "session_id": self.session,
+            "thread_id": thread,
+            "api": API_OPENAI_CHAT,
+            "request": {},
+            "timing": Timing(
+                start_wall_ns=base_ns + to_ns(t),
+                ttft_ns=to_ns(ttft) if ttft is not None else None,
+                e2e_ns=to_ns(api_time) if api_time is not None else None,
             ),
-            parent_request_id=parent,
-            model=_str(req, "model", where),
-            response=Response(stop_reason=stop or None),
-            usage=Usage(
-                prompt_tokens=_int(req, "in", where), completion_tokens=_int(req, "out", where)
-            ),
-            think_time_s=_num(req, "think_time", where),
-            api_time_s=api_time,
-            flags=tuple(flags),
-            hash_ids=_hash_ids(req, where, self.id_offset),
-            hash_block_size=self.block_size,
+            "parent_request_id": parent,
+            "model": _str(req, "model", where),
+            "response": Response(stop_reason=stop or None),
+            "usage": Usage(prompt_tokens=n_in, completion_tokens=out),
+            "think_time_s": _num(req, "think_time", where),
+            "api_time_s": api_time,
+            "flags": tuple(flags),
+            "hash_ids": _hash_ids(req, where, self.id_offset),
+            "hash_block_size": self.block_size,
+        }
+        rebuilt = record_of(
+            Exchange(**kw),
+            base_ns,
+            n_in=n_in or 0,
+            out=out or 0,
+            ids=[],
+            input_types=input_types,
+            output_types=output_types,
         )
+        fields: dict[str, Any] = {}
+        different = diff(req, rebuilt)
+        if different is not None:
+            fields[REQUEST] = different
+        return _Row(kw, fields, position, thread)
+
+    def exchanges(self, header: dict[str, Any]) -> tuple[Exchange, ...]:
+        """The rows in time order (ties: file order), with their ``import_fields``."""
+        starts = [row.kw["timing"].start_wall_ns for row in self.rows]
+        order = sorted(range(len(self.rows)), key=lambda i: (starts[i], i))
+        rank = {i: k for k, i in enumerate(order)}
+        first_of: dict[str, int] = {}
+        for i in order:
+            first_of.setdefault(self.rows[i].thread, i)
+        if order:
+            first = self.rows[order[0]].fields
+            first[FILE] = {**header, REQUESTS: None}
+            if self.id_offset:
+                first[ID_OFFSET] = self.id_offset
+            if self.empty:
+                first[EMPTY] = self.empty
+        for _, _, thread, entry in self.entries:
+            self.rows[first_of[thread]].fields[ENTRY] = entry
+            if thread in self.absolute:
+                self.rows[first_of[thread]].fields[ABSOLUTE] = True
+        if self.empty or not self._export_keeps_order(rank, first_of):
+            for row in self.rows:
+                row.fields[POSITION] = row.position
+            for pos, _, thread, _ in self.entries:
+                self.rows[first_of[thread]].fields[ENTRY_POSITION] = pos
+        return tuple(
+            Exchange(**self.rows[i].kw, import_fields=self.rows[i].fields or None) for i in order
+        )
+
+    def _export_keeps_order(self, rank: dict[int, int], first_of: dict[str, int]) -> bool:
+        """Whether ordering by time (what the export does without positions) gives the file's
+        order back: top-level records and entries, and each subagent's records."""
+
+        def key(item: tuple[str, int]) -> tuple[int, int]:
+            kind, i = item
+            if kind == "r":
+                return (self.rows[i].kw["timing"].start_wall_ns, rank[i])
+            _, start_ns, thread, _ = self.entries[i]
+            return (start_ns, rank[first_of[thread]])
+
+        if sorted(self.top, key=key) != self.top:
+            return False
+        by_thread: dict[str, list[int]] = {}
+        for i, row in enumerate(self.rows):
+            by_thread.setdefault(row.thread, []).append(i)
+        return all(sorted(rows, key=rank.__getitem__) == rows for rows in by_thread.values())
 
 
 def _inner_origin(requests: object, start: float) -> float:
@@ -263,12 +364,12 @@ def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -
         models = tuple(_strs(doc, "models", "$"))
         scope = _str(doc, "hash_id_scope", "$")
         builder = _Builder(session, block_size, id_offset)
-        builder.thread(doc["requests"], "requests", f"{session}/main", 0.0, ())
+        builder.thread(doc["requests"], "requests", f"{session}/main", 0, ())
         tool_tokens = _int(doc, "tool_tokens", "$", required=False)
         system_tokens = _int(doc, "system_tokens", "$", required=False)
+        exchanges = builder.exchanges(doc)
     except _Bad as exc:
         raise FormatError(str(p), str(exc)) from None
-    builder.out.sort(key=lambda item: (item[0], item[1]))
     return WekaTrace(
         path=p,
         id=session,
@@ -278,7 +379,7 @@ def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -
         tool_tokens=tool_tokens,
         system_tokens=system_tokens,
         totals=doc.get("totals"),
-        exchanges=tuple(ex for _, _, ex in builder.out),
+        exchanges=exchanges,
     )
 
 
@@ -309,26 +410,37 @@ def weka_files(path: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def iter_weka(
-    path: str | os.PathLike[str], *, on_bad: Callable[[FormatError], None] | None = None
-) -> Iterator[Exchange]:
-    """Exchanges of a Weka file, or of every ``*.json`` in a directory (one session per file).
-    A bad file raises :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped.
+def read_nth_file(path: Path, k: int) -> WekaTrace:
+    """The k-th file of a directory (in name order): ``local``-scope ids offset by
+    ``k * 2**32`` (the first file keeps its ids), so blocks of different sessions never look
+    shared; ``global``-scope ids are kept as they are."""
+    doc = _load(path)
+    scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
+    offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
+    return parse_weka(doc, path, id_offset=offset)
 
-    In a directory, ids of ``local``-scope files are offset by ``k * 2**32`` for the k-th file
-    (the first keeps its ids), so blocks of different sessions never look shared; ``global``
-    scope ids are kept as they are.
-    """
+
+def iter_weka(
+    path: str | os.PathLike[str],
+    *,
+    on_bad: Callable[[FormatError], None] | None = None,
+    progress: Progress | None = None,
+) -> Iterator[Exchange]:
+    """Exchanges of a Weka file, or of every ``*.json`` in a directory (one session per file,
+    read one at a time; ids offset as :func:`read_nth_file` says). A bad file raises
+    :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped. ``progress``
+    advances in files."""
     files = weka_files(path)
+    prog = progress or Progress()
+    prog.phase(None, total=len(files), unit="files")
     for k, f in enumerate(files):
         try:
-            doc = _load(f)
-            scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
-            offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
-            trace = parse_weka(doc, f, id_offset=offset)
+            trace = read_nth_file(f, k)
         except FormatError as bad:
             if on_bad is None:
                 raise
             on_bad(bad)
+            prog.advance()
             continue
         yield from trace.exchanges
+        prog.advance()

@@ -1,0 +1,315 @@
+"""Writing Weka JSON: one file per session.
+
+An imported Weka session (its rows carry the file's header in ``import_fields``, see
+:mod:`agentx.formats.weka.record`) is written back exactly: the header, every subagent entry
+and every record as they were read, block ids less the importer's offset. Any other session
+(a capture, a Mooncake import) is laid out with 64-token blocks covering only full blocks
+(``floor(n/64)`` ids), ``t``/``think_time``/``api_time``/``ttft`` in seconds, every thread but
+the session's main one as a ``subagent`` entry with its own relative ``t``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentx.errors import TraceError, UsageError
+from agentx.flags import FLAG_SUBAGENT, weka_values
+from agentx.formats.blocks import IdMapper, block_keys, output_tokens
+from agentx.formats.weka.record import (
+    EMPTY,
+    ENTRY,
+    ENTRY_POSITION,
+    FILE,
+    ID_OFFSET,
+    POSITION,
+    REQUEST,
+    REQUESTS,
+    apply,
+    field,
+    record_of,
+    to_ns,
+)
+from agentx.hitrate import is_model_call
+from agentx.models import JSON, Exchange
+from agentx.outputs import check_output, write_atomic
+from agentx.tokens import conversation
+
+WEKA_BLOCK_SIZE = 64
+_ID_STRIDE = 1 << 32  # the Weka importer offsets the k-th local-scope file's ids by k * 2**32
+
+
+@dataclass(slots=True)
+class _Req:
+    """What the Weka writer keeps of an exchange (not its body): one request record, less
+    ``t`` (set once the thread's origin is known)."""
+
+    thread: str
+    start_ns: int
+    end_ns: int
+    row: dict[str, Any]
+    native: bool  # row["hash_ids"] are the source's own Weka ids, else dense ids of this session
+    subagent: bool
+    flags: tuple[str, ...]
+    fields: JSON = None  # the exchange's import_fields
+
+
+def _input_types(ex: Exchange) -> list[str]:
+    found = weka_values(ex.flags, "in")
+    if found or ex.hash_ids is not None:
+        return found
+    conv = conversation(ex.api, ex.request)
+    last = conv[-1] if conv else None
+    if not isinstance(last, dict):
+        return []
+    if last.get("role") == "tool" or last.get("type") in (
+        "function_call_output",
+        "custom_tool_call_output",
+    ):
+        return ["tool_result"]
+    content = last.get("content")
+    if isinstance(content, list):
+        kinds: list[str] = [
+            b["type"] for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)
+        ]
+        names = ["text" if k in ("input_text", "output_text") else k for k in kinds]
+        return list(dict.fromkeys(names))
+    return ["text"]
+
+
+def _output_types(ex: Exchange) -> list[str]:
+    found = weka_values(ex.flags, "out")
+    if found or ex.hash_ids is not None:
+        return found
+    r = ex.response
+    out = []
+    if r.reasoning:
+        out.append("thinking")
+    if r.text:
+        out.append("text")
+    if r.tool_calls:
+        out.append("tool_use")
+    return out
+
+
+def _block_size(ex: Exchange) -> int:
+    header = field(ex, FILE)
+    bs = header.get("block_size") if isinstance(header, dict) else None
+    return bs if isinstance(bs, int) and not isinstance(bs, bool) and bs > 0 else WEKA_BLOCK_SIZE
+
+
+def weka_request(ex: Exchange, mapper: IdMapper, block_size: int = WEKA_BLOCK_SIZE) -> _Req:
+    """The Weka record of one exchange; text prompts get ids from ``mapper`` (one per session).
+    Hash-only rows at ``block_size`` keep their ids, all of them."""
+    native = ex.hash_ids is not None and ex.hash_block_size == block_size
+    if native:
+        ids = list(ex.hash_ids or ())
+        n = ex.usage.prompt_tokens if ex.usage.prompt_tokens is not None else len(ids) * block_size
+    else:
+        n, keys = block_keys(ex, block_size, partial=False)
+        ids = mapper(keys)
+    row = record_of(
+        ex,
+        0,
+        n_in=n,
+        out=output_tokens(ex),
+        ids=ids,
+        input_types=_input_types(ex),
+        output_types=_output_types(ex),
+    )
+    row["t"] = None
+    start = ex.timing.start_wall_ns
+    return _Req(
+        thread=ex.thread_id,
+        start_ns=start,
+        end_ns=start + (ex.timing.e2e_ns or 0),
+        row=row,
+        native=native,
+        subagent=FLAG_SUBAGENT in ex.flags,
+        flags=ex.flags,
+        fields=ex.import_fields,
+    )
+
+
+def _timed(req: _Req, base_ns: int) -> dict[str, Any]:
+    rec = {**req.row, "t": round((req.start_ns - base_ns) / 1e9, 6)}
+    stored = req.fields.get(REQUEST) if isinstance(req.fields, dict) else None
+    return apply(rec, stored) if stored is not None else rec
+
+
+def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) -> dict[str, Any]:
+    """One session as a Weka document. ``t`` counts from ``origin_ns``, by default the session's
+    first request; the session's first thread is the main one, the others are subagents."""
+    threads: dict[str, list[_Req]] = {}
+    position = {id(r): i for i, r in enumerate(reqs)}  # ties in time keep the trace's order
+    for r in reqs:
+        threads.setdefault(r.thread, []).append(r)
+    order = sorted(threads.values(), key=lambda rs: (any(r.subagent for r in rs), rs[0].start_ns))
+    root, subs = order[0], order[1:]
+    base = min(r.start_ns for r in reqs) if origin_ns is None else origin_ns
+    entries = [(r.start_ns, position[id(r)], _timed(r, base)) for r in root]
+    for rs in subs:
+        start, flags = rs[0].start_ns, rs[0].flags
+        entry: dict[str, Any] = {
+            "t": round((start - base) / 1e9, 6),
+            "type": "subagent",
+            "agent_id": (weka_values(flags, "agent_id") or [rs[0].thread.rsplit("/", 1)[-1]])[0],
+        }
+        for key in ("subagent_type", "status"):
+            found = weka_values(flags, key)
+            if found:
+                entry[key] = found[0]
+        entry["duration_ms"] = round((max(r.end_ns for r in rs) - start) / 1e6)
+        entry["requests"] = [_timed(r, start) for r in rs]
+        entry["models"] = list(dict.fromkeys(r.row["model"] for r in rs if r.row["model"]))
+        entries.append((start, position[id(rs[0])], entry))
+    entries.sort(key=lambda e: (e[0], e[1]))
+
+    def tokens_of(rs: list[_Req]) -> dict[str, int]:
+        return {"input": sum(r.row["in"] for r in rs), "output": sum(r.row["out"] for r in rs)}
+
+    parent = tokens_of(root)
+    sub = tokens_of([r for rs in subs for r in rs])
+    return {
+        "id": session,
+        "models": list(dict.fromkeys(r.row["model"] for r in root if r.row["model"])),
+        "block_size": WEKA_BLOCK_SIZE,
+        "hash_id_scope": "local",
+        "requests": [e for _, _, e in entries],
+        "totals": {
+            "parent_tokens": parent,
+            "subagent_tokens": sub,
+            "combined_tokens": {k: parent[k] + sub[k] for k in parent},
+            "subagent_count": len(subs),
+        },
+    }
+
+
+def _stored(reqs: list[_Req], key: str) -> JSON:
+    for r in reqs:
+        if isinstance(r.fields, dict) and key in r.fields:
+            return r.fields[key]
+    return None
+
+
+def imported_document(reqs: list[_Req]) -> dict[str, Any] | None:
+    """The session as the Weka file it was imported from (its header, entries and records as
+    they were), or ``None`` when its rows do not carry an imported Weka header."""
+    header = _stored(reqs, FILE)
+    if not isinstance(header, dict) or not all(r.native for r in reqs):
+        return None
+    offset = _stored(reqs, ID_OFFSET) or 0
+    threads: dict[str, list[_Req]] = {}
+    position = {id(r): i for i, r in enumerate(reqs)}
+    for r in reqs:
+        r.row["hash_ids"] = [i - offset for i in r.row["hash_ids"]]
+        threads.setdefault(r.thread, []).append(r)
+    items: list[tuple[tuple[int, int], dict[str, Any]]] = []  # (sort key, record or entry)
+
+    def key(stored: JSON, start_ns: int, first: _Req) -> tuple[int, int]:
+        """The file position when the importer kept it, else time (ties: trace order)."""
+        return (stored, 0) if isinstance(stored, int) else (start_ns, position[id(first)])
+
+    for rs in threads.values():
+        entry = _stored(rs, ENTRY)
+        if not rs[0].subagent or not isinstance(entry, dict):
+            items.extend((key(_stored([r], POSITION), r.start_ns, r), _timed(r, 0)) for r in rs)
+            continue
+        t = entry.get("t")
+        base = (
+            to_ns(t) if isinstance(t, int | float) and not isinstance(t, bool) else rs[0].start_ns
+        )
+        if _stored(rs, POSITION) is not None:
+            rs = sorted(rs, key=lambda r: _stored([r], POSITION) or 0)
+        records = [_timed(r, base) for r in rs]
+        items.append((key(_stored(rs, ENTRY_POSITION), base, rs[0]), {**entry, REQUESTS: records}))
+    for pos, entry in _stored(reqs, EMPTY) or ():
+        items.append(((pos, 0), entry))
+    items.sort(key=lambda item: item[0])
+    return {**header, REQUESTS: [item for _, item in items]}
+
+
+def _finish_session(session: str, reqs: list[_Req], mapper: IdMapper) -> dict[str, Any]:
+    """Imported Weka sessions are written back as they were read (:func:`imported_document`);
+    other sessions of imported ids keep their ids, less the per-file offset the importer added
+    (guessed), and count ``t`` from their own origin (0). A session mixing imported and text
+    rows gets dense ids throughout."""
+    doc = imported_document(reqs)
+    if doc is not None:
+        return doc
+    if all(r.native for r in reqs):
+        ids = [i for r in reqs for i in r.row["hash_ids"]]
+        low = min(ids, default=0)
+        base = (low // _ID_STRIDE) * _ID_STRIDE if low >= 0 else 0
+        if ids and max(ids) - base >= _ID_STRIDE:
+            base = 0  # not one file's offset: keep the ids as they are
+        for r in reqs:
+            r.row["hash_ids"] = [i - base for i in r.row["hash_ids"]]
+        start = min(r.start_ns for r in reqs)
+        return weka_document(session, reqs, 0 if start >= 0 else None)
+    for r in reqs:
+        if r.native:  # negative keys: apart from the chained hashes of text rows
+            r.row["hash_ids"] = mapper([-1 - i for i in r.row["hash_ids"]])
+            r.native = False
+    return weka_document(session, reqs)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def write_weka(
+    exchanges: Iterable[Exchange], path: str | os.PathLike[str], *, force: bool = True
+) -> int:
+    """Write one Weka file per session: ``path`` is a directory, or a ``.json`` file when the
+    trace holds a single session. Returns the number of sessions written. Rows are reduced to
+    their Weka fields as they are read (block ids as what each turn adds); the documents are
+    written at the end, each replacing its file once complete, and forgotten once written. An
+    existing file, or a directory already holding ``.json`` files, is refused unless
+    ``force``."""
+    p = Path(path)
+    if p.suffix == ".json" or (p.exists() and not p.is_dir()):
+        check_output(p, force=force)
+    elif not force and p.is_dir() and any(p.glob("*.json")):
+        raise UsageError(
+            f"{p} already holds Weka files: pass --force to replace them, or choose another path"
+        )
+    sessions: dict[str, tuple[list[_Req], IdMapper, int]] = {}
+    last_ids: dict[str, tuple[int, ...]] = {}  # of each thread's last row
+    for ex in exchanges:
+        if is_model_call(ex):
+            if ex.session_id not in sessions:  # the first row carries an imported header
+                sessions[ex.session_id] = ([], IdMapper(1), _block_size(ex))
+            reqs, mapper, block_size = sessions[ex.session_id]
+            req, ids = weka_request(ex, mapper, block_size, last_ids.get(ex.thread_id, ()))
+            reqs.append(req)
+            last_ids[ex.thread_id] = ids
+    single = p.suffix == ".json"
+    if single and len(sessions) != 1:
+        raise UsageError(f"{len(sessions)} sessions: a Weka file holds one; give a directory as -o")
+    try:
+        if not single:
+            p.mkdir(parents=True, exist_ok=True)
+        used: set[str] = set()
+        count = len(sessions)
+        for session in list(sessions):
+            reqs, mapper, _ = sessions.pop(session)  # written, then forgotten: memory shrinks
+            doc = _finish_session(session, reqs, mapper)
+            if single:
+                target = p
+            else:
+                name = _UNSAFE.sub("_", session).strip("._") or "session"
+                while name in used:
+                    name += "_"
+                used.add(name)
+                target = p / f"{name}.json"
+            write_atomic(target, orjson.dumps(doc), force=True)
+            del doc, reqs
+    except OSError as exc:
+        raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
+    return count
