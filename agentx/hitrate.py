@@ -15,7 +15,13 @@ from collections import Counter
 from agentx.errors import UsageError
 from agentx.flags import FLAG_NON_MODEL
 from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, UnboundedPrefixCache, chain_ids
+from agentx.prefix import (
+    DEFAULT_BLOCK_SIZE,
+    HashArray,
+    IdChainer,
+    UnboundedPrefixCache,
+    chain_ids,
+)
 from agentx.tokenizer import Tokenizer, make_hasher
 
 
@@ -23,13 +29,17 @@ def is_model_call(ex: Exchange) -> bool:
     return ex.api in MODEL_APIS and FLAG_NON_MODEL not in ex.flags
 
 
-def hash_only_blocks(ex: Exchange, requested: int | None) -> tuple[HashArray, int, int]:
+def hash_only_blocks(
+    ex: Exchange, requested: int | None, chainer: IdChainer | None = None
+) -> tuple[HashArray, int, int]:
     """``(chained block hashes, prompt tokens, block size)`` of a hash-only row (Weka, Mooncake).
 
     The row's own ``hash_block_size`` is used, or ``requested`` when it is a multiple of it (the
     blocks are coarsened exactly by :func:`agentx.prefix.chain_ids`); any other ``requested``
     raises :class:`UsageError` (the trace cannot say where such blocks would end). Shared with
     ``agentx simulate``, so both count the same blocks.
+    With a ``chainer`` the hashes are chained incrementally per thread (the same values; valid
+    until the thread's next row).
     """
     ids = ex.hash_ids or ()
     native = ex.hash_block_size or 1
@@ -45,7 +55,10 @@ def hash_only_blocks(ex: Exchange, requested: int | None) -> tuple[HashArray, in
     if n is None:
         n = len(ids) * native
     full = min(len(ids), n // native)  # a last partial block (Mooncake) is never cached
-    return chain_ids(ids[:full], group), n, native * group
+    if chainer is None:
+        return chain_ids(ids[:full], group), n, native * group
+    chained = chainer.chain((ex.session_id, ex.thread_id), ids)[:full]
+    return (chained if group == 1 else chained[group - 1 :: group]), n, native * group
 
 
 class HitRateMeter:
@@ -63,6 +76,7 @@ class HitRateMeter:
         self.requested_block_size = requested_block_size
         self.tokenizer = tokenizer  # of text rows (None: agentx's cl100k rendering)
         self.hasher = make_hasher(tokenizer, block_size, max_threads=max_threads)
+        self.chainer = IdChainer()
         self.caches: dict[int, UnboundedPrefixCache] = {}
         self.requests: Counter[int] = Counter()  # by block size
         self.last_prompt_tokens: int | None = None  # of the last exchange observed
@@ -82,7 +96,7 @@ class HitRateMeter:
         if ex.hash_ids is not None:
             if not ex.hash_block_size:
                 return None
-            hashes, n, bs = hash_only_blocks(ex, self.requested_block_size)
+            hashes, n, bs = hash_only_blocks(ex, self.requested_block_size, self.chainer)
         else:
             hashes, n = self.hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
             bs = self.block_size

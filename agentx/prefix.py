@@ -90,6 +90,66 @@ def chain_ids(hash_ids: npt.ArrayLike, group: int = 1) -> HashArray:
     return chained if group == 1 else chained[group - 1 :: group]
 
 
+def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """Length of the longest common prefix of two id tuples, by C-level slice comparisons
+    (fast when the tuples share their int objects, as consecutive rows of a thread do)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass(slots=True)
+class _Chain:
+    ids: tuple[int, ...] = ()
+    sums: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    hashes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+
+
+class IdChainer:
+    """``chain_ids(ids)`` for a stream of hash-only requests, incrementally per thread.
+
+    A turn repeats its thread's previous ids and appends a few: only the ids after the prefix
+    they share are converted and chained (a 100-turn thread costs its new ids, not 100
+    prompts). The result is a view that stays valid until the next call for the same thread.
+    At most ``max_threads`` threads are remembered (LRU).
+    """
+
+    def __init__(self, max_threads: int = 4096) -> None:
+        self._max_threads = max_threads
+        self._threads: OrderedDict[Hashable, _Chain] = OrderedDict()
+
+    def chain(self, thread: Hashable, ids: tuple[int, ...]) -> HashArray:
+        state = self._threads.pop(thread, None) or _Chain()
+        self._threads[thread] = state
+        while len(self._threads) > self._max_threads:
+            self._threads.popitem(last=False)
+        if not isinstance(ids, tuple):
+            ids = tuple(ids)
+        k = common_prefix(state.ids, ids) if state.ids else 0
+        n = len(ids)
+        state.sums = _grow(state.sums, n, k)
+        state.hashes = _grow(state.hashes, n, k)
+        if n > k:
+            tail = np.asarray(ids[k:], dtype=np.int64).astype(np.uint64)
+            with np.errstate(over="ignore"):
+                sums = np.cumsum((tail + np.uint64(1)) * _powers_upto(n)[k:n], dtype=np.uint64)
+                if k:
+                    sums += state.sums[k - 1]
+            state.sums[k:n] = sums
+            ends = np.arange(k + 1, n + 1, dtype=np.uint64)
+            state.hashes[k:n] = _mix(sums ^ ends)
+        state.ids = ids
+        return state.hashes[:n]
+
+
 def hittable_blocks(n_tokens: int, block_size: int) -> int:
     """vLLM never serves the last prompt token from cache: at most floor((n-1)/bs) blocks."""
     return max(0, (n_tokens - 1) // block_size)

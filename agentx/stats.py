@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentx import tokens
@@ -24,6 +24,7 @@ from agentx.hitrate import HitRateMeter, is_model_call
 from agentx.metrics.percentiles import percentiles
 from agentx.models import Exchange
 from agentx.prefix import DEFAULT_BLOCK_SIZE
+from agentx.progress import Progress
 from agentx.tokenizer import Tokenizer, tokenizer_name
 
 SCHEMA = "agentx.stats/1"
@@ -115,21 +116,39 @@ def summarize(
     }
 
 
+# What stats reads of an agentx trace: everything but the columns it never uses (chunk
+# timings, credentials, the assistant message, importers' extra fields).
+STATS_SKIPS = frozenset({"chunk_offsets_ns", "credentials", "response_message", "import_fields"})
+
+
 def compute_stats(
     path: str | os.PathLike[str],
     *,
     block_size: int | None = None,
     tokenizer: Tokenizer | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Stats of a trace in any supported format (see :func:`agentx.formats.detect_format`)."""
+    """Stats of a trace in any supported format (see :func:`agentx.formats.detect_format`),
+    streamed: memory holds the distributions and the unbounded cache's block set, not the
+    trace. ``progress`` follows the reading."""
     from agentx.formats import detect_format, load_exchanges
+    from agentx.store.schema import COLUMNS
 
     fmt = detect_format(path)
-    exchanges = load_exchanges(path, shared=True)
-    result = summarize(exchanges, block_size=block_size, tokenizer=tokenizer)
+    prog = progress or Progress()
+    prog.phase("reading")
+    columns = [c for c in COLUMNS if c not in STATS_SKIPS]
+    exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
+    result = summarize(_counted(exchanges, prog), block_size=block_size, tokenizer=tokenizer)
     result["trace"] = str(path)
     result["format"] = fmt
     return result
+
+
+def _counted(exchanges: Iterable[Exchange], progress: Progress) -> Iterator[Exchange]:
+    for ex in exchanges:
+        progress.count("exchanges")
+        yield ex
 
 
 def _fmt(value: float | None, unit: str = "") -> str:

@@ -100,6 +100,16 @@ def trace_path(value: Path) -> Path:
     return resolve_trace(value)
 
 
+def output_target(raw: str) -> tuple[Path, bool]:
+    """An ``-o`` value of a command that writes a trace: (path, whether it is a dataset
+    directory). A dataset is named by an existing directory or a path ending in ``/``."""
+    path = Path(raw)
+    return path, raw.endswith(("/", "\\")) or path.is_dir()
+
+
+OUTPUT_HELP = "; a directory (existing, or ending in /) is written as a dataset of Parquet files"
+
+
 def fail(exc: AgentxError) -> NoReturn:
     err.print(f"agentx: error: {exc}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)

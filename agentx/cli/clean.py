@@ -9,11 +9,13 @@ import typer
 
 from agentx.cli.app import (
     BUNDLED_HELP,
+    OUTPUT_HELP,
     Force,
     app,
     err,
     fail,
     out,
+    output_target,
     print_json,
     trace_path,
     write_json_file,
@@ -29,7 +31,9 @@ def scrub(
             help="agentx trace to clean (never modified)" + BUNDLED_HELP, callback=trace_path
         ),
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="the clean trace to write")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="the clean trace to write" + OUTPUT_HELP)
+    ],
     report_file: Annotated[
         Path | None, typer.Option("--report", help="also write the report as JSON")
     ] = None,
@@ -68,14 +72,19 @@ def scrub(
 ) -> None:
     """Drop malformed exchanges, repair orphaned tool calls, redact secrets; say what and why."""
     from agentx.outputs import check_output
+    from agentx.progress import progress_for
     from agentx.scrub import ScrubOptions, render_report, scrub_trace
 
     options = ScrubOptions(max_context=max_context, keep_side_calls=keep_side_calls, keep_non_model=keep_non_model,
                            redact_emails=redact_emails, block_size=block_size, hit_rate=hit_rate)  # fmt: skip
+    dst, dataset = output_target(output)
     try:
         if report_file is not None:
             check_output(report_file, force=force)  # before the work, not after it
-        result = scrub_trace(trace, output, options, force=force)
+        with progress_for("scrub", console=err) as progress:
+            result = scrub_trace(
+                trace, dst, options, dataset=dataset, progress=progress, force=force
+            )
         if report_file is not None:
             write_json_file(report_file, result.to_json(), force=force)
     except AgentxError as exc:
@@ -92,7 +101,9 @@ def anonymize(
         Path,
         typer.Argument(help="agentx trace (never modified)" + BUNDLED_HELP, callback=trace_path),
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="the shareable trace to write")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="the shareable trace to write" + OUTPUT_HELP)
+    ],
     keep_tools: Annotated[
         bool, typer.Option("--keep-tools", help="keep tool schemas as they are")
     ] = False,
@@ -108,11 +119,16 @@ def anonymize(
     force: Force = False,
 ) -> None:
     """Shareable trace: no original text, same token counts and prefix-sharing structure."""
+    from agentx.progress import progress_for
     from agentx.scrub.anonymize import AnonymizeOptions, anonymize_trace
 
     options = AnonymizeOptions(key=key.encode() if key is not None else None, keep_tools=keep_tools)
+    dst, dataset = output_target(output)
     try:
-        result = anonymize_trace(trace, output, options, force=force)
+        with progress_for("anonymize", console=err) as progress:
+            result = anonymize_trace(
+                trace, dst, options, dataset=dataset, progress=progress, force=force
+            )
     except AgentxError as exc:
         fail(exc)
     if json_out:
@@ -139,9 +155,9 @@ def convert(
         typer.Option(
             "-o",
             "--output",
-            help="file (agentx, mooncake; weka with one session) or directory (weka); for "
-            "agentx, a directory (an existing one, or a path ending in /) is written as a "
-            "dataset: one Parquet file per Weka source file",
+            help="file (agentx, mooncake; weka with one session) or directory (weka)"
+            + OUTPUT_HELP
+            + " (agentx: one file per Weka source file)",
         ),
     ],
     to: Annotated[str, typer.Option("--to", help="agentx | mooncake | weka")] = "agentx",
@@ -170,8 +186,8 @@ def convert(
     from agentx.formats.convert import convert as run_convert
     from agentx.progress import progress_for
 
-    dst = Path(output)
-    dataset = to == "agentx" and (output.endswith(("/", "\\")) or dst.is_dir())
+    dst, dataset = output_target(output)
+    dataset = dataset and to == "agentx"
     try:
         with progress_for("convert", console=err) as progress:
             result = run_convert(

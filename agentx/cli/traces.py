@@ -44,12 +44,16 @@ def stats(
 ) -> None:
     """Sessions, threads, requests, token and think-time distributions, theoretical hit rate."""
     from agentx import stats as stats_mod
+    from agentx.progress import progress_for
     from agentx.replay.translate import to_chat
     from agentx.tokenizer import resolve_tokenizer
 
     try:
         tok = resolve_tokenizer(tokenizer, server_url=endpoint, to_chat=to_chat)
-        result = stats_mod.compute_stats(trace, block_size=block_size, tokenizer=tok)
+        with progress_for("stats", console=err) as progress:
+            result = stats_mod.compute_stats(
+                trace, block_size=block_size, tokenizer=tok, progress=progress
+            )
     except AgentxError as exc:
         fail(exc)
     if json_out:
@@ -181,6 +185,7 @@ def simulate(
     """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
     from agentx import simulate as so
     from agentx.engine import EngineParams
+    from agentx.progress import progress_for
     from agentx.replay.options import parse_extra_body
     from agentx.simulate.schedule import ScheduleRules
 
@@ -229,7 +234,8 @@ def simulate(
             from_results=from_results,
             kv_blocks=so.parse_count_list(kv_blocks, "--kv-blocks") if kv_blocks else None,
         )
-        result = so.run_simulate(options)
+        with progress_for("simulate", console=err) as progress:
+            result = so.run_simulate(options, progress=progress)
         if plot is not None:
             so.write_plot(result, plot, force=force)
     except AgentxError as exc:
@@ -248,10 +254,12 @@ def recover(
 ) -> None:
     """Rebuild a trace from the write-ahead spool its writer left when it was killed."""
     from agentx import store
+    from agentx.progress import progress_for
     from agentx.store.reader import recover_report
 
     try:
-        report = recover_report(trace)
+        with progress_for("recover", console=err) as progress:
+            report = recover_report(trace, progress=progress)
         if report is None:
             store.open_trace(trace)  # nothing to do: say so only if the trace itself is sound
     except AgentxError as exc:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from agentx.errors import UsageError
 from agentx.models import JSON, MODEL_APIS, Exchange, Response, conversation_key, system_key
+from agentx.progress import Progress
 from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
 from agentx.scrub.rules import IdMemo
 from agentx.synth import PrefixWords
@@ -287,21 +288,32 @@ def anonymize_trace(
     output_path: str | os.PathLike[str],
     options: AnonymizeOptions = AnonymizeOptions(),
     *,
+    dataset: bool = False,
+    progress: Progress | None = None,
     force: bool = False,
 ) -> AnonymizeReport:
-    from agentx.store import iter_exchanges, new_trace, open_trace
+    """Stream ``input_path`` (a trace file or dataset) into ``output_path`` with its text
+    replaced: one file, or a dataset directory with ``dataset`` (an existing file is replaced
+    only with ``force``). ``progress`` follows the reading, in rows."""
+    from agentx.store import iter_exchanges, open_trace
+    from agentx.store.dataset import open_writer
 
     src, dst = Path(input_path), Path(output_path)
     if dst.exists() and src.exists() and src.resolve() == dst.resolve():
         raise UsageError("anonymize never modifies its input: give -o another path")
     info = open_trace(src)
+    prog = progress or Progress()
+    prog.phase("anonymizing", total=info.num_rows, unit="rows")
     a = Anonymizer(options)
     metadata = {
         k: v for k, v in info.metadata.items() if k.startswith("agentx.") or k == "scrubbed_by"
     }
     metadata["anonymized_by"] = "agentx.anonymize/1"
-    with new_trace(dst, force=force, trace_id=info.trace_id or None, metadata=metadata) as writer:
-        for ex in iter_exchanges(src, shared=True):
+    trace_id = info.trace_id or None
+    with open_writer(
+        dst, dataset=dataset, force=force, trace_id=trace_id, metadata=metadata
+    ) as writer:
+        for ex in iter_exchanges(src, shared=True, progress=prog):
             writer.append(a.exchange(ex))
     c = a.counts
     return AnonymizeReport(

@@ -25,6 +25,7 @@ from agentx.flags import (
     has,
 )
 from agentx.models import JSON, Exchange, Response
+from agentx.progress import Progress
 from agentx.provider_fields import has_provider_fields
 from agentx.scrub import toolpairs
 from agentx.scrub.report import HitRateMeter, RuleCount, ScrubReport
@@ -327,21 +328,30 @@ def scrub_trace(
     output_path: str | os.PathLike[str],
     options: ScrubOptions = ScrubOptions(),
     *,
+    dataset: bool = False,
+    progress: Progress | None = None,
     force: bool = False,
 ) -> ScrubReport:
-    """Stream ``input_path`` through the rules into ``output_path`` (never the same file; an
-    existing one only with ``force``, and only once the new one is complete)."""
-    from agentx.store import iter_exchanges, new_trace, open_trace
+    """Stream ``input_path`` (a trace file or dataset) through the rules into ``output_path``
+    (never the same file; an existing one only with ``force``, and only once the new one is
+    complete): one file, or a dataset directory with ``dataset``. ``progress`` follows the
+    reading, in rows."""
+    from agentx.store import iter_exchanges, open_trace
+    from agentx.store.dataset import open_writer
 
     src, dst = Path(input_path), Path(output_path)
     if dst.exists() and src.exists() and src.resolve() == dst.resolve():
         raise UsageError("scrub never modifies its input: give -o another path")
     info = open_trace(src)
+    prog = progress or Progress()
+    prog.phase("scrubbing", total=info.num_rows, unit="rows")
     scrubber = Scrubber(options)
     # a trace captured before URLs were redacted may carry a key in its metadata (upstream)
     metadata = {k: redact_urls_in(str(v)) for k, v in info.metadata.items()}
     metadata["scrubbed_by"] = "agentx.scrub/1"
-    with new_trace(dst, force=force, trace_id=info.trace_id or None, metadata=metadata) as writer:
-        for ex in scrubber.process(iter_exchanges(src, shared=True)):
-            writer.append(ex)
+    exchanges = iter_exchanges(src, shared=True, progress=prog)
+    trace_id = info.trace_id or None
+    with open_writer(dst, dataset=dataset, force=force, trace_id=trace_id, metadata=metadata) as w:
+        for ex in scrubber.process(exchanges):
+            w.append(ex)
     return scrubber.report(str(src), str(dst))

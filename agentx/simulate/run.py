@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from agentx.progress import Progress
 from agentx.simulate.options import (
     CURVE_POINTS,
     SCHEMA,
@@ -136,15 +137,18 @@ def _point(capacity: int, offload: int, hit: float, gpu: float) -> dict[str, Any
     }
 
 
-def run_simulate(options: SimulateOptions) -> SimulateResult:
+def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) -> SimulateResult:
     """Load the trace and run the sweep on the chosen timeline. Raises ``AgentxError`` on a bad
-    trace or options."""
+    trace or options. ``progress`` follows the loading (recorded timeline), then says the sweep
+    is running."""
     from agentx.formats import detect_format
 
+    prog = progress or Progress()
     fmt = detect_format(options.trace)
     if options.timeline == "replay":
         from agentx.simulate.predict import simulate_replay
 
+        prog.phase("simulating", total=None, unit="")
         data = simulate_replay(options)
         data["trace"] = str(options.trace)
         data["format"] = fmt
@@ -154,7 +158,8 @@ def run_simulate(options: SimulateOptions) -> SimulateResult:
             if not p["offload_tokens"]
         )
         return SimulateResult(data, curve)
-    workload = load_workload(options.trace, options.block_size)
+    workload = load_workload(options.trace, options.block_size, progress=prog)
+    prog.phase("simulating", total=None, unit="")
     result = simulate_workload(workload, options)
     result.data["trace"] = str(options.trace)
     result.data["format"] = fmt

@@ -7,8 +7,10 @@ unbounded limit of the simulation is ``agentx stats``' theoretical hit rate.
 
 Requests are ordered by ``start_wall_ns`` (ties keep the trace's order): a trace with several
 sessions (a Weka directory, whose sessions all start at t=0, or a capture of parallel agents)
-runs them concurrently, as a server would see them. Block hashes are then renumbered densely
-(``0 .. unique_blocks-1``) so the engines can keep their state in flat arrays.
+runs them concurrently, as a server would see them. Block hashes are renumbered densely
+(``0 .. unique_blocks-1``) so the engines can keep their state in flat arrays; the trace is
+streamed, each request renumbered as it is read (:class:`Renumberer`), and a request's ids
+share memory with the earlier requests of its thread that it extends.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import numpy.typing as npt
 from agentx.errors import AgentxError, UsageError
 from agentx.hitrate import hash_only_blocks, is_model_call
 from agentx.models import Exchange
-from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, RequestHasher
+from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, IdChainer, RequestHasher
+from agentx.progress import Progress
 
-IdArray = npt.NDArray[np.int64]
+IdArray = npt.NDArray[np.int32]  # dense block ids (2**31 distinct blocks: 137G tokens at 64)
+MAX_BLOCKS = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -119,61 +123,210 @@ def raw_requests(
             )
         )
     if len(sizes) > 1:
-        raise UsageError(
-            f"the trace needs block sizes {sorted(sizes)} at once; the simulated cache has one: "
-            f"pass --block-size {math.lcm(*sizes)}"
-        )
+        raise _mixed(sizes)
     return out, (sizes.pop() if sizes else text_bs)
 
 
-def build_workload(raw: Sequence[RawRequest], block_size: int) -> Workload:
-    """Order by start time (stable) and renumber the block hashes densely.
+class DenseIds:
+    """64-bit block hashes -> dense ids ``0, 1, 2, ...`` in order of first appearance, at ~16
+    bytes per distinct block (a dict costs ~100): recent hashes in a dict, older ones in sorted
+    numpy levels merged like an LSM tree (O(log n) levels, vectorised lookups)."""
+
+    def __init__(self, buffer: int = 1 << 18) -> None:
+        self._buffer_size = buffer
+        self._recent: dict[int, int] = {}
+        self._levels: list[tuple[HashArray, IdArray]] = []
+        self.size = 0
+
+    def ids(self, hashes: HashArray) -> IdArray:
+        out = np.full(hashes.size, -1, dtype=np.int32)
+        for keys, vals in self._levels:
+            if not hashes.size:
+                break
+            i = np.minimum(np.searchsorted(keys, hashes), keys.size - 1)
+            found = keys[i] == hashes
+            out[found] = vals[i[found]]
+        missing = np.flatnonzero(out < 0)
+        if missing.size:
+            recent = self._recent
+            found_ids = out.tolist()
+            for j, h in zip(missing.tolist(), hashes[missing].tolist(), strict=True):
+                v = recent.get(h)
+                if v is None:
+                    v = recent[h] = self.size
+                    self.size += 1
+                found_ids[j] = v
+            if self.size > MAX_BLOCKS:
+                raise UsageError(
+                    f"more than {MAX_BLOCKS:,} distinct blocks: use a larger --block-size"
+                )
+            out = np.asarray(found_ids, dtype=np.int32)
+            if len(recent) >= self._buffer_size:
+                self._flush()
+        return out
+
+    def _flush(self) -> None:
+        keys = np.fromiter(self._recent.keys(), dtype=np.uint64, count=len(self._recent))
+        vals = np.fromiter(self._recent.values(), dtype=np.int32, count=len(self._recent))
+        order = np.argsort(keys)
+        self._levels.append((keys[order], vals[order]))
+        self._recent.clear()
+        while len(self._levels) > 1 and self._levels[-2][0].size <= 2 * self._levels[-1][0].size:
+            k2, v2 = self._levels.pop()
+            k1, v1 = self._levels.pop()
+            keys, vals = np.concatenate((k1, k2)), np.concatenate((v1, v2))
+            order = np.argsort(keys, kind="stable")
+            self._levels.append((keys[order], vals[order]))
+
+
+class _ThreadIds:
+    """A thread's last hashes and the buffer its requests' id arrays are views of."""
+
+    __slots__ = ("hashes", "ids", "n")
+
+    def __init__(self) -> None:
+        self.hashes: HashArray = np.zeros(0, dtype=np.uint64)
+        self.ids: IdArray = np.zeros(0, dtype=np.int32)
+        self.n = 0
+
+
+class Renumberer:
+    """Dense block ids for a stream of requests, shared where requests share a prefix.
 
     A chained hash names its whole prefix, so the part a request shares with the previous
     request of its thread is found with one vectorised comparison and keeps that request's ids;
-    only the rest goes through the dictionary. The cost is the trace's new content, not the
-    sum of its prompts.
+    only the rest goes through :class:`DenseIds`. The id array of a request that extends its
+    predecessor is a *view* of the same buffer (a thread of 100 growing turns holds its ids
+    about once, not 100 times); a request that cuts back starts a new buffer.
     """
+
+    def __init__(self, max_threads: int = 8192) -> None:
+        self.index = DenseIds()
+        self._threads: dict[str, _ThreadIds] = {}
+        self._max_threads = max_threads
+
+    def ids(self, hashes: HashArray, thread: str) -> IdArray:
+        st = self._threads.pop(thread, None) or _ThreadIds()
+        self._threads[thread] = st  # most recent last
+        if len(self._threads) > self._max_threads:
+            del self._threads[next(iter(self._threads))]
+        n, prev = int(hashes.size), st.n
+        m = min(prev, n)
+        differ = np.flatnonzero(st.hashes[:m] != hashes[:m])
+        k = int(differ[0]) if differ.size else m
+        if k < prev or n > st.ids.size:  # cut back, or no room: a new buffer
+            buf = np.empty(max(n, 2 * st.ids.size if k == prev else n), dtype=np.int32)
+            buf[:k] = st.ids[:k]
+            st.ids = buf
+        st.ids[k:n] = self.index.ids(hashes[k:])
+        if n > st.hashes.size:
+            grown = np.empty(max(n, 2 * st.hashes.size), dtype=np.uint64)
+            grown[:k] = st.hashes[:k]
+            st.hashes = grown
+        st.hashes[k:n] = hashes[k:]
+        st.n = n
+        return st.ids[:n]
+
+
+def build_workload(raw: Sequence[RawRequest], block_size: int) -> Workload:
+    """Order by start time (stable) and renumber the block hashes densely (:class:`Renumberer`)."""
     reqs = sorted(raw, key=lambda r: r.start_ns)
-    index: dict[int, int] = {}
-    last: dict[str, tuple[HashArray, IdArray]] = {}
-    requests = []
-    for r in reqs:
-        key = r.thread or r.session
-        prev = last.get(key)
-        ids = np.empty(r.hashes.size, dtype=np.int64)
-        k = 0
-        if prev is not None:
-            m = min(prev[0].size, r.hashes.size)
-            differ = np.flatnonzero(prev[0][:m] != r.hashes[:m])
-            k = int(differ[0]) if differ.size else m
-            ids[:k] = prev[1][:k]
-        ids[k:] = [index.setdefault(h, len(index)) for h in r.hashes[k:].tolist()]
-        last[key] = (r.hashes, ids)
-        requests.append(
-            SimRequest(
-                blocks=ids,
-                prompt_tokens=r.prompt_tokens,
-                output_tokens=r.output_tokens,
-                start_ns=r.start_ns,
-                duration_ns=r.duration_ns,
-            )
+    numbers = Renumberer()
+    requests = [
+        SimRequest(
+            blocks=numbers.ids(r.hashes, r.thread or r.session),
+            prompt_tokens=r.prompt_tokens,
+            output_tokens=r.output_tokens,
+            start_ns=r.start_ns,
+            duration_ns=r.duration_ns,
         )
+        for r in reqs
+    ]
     return Workload(
         requests=tuple(requests),
         block_size=block_size,
-        unique_blocks=len(index),
+        unique_blocks=numbers.index.size,
         sessions=len({r.session for r in reqs}),
     )
 
 
-def load_workload(path: str | os.PathLike[str], block_size: int | None = None) -> Workload:
-    """Read any supported trace (agentx Parquet, Weka JSON, Mooncake JSONL) as a workload."""
+# What simulate reads of an agentx trace: no response text, no timings it does not use.
+SIMULATE_SKIPS = frozenset(
+    {
+        "response_text",
+        "response_reasoning",
+        "response_tool_calls",
+        "response_message",
+        "chunk_offsets_ns",
+        "credentials",
+        "import_fields",
+    }
+)
+
+
+def load_workload(
+    path: str | os.PathLike[str],
+    block_size: int | None = None,
+    *,
+    progress: Progress | None = None,
+) -> Workload:
+    """Read any supported trace (agentx Parquet file or dataset, Weka JSON, Mooncake JSONL) as
+    a workload, streamed: each request is hashed (incrementally per thread) and renumbered as
+    it is read, so memory holds the dense ids (shared along threads), not the trace."""
     from agentx.formats import load_exchanges
+    from agentx.store.schema import COLUMNS
 
     if block_size is not None and block_size < 1:
         raise UsageError("--block-size must be at least 1")
-    raw, bs = raw_requests(load_exchanges(path, shared=True), block_size)
-    if not sum(r.prompt_tokens for r in raw):
+    prog = progress or Progress()
+    prog.phase("loading")
+    columns = [c for c in COLUMNS if c not in SIMULATE_SKIPS]
+    exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
+    text_bs = block_size or DEFAULT_BLOCK_SIZE
+    hasher: RequestHasher | None = None
+    chainer = IdChainer()
+    numbers = Renumberer()
+    requests: list[SimRequest] = []
+    sizes: set[int] = set()
+    sessions: set[str] = set()
+    for ex in exchanges:
+        if not is_model_call(ex):
+            continue
+        if ex.hash_ids is not None and ex.hash_block_size:
+            hashes, n, bs = hash_only_blocks(ex, block_size, chainer)
+        elif ex.hash_ids is None:
+            hasher = hasher or RequestHasher(text_bs)
+            hashes, n = hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
+            bs = text_bs
+        else:
+            continue  # hash ids without a block size: nothing to simulate (stats skips it too)
+        sizes.add(bs)
+        if len(sizes) > 1:
+            raise _mixed(sizes)
+        prog.count("requests")
+        sessions.add(ex.session_id)
+        requests.append(
+            SimRequest(
+                blocks=numbers.ids(hashes, f"{ex.session_id}\x00{ex.thread_id}"),
+                prompt_tokens=n,
+                output_tokens=ex.usage.completion_tokens or 0,
+                start_ns=ex.timing.start_wall_ns,
+                duration_ns=_duration_ns(ex),
+            )
+        )
+    if not sum(r.prompt_tokens for r in requests):
         raise AgentxError(f"{path}: no model calls with prompt tokens to simulate")
-    return build_workload(raw, bs)
+    requests.sort(key=lambda r: r.start_ns)
+    return Workload(
+        requests=tuple(requests),
+        block_size=sizes.pop() if sizes else text_bs,
+        unique_blocks=numbers.index.size,
+        sessions=len(sessions),
+    )
+
+
+def _mixed(sizes: set[int]) -> UsageError:
+    return UsageError(
+        f"the trace needs block sizes {sorted(sizes)} at once; the simulated cache has one: "
+        f"pass --block-size {math.lcm(*sizes)}"
+    )

@@ -8,9 +8,12 @@ file per source file; :class:`DatasetWriter` names its parts ``part-00000.parque
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +36,7 @@ from agentx.store.schema import (
     META_WRITER,
     SCHEMA,
 )
-from agentx.store.writer import ROW_GROUP_ROWS, TraceWriter, parquet_writer
+from agentx.store.writer import ROW_GROUP_ROWS, TraceWriter, new_trace, parquet_writer
 
 SUFFIX = ".parquet"
 SPOOL_SUFFIX = ".parquet.spool"
@@ -74,10 +77,12 @@ def part_name(index: int) -> str:
 
 class DatasetWriter:
     """Writes a dataset directory: a new part every ``part_rows`` exchanges, each a complete
-    trace of its own (its own :class:`TraceWriter`: a crash loses at most the exchange in
-    flight, and recovery works per part). The interface of :class:`TraceWriter`: ``append``,
-    ``close``, ``count``, context manager. Files already in the directory are kept; part
-    numbers continue after them."""
+    trace of its own (its own :class:`TraceWriter`, so memory and spool hold one part). The
+    interface of :class:`TraceWriter`: ``append``, ``close``, ``count``, context manager.
+    Parts are written into a hidden staging directory inside ``directory`` and moved into
+    place by ``close`` once all are complete (an exception removes them instead: the dataset
+    is never left half-written); files already in the directory are kept, and part numbers
+    continue after them."""
 
     def __init__(
         self,
@@ -88,13 +93,16 @@ class DatasetWriter:
         part_rows: int = PART_ROWS,
     ) -> None:
         self.path = Path(directory)
+        if self.path.exists() and not self.path.is_dir():
+            raise TraceError(f"cannot write a dataset to {self.path}: it is a file")
         self.trace_id = trace_id or uuid.uuid4().hex
         self._metadata = metadata
         self._part_rows = part_rows
         self._writer: TraceWriter | None = None
         self._next = len(trace_files(self.path)) if is_dataset(self.path) else 0
+        self._stage = self.path / f".parts.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         self.count = 0
-        self.parts: list[Path] = []
+        self.parts: list[Path] = []  # where the parts end up
 
     def append(self, ex: Exchange) -> None:
         if self._writer is None or self._writer.count >= self._part_rows:
@@ -111,15 +119,30 @@ class DatasetWriter:
             self._next += 1
             if not target.exists() and not target.with_name(target.name + ".spool").exists():
                 break
-        self._writer = TraceWriter(target, trace_id=self.trace_id, metadata=self._metadata)
+        self._stage.mkdir(parents=True, exist_ok=True)
+        self._writer = TraceWriter(
+            self._stage / target.name, trace_id=self.trace_id, metadata=self._metadata
+        )
         self.parts.append(target)
 
     def close(self) -> None:
+        """Complete the last part and move every part into place (idempotent)."""
         if self._writer is None and not self.parts:
             self._roll()  # an empty dataset is one empty part: still a valid trace
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+            for target in self.parts:
+                os.replace(self._stage / target.name, target)
+            self._stage.rmdir()
+
+    def abort(self) -> None:
+        """Drop what was written (the directory is left as it was)."""
+        if self._writer is not None:
+            with contextlib.suppress(TraceError, OSError):
+                self._writer.close()
+            self._writer = None
+        shutil.rmtree(self._stage, ignore_errors=True)
 
     def __enter__(self) -> Self:
         return self
@@ -130,20 +153,31 @@ class DatasetWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
+@contextlib.contextmanager
 def open_writer(
     path: str | os.PathLike[str],
     *,
     dataset: bool,
+    force: bool = False,
     trace_id: str | None = None,
     metadata: dict[str, str] | None = None,
-) -> TraceWriter | DatasetWriter:
-    """A writer of ``path``: one Parquet file, or (``dataset``) a directory of parts."""
+) -> Iterator[TraceWriter | DatasetWriter]:
+    """A writer of a whole trace (scrub, anonymize, convert): one Parquet file
+    (:func:`agentx.store.writer.new_trace`: written aside, an existing file replaced only with
+    ``force``), or with ``dataset`` a directory of parts (:class:`DatasetWriter`: added to what
+    is there, nothing replaced)."""
     if dataset:
-        return DatasetWriter(path, trace_id=trace_id, metadata=metadata)
-    return TraceWriter(path, trace_id=trace_id, metadata=metadata)
+        with DatasetWriter(path, trace_id=trace_id, metadata=metadata) as dw:
+            yield dw
+    else:
+        with new_trace(path, force=force, trace_id=trace_id, metadata=metadata) as tw:
+            yield tw
 
 
 def concat_traces(

@@ -20,22 +20,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from agentx.prefix import common_prefix
+
 Ids = tuple[int, ...]
-
-
-def common_prefix(a: Ids, b: Ids) -> int:
-    """Length of the longest common prefix of two id tuples (C-level comparisons)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n - 1  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @dataclass(frozen=True, slots=True)

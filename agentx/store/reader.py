@@ -69,26 +69,43 @@ class TraceInfo:
     files: tuple[Path, ...] = ()  # the Parquet files, in reading order (one for a file trace)
 
 
-def recover(path: str | os.PathLike[str], *, force: bool = False) -> int | None:
+def recover(
+    path: str | os.PathLike[str], *, force: bool = False, progress: Progress | None = None
+) -> int | None:
     """Rebuild ``path`` from the spool a dead writer left beside it.
 
     Returns the number of exchanges recovered, or ``None`` when there was no spool. Raises
     :class:`TraceError` if the spool's writer is still alive (it holds the spool's lock).
     ``force`` is accepted for compatibility; the lock, not a pid, decides.
     A dataset directory recovers each of its files that has a spool (``None`` if none had).
+    ``progress`` advances in spool bytes.
     """
-    report = recover_report(path)
+    report = recover_report(path, progress=progress)
     return None if report is None else report.rows
 
 
-def recover_report(path: str | os.PathLike[str]) -> Compacted | None:
+def recover_report(
+    path: str | os.PathLike[str], *, progress: Progress | None = None
+) -> Compacted | None:
     """:func:`recover`, saying also what it skipped: damaged spool lines, and the rows that
-    extend them; a spool not fully recovered is kept as ``<trace>.spool.damaged``."""
+    extend them; a spool not fully recovered is kept as ``<trace>.spool.damaged``. A dataset
+    directory sums what its files' recoveries did (the first spool kept is named)."""
     p = Path(path)
     if p.is_dir():
-        counts = [recover(s.with_name(s.name[: -len(".spool")])) for s in _spools(p)]
-        found = [n for n in counts if n is not None]
-        return sum(found) if found else None
+        found = [
+            r
+            for s in _spools(p)
+            if (r := recover_report(s.with_name(s.name[: -len(".spool")]), progress=progress))
+        ]
+        if not found:
+            return None
+        kept = next((r.kept_spool for r in found if r.kept_spool is not None), None)
+        return Compacted(
+            rows=sum(r.rows for r in found),
+            damaged=sum(r.damaged for r in found),
+            orphaned=sum(r.orphaned for r in found),
+            kept_spool=kept,
+        )
     spool = spool_path(p)
     try:
         fh = open(spool, "rb")  # noqa: SIM115 - closed below, after the spool is gone
@@ -104,7 +121,9 @@ def recover_report(path: str | os.PathLike[str]) -> Compacted | None:
             )
         if not spool.exists():  # another process recovered it while we waited for the lock
             return None
-        return compact(spool, p)
+        if progress is not None:
+            progress.phase("recovering")
+        return compact(spool, p, progress)
 
 
 def _spools(directory: Path) -> list[Path]:

@@ -32,6 +32,7 @@ from agentx import DISTRIBUTION, __version__
 from agentx.errors import TraceError
 from agentx.models import Exchange
 from agentx.outputs import atomic_output
+from agentx.progress import Progress
 from agentx.store.codec import DeltaEncoder, Row
 from agentx.store.hashdelta import from_runs, to_runs
 from agentx.store.schema import (
@@ -306,9 +307,13 @@ class SpoolRows:
     orphaned: int = 0  # rows that extend a damaged one (their conversation prefix is gone)
 
 
-def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], SpoolRows]:
+def read_spool(
+    fh: IO[bytes], spool: Path, progress: Progress | None = None
+) -> tuple[dict[str, Any], SpoolRows]:
     """The spool's header and its rows. A torn last line (killed writer) is dropped; a damaged
-    line is skipped and counted, and so is every row that needs it to be decoded."""
+    line is skipped and counted, and so is every row that needs it to be decoded. ``progress``
+    advances in bytes."""
+    prog = progress or Progress()
     fh.seek(0)
     try:
         header = orjson.loads(fh.readline())
@@ -325,6 +330,7 @@ def read_spool(fh: IO[bytes], spool: Path) -> tuple[dict[str, Any], SpoolRows]:
         texts = SpoolTexts()
         seen: set[str] = set()
         for line in fh:
+            prog.advance(len(line))
             if not line.endswith(b"\n"):
                 return  # torn write of the exchange in flight
             if line.startswith(_AMEND_PREFIX):
@@ -383,14 +389,17 @@ class Compacted:
     kept_spool: Path | None = None  # the spool, renamed, when it was not fully recovered
 
 
-def compact(spool: Path, path: Path) -> Compacted:
+def compact(spool: Path, path: Path, progress: Progress | None = None) -> Compacted:
     """Turn a spool into the Parquet trace (atomically replacing ``path``). The spool is then
     removed, or, when some of it could not be read, kept as ``<spool>.damaged``: never lost,
-    and no longer in the way of readers and writers of ``path``.
+    and no longer in the way of readers and writers of ``path``. ``progress`` advances in
+    spool bytes.
 
     The caller holds the spool's lock (a live writer, or :func:`recover`)."""
     with open(spool, "rb") as fh:
-        header, read = read_spool(fh, spool)
+        if progress is not None:
+            progress.phase(None, total=os.fstat(fh.fileno()).st_size, unit="B")
+        header, read = read_spool(fh, spool, progress)
         meta = {
             META_FORMAT: FORMAT.encode(),
             META_TRACE_ID: str(header.get("trace_id", "")).encode(),

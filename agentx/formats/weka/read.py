@@ -50,6 +50,7 @@ from agentx.formats.weka.record import (
     to_ns,
 )
 from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
+from agentx.prefix import common_prefix
 from agentx.progress import Progress
 
 SUBAGENT = "subagent"  # the Weka record type of a child thread
@@ -125,17 +126,34 @@ def _show(v: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _hash_ids(req: dict[str, Any], where: str, offset: int) -> tuple[int, ...]:
+_IDS = {int}  # the one type a block id may have (not bool, not float)
+
+
+def _hash_ids(
+    req: dict[str, Any], where: str, offset: int, prev: tuple[list[int], tuple[int, ...]] | None
+) -> tuple[list[int], tuple[int, ...]]:
+    """(the record's ids, as stored: plus ``offset``). ``prev`` is the previous record's pair
+    in the thread: the prefix they share was checked already and reuses its stored ids (the
+    same int objects, so rows share memory and compare fast). The checks are C-level passes:
+    a corpus holds ~100M ids."""
     ids = req.get("hash_ids")
-    if not isinstance(ids, list) or not all(_is_int(x) for x in ids):
+    if not isinstance(ids, list) or not set(map(type, ids)) <= _IDS:
         raise _Bad(f"{where}.hash_ids: expected a list of integers, got {_show(ids)}")
-    if ids and (min(ids) < _INT64[0] or max(ids) + offset > _INT64[1]):
-        raise _Bad(f"{where}.hash_ids: ids must fit in 64 bits")
-    if offset:
-        if max(ids, default=0) >= LOCAL_SCOPE_STRIDE or min(ids, default=0) < 0:
+    k = 0
+    if prev is not None:
+        raw = prev[0]
+        k = min(len(raw), len(ids))
+        if raw[:k] != ids[:k]:
+            k = common_prefix(tuple(raw[:k]), tuple(ids[:k]))
+    tail = ids[k:]
+    if tail:
+        low, high = min(tail), max(tail)
+        if low < _INT64[0] or high + offset > _INT64[1]:
+            raise _Bad(f"{where}.hash_ids: ids must fit in 64 bits")
+        if offset and (high >= LOCAL_SCOPE_STRIDE or low < 0):
             raise _Bad(f"{where}.hash_ids: local-scope ids must be in [0, 2^32) to mix files")
-        return tuple(x + offset for x in ids)
-    return tuple(ids)
+    new = tuple(map(offset.__add__, tail)) if offset else tuple(tail)
+    return ids, (prev[1][:k] + new if prev is not None else new)
 
 
 @dataclass(slots=True)
@@ -146,6 +164,7 @@ class _Row:
     fields: dict[str, Any]
     position: int  # index of the record in its list
     thread: str
+    ids: tuple[list[int], tuple[int, ...]]  # block ids: as in the file, as stored
 
 
 class _Builder:
@@ -173,6 +192,7 @@ class _Builder:
         if not isinstance(requests, list):
             raise _Bad(f"{where}: expected a list of requests, got {_show(requests)}")
         parent: str | None = spawned_by
+        prev: tuple[list[int], tuple[int, ...]] | None = None  # the last record's block ids
         n = 0
         for i, req in enumerate(requests):
             here = f"{where}[{i}]"
@@ -184,7 +204,8 @@ class _Builder:
                     raise _Bad(f"{here}: subagents nested in a subagent are not supported")
                 self.subagent(req, here, i, parent)
                 continue
-            row = self.request(req, here, thread, n, base_ns, parent, flags, i)
+            row = self.request(req, here, thread, n, base_ns, parent, flags, i, prev)
+            prev = row.ids
             if not flags:
                 self.top.append(("r", len(self.rows)))
             self.rows.append(row)
@@ -232,6 +253,7 @@ class _Builder:
         parent: str | None,
         thread_flags: tuple[str, ...],
         position: int,
+        prev: tuple[list[int], tuple[int, ...]] | None,
     ) -> _Row:
         t = _num(req, "t", where, required=True) or 0.0
         api_time = _num(req, "api_time", where)
@@ -247,6 +269,7 @@ class _Builder:
         flags.extend(weka_flag("out", x) for x in output_types)
         n_in = _int(req, "in", where)
         out = _int(req, "out", where)
+        ids = _hash_ids(req, where, self.id_offset, prev)
         kw: dict[str, Any] = {
             "request_id": f"{thread}/{n}",
             "session_id": self.session,
@@ -265,7 +288,7 @@ class _Builder:
             "think_time_s": _num(req, "think_time", where),
             "api_time_s": api_time,
             "flags": tuple(flags),
-            "hash_ids": _hash_ids(req, where, self.id_offset),
+            "hash_ids": ids[1],
             "hash_block_size": self.block_size,
         }
         rebuilt = record_of(
@@ -281,7 +304,7 @@ class _Builder:
         different = diff(req, rebuilt)
         if different is not None:
             fields[REQUEST] = different
-        return _Row(kw, fields, position, thread)
+        return _Row(kw, fields, position, thread, ids)
 
     def exchanges(self, header: dict[str, Any]) -> tuple[Exchange, ...]:
         """The rows in time order (ties: file order), with their ``import_fields``."""
