@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from agentx import prefix
 from agentx.prefix import (
+    IdChainer,
     RequestHasher,
     UnboundedPrefixCache,
     block_hashes,
@@ -184,3 +185,22 @@ def test_unbounded_cache_agrees_with_a_linear_scan(requests: list[tuple[list[int
         hit_ref += 4 * hit
         assert cache.observe(chain_ids(ids), n).hit_tokens == 4 * hit
     assert (cache.hit_tokens, len(cache)) == (hit_ref, len(seen))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),
+            st.integers(0, 40),
+            st.lists(st.integers(-(2**63), 2**63 - 1), max_size=6),
+        ),
+        max_size=15,
+    )
+)
+def test_id_chainer_equals_chain_ids(rows: list[tuple[str, int, list[int]]]) -> None:
+    """Incremental per thread (a prefix kept, a cut, new ids) gives chain_ids' values."""
+    chainer, last = IdChainer(max_threads=1), {"a": (), "b": ()}
+    for thread, keep, new in rows:
+        ids = last[thread][:keep] + tuple(new)
+        last[thread] = ids
+        assert chainer.chain(thread, ids).tolist() == chain_ids(ids).tolist()

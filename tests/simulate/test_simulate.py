@@ -358,3 +358,25 @@ def test_kvcache_engine_from_the_command_line() -> None:
     assert ref["theoretical_hit_rate"] == fast["theoretical_hit_rate"]
     # both free unnamed blocks into the LRU order: the GPU tier is the same exactly
     assert ref["points"][0]["gpu_hit_rate"] == fast["points"][0]["gpu_hit_rate"]
+
+
+@pytest.mark.parametrize("trace", [WEKA, EXAMPLE])
+def test_streamed_loading_equals_building_from_raw_requests(trace: Path) -> None:
+    """load_workload renumbers as it reads (trace order) and shares ids along threads; the
+    engine sees the same workload as from raw_requests + build_workload (start order)."""
+    from agentx.formats import load_exchanges
+    from agentx.simulate.workload import load_workload
+
+    streamed = load_workload(trace)
+    raw, bs = raw_requests(load_exchanges(trace))
+    built = build_workload(raw, bs)
+    assert (streamed.unique_blocks, streamed.block_size) == (built.unique_blocks, bs)
+    caps = [0, 64, 4096, 10**6]
+    assert stack_simulate(streamed, caps) == stack_simulate(built, caps)
+    buffers = {
+        id(r.blocks.base): r.blocks.base.nbytes
+        for r in streamed.requests
+        if r.blocks.base is not None
+    }
+    # without sharing every request would hold its own ids (ratio 1); growing buffers double
+    assert sum(buffers.values()) < 0.6 * sum(r.blocks.nbytes for r in streamed.requests)

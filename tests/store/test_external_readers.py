@@ -9,8 +9,10 @@ from typing import Any
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 
 from agentx.examples import example_path
+from agentx.formats.convert import convert
 from agentx.store import read_trace
 
 EXAMPLE = str(example_path("example"))
@@ -111,3 +113,38 @@ def test_duckdb_recursive_rebuild_equals_the_store() -> None:
     for request_id, n_items, messages in rows:
         assert n_items == len(ref[request_id])
         assert json.loads(messages) == ref[request_id]
+
+
+# -- hash-only rows (v1.1): the block ids, rebuilt from their deltas --------------------------
+
+HASH_IDS_SQL = """
+WITH RECURSIVE ids(request_id, hash_ids) AS (
+    SELECT request_id, hash_ids_delta
+    FROM '{path}'
+    WHERE hash_ids_delta IS NOT NULL AND hash_ids_base_id IS NULL
+  UNION ALL
+    SELECT r.request_id, list_concat(i.hash_ids[1:r.hash_ids_base_len], r.hash_ids_delta)
+    FROM '{path}' r JOIN ids i ON r.hash_ids_base_id = i.request_id
+)
+SELECT request_id, hash_ids FROM ids
+"""
+
+
+@pytest.fixture(scope="module")
+def hash_only(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("weka") / "weka.parquet"
+    convert(example_path("weka"), path)
+    return str(path)
+
+
+def test_duckdb_rebuilds_the_block_ids_of_hash_only_rows(hash_only: str) -> None:
+    ref = {ex.request_id: list(ex.hash_ids or ()) for ex in read_trace(hash_only)}
+    rows = duckdb.connect().sql(HASH_IDS_SQL.format(path=hash_only)).fetchall()
+    assert dict(rows) == ref and len(rows) == len(ref)
+
+
+def test_polars_reads_the_delta_columns(hash_only: str) -> None:
+    df = pl.read_parquet(hash_only, columns=["request_id", "hash_ids_base_len", "hash_ids_delta"])
+    stored = df["hash_ids_delta"].list.len().sum()
+    full = sum(len(ex.hash_ids or ()) for ex in read_trace(hash_only))
+    assert df.height == 76 and 0 < stored < full / 5  # each turn stores what it appends
