@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from agentx.errors import FormatError, UsageError
-from agentx.models import MODEL_APIS, Exchange
+from agentx.formats.synthetic import with_text
+from agentx.models import Exchange
 from agentx.progress import Progress
-from agentx.synth import hash_id_text
 
+__all__ = ["TARGETS", "ConvertReport", "Skipped", "convert", "read_exchanges", "with_text"]
 Target = Literal["agentx", "mooncake", "weka"]
 TARGETS: tuple[Target, ...] = ("agentx", "mooncake", "weka")
 
@@ -101,29 +102,6 @@ def read_exchanges(
     from agentx.formats.mooncake import iter_mooncake
 
     return iter_mooncake(path, on_bad=sink.add, progress=progress)
-
-
-def with_text(ex: Exchange) -> Exchange:
-    """A hash-only exchange with its synthetic prompt as an ``openai.chat`` request."""
-    if ex.hash_ids is None or not ex.hash_block_size or ex.api not in MODEL_APIS:
-        return ex
-    body = ex.request if isinstance(ex.request, dict) else {}
-    if body.get("messages"):
-        return ex  # it has a prompt of its own (Mooncake text_input)
-    n = (
-        ex.usage.prompt_tokens
-        if ex.usage.prompt_tokens is not None
-        else len(ex.hash_ids) * ex.hash_block_size
-    )
-    request: dict[str, object] = {}
-    if ex.model is not None:
-        request["model"] = ex.model
-    request["messages"] = [
-        {"role": "user", "content": hash_id_text(ex.hash_ids, ex.hash_block_size, n)}
-    ]
-    if ex.usage.completion_tokens is not None:
-        request["max_tokens"] = ex.usage.completion_tokens
-    return replace(ex, request={**body, **request})
 
 
 def convert(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentx.errors import FormatError, TraceError
+from agentx.formats.synthetic import with_text
 from agentx.formats.weka import read_nth_file, weka_files
 from agentx.progress import Progress
 from agentx.store.dataset import concat_traces
@@ -47,7 +48,6 @@ class _Job:
 
 def import_file(job: _Job) -> PartResult:
     """One Weka file -> one trace file (run in a worker process, or inline)."""
-    from agentx.formats.convert import with_text
     from agentx.store import TraceWriter
 
     try:
