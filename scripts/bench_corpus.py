@@ -12,11 +12,18 @@ seconds from launch to the first replayed request).
     .venv/bin/python scripts/bench_corpus.py --traces 700 --corpus /work/corpora/weka-1x \\
         --steps stats,convert,simulate,replay --keep /work/corpora/out/bench-1x
 
-Steps: ``stats`` (of the JSON directory), ``convert`` (to an agentx Parquet trace),
-``stats-parquet`` and ``simulate-parquet`` (of that trace, when convert finished),
-``simulate`` (of the JSON directory), ``replay`` (the directory against ``serve-sim --fast`` at
-``--concurrency`` lanes for ``--max-requests`` requests, think times at 0). Prints a Markdown
-table for docs/benchmarks.md; ``--json FILE`` also writes the rows.
+Steps: ``stats`` (of the JSON directory), ``convert`` (to an agentx Parquet trace, ``--jobs``
+processes), ``convert-dataset`` (to a dataset directory, one file per source),
+``stats-parquet``, ``simulate-load-parquet`` (the trace read into simulate's workload, no
+sweep), ``simulate-parquet`` and ``export-weka`` (``convert --to weka``) of that trace, when
+convert finished, ``simulate`` (of the JSON directory), ``replay`` (the directory against
+``serve-sim --fast`` at ``--concurrency`` lanes for ``--max-requests`` requests, think times
+at 0). Writing steps report the output's size, its ratio to the JSON, and the peak of the
+writer's temporary files (spools, staged parts) and its ratio to the output.
+
+Prints a Markdown table for docs/benchmarks.md; ``--json FILE`` also writes the rows, and
+``--before FILE`` (the rows of an earlier run, e.g. of the code before a change) adds the
+after/before ratios of wall time and peak RSS, side by side.
 """
 
 from __future__ import annotations
@@ -42,7 +49,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from weka_corpus import DEFAULT_SEED, ensure_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("stats", "convert", "stats-parquet", "simulate", "simulate-parquet", "replay")
+STEPS = (
+    "stats",
+    "convert",
+    "convert-dataset",
+    "stats-parquet",
+    "simulate-load-parquet",
+    "simulate",
+    "simulate-parquet",
+    "export-weka",
+    "replay",
+)
+# simulate's loading alone (trace -> workload), without the engine's sweep
+LOAD_WORKLOAD = (
+    "import sys, json; from agentx.simulate.workload import load_workload; "
+    "w = load_workload(sys.argv[1]); "
+    "print(json.dumps({'requests': len(w.requests), 'unique_blocks': w.unique_blocks}))"
+)
 AGENTX = [sys.executable, "-m", "agentx"]
 
 
@@ -66,6 +89,35 @@ def dir_bytes(path: Path) -> int:
     return total
 
 
+def temp_bytes(path: Path) -> int:
+    """Bytes of a writer's temporary files under ``path``: spools (``*.spool``) and hidden
+    staging (a name starting with a dot, e.g. convert's ``.OUT.parts.*`` directory)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        hidden = any(part.startswith(".") for part in Path(root).relative_to(path).parts)
+        for f in files:
+            if hidden or f.startswith(".") or f.endswith(".spool"):
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(root, f)).st_size
+    return total
+
+
+def tree_rss(session: int) -> int:
+    """Resident bytes of every process of a session (the command and its workers)."""
+    total = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) == session:  # field 6, the session id
+                total += int(fields[21]) * resource.getpagesize()  # field 24, rss pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 def run(
     step: Step,
     *,
@@ -74,7 +126,9 @@ def run(
     watch: Path | None = None,
     disk_cap: int = 0,
 ) -> bytes:
-    """Run ``step.cmd`` in its own session with the caps; fill in the step; return stdout."""
+    """Run ``step.cmd`` in its own session with the caps; fill in the step; return stdout.
+    Peak RSS is the command's own (``ru_maxrss``, which also covers its largest worker) and,
+    sampled every 0.5 s, the sum over its processes (``tree_rss_peak``, for ``--jobs``)."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (mem_cap, mem_cap))
@@ -86,14 +140,16 @@ def run(
         )
         stop_reason = ""
         stop_at = 0.0
-        disk_peak = 0
+        disk_peak = temp_peak = tree_peak = 0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             now = time.perf_counter()
+            tree_peak = max(tree_peak, tree_rss(proc.pid))
             if watch is not None:
                 disk_peak = max(disk_peak, dir_bytes(watch))
+                temp_peak = max(temp_peak, temp_bytes(watch))
             if not stop_reason:
                 if now - t0 > timeout_s:
                     stop_reason = f"stopped: timeout {timeout_s:.0f} s"
@@ -104,13 +160,15 @@ def run(
                     stop_at = now
             elif now - stop_at > 20:
                 os.killpg(proc.pid, signal.SIGKILL)
-            time.sleep(0.5)
+            time.sleep(0.25)
         code = os.waitstatus_to_exitcode(status)
         step.wall_s = time.perf_counter() - t0
         step.peak_rss_bytes = usage.ru_maxrss * 1024
         step.outcome = stop_reason or ("ok" if code == 0 else f"exit {code}")
+        step.figures["tree_rss_peak_bytes"] = max(tree_peak, step.peak_rss_bytes)
         if watch is not None:
             step.figures["disk_peak_bytes"] = disk_peak
+            step.figures["spool_peak_bytes"] = temp_peak
         err.seek(0)
         tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
         step.stderr_tail = " | ".join(tail)[-300:]
@@ -140,6 +198,44 @@ STATS_KEYS = {
     "input_tokens": ("totals", "input_tokens"),
 }
 SIMULATE_KEYS = {"requests": ("requests",), "block_size": ("block_size",)}
+LOAD_KEYS = {"requests": ("requests",), "unique_blocks": ("unique_blocks",)}
+
+
+def same_files(corpus: Path, back: Path) -> str:
+    """How many exported Weka files are JSON-equal to their source (one file in memory at a
+    time)."""
+    files = sorted(corpus.glob("*.json"))
+    same = 0
+    for f in files:
+        other = back / f.name
+        if other.is_file() and orjson.loads(other.read_bytes()) == orjson.loads(f.read_bytes()):
+            same += 1
+    return f"{same}/{len(files)}"
+
+
+def print_table(rows: list[Step], args: argparse.Namespace, json_bytes: int) -> None:
+    before: dict[str, dict[str, Any]] = {}
+    if args.before is not None:
+        before = {r["name"]: r for r in orjson.loads(args.before.read_bytes())}
+    head = f"| step ({args.traces} traces, {json_bytes / 1e6:.0f} MB JSON) | outcome | wall s "
+    head += "| peak RSS MiB | figures |"
+    if before:
+        head += " before: wall s, RSS MiB | after/before: wall, RSS |"
+    print("\n" + head + "\n|---|---|---:|---:|---|" + ("---|---|" if before else ""))
+    for s in rows:
+        line = (
+            f"| {s.name} | {s.outcome} | {s.wall_s:.1f} | {s.peak_rss_bytes / 2**20:,.0f} "
+            f"| {fmt_figures(s.figures)} |"
+        )
+        b = before.get(s.name)
+        if b is not None and b.get("wall_s"):
+            ok = b.get("outcome") == "ok"
+            line += f" {b['wall_s']:.1f}, {b['peak_rss_bytes'] / 2**20:,.0f} ({b['outcome']}) |"
+            wall, rss = s.wall_s / b["wall_s"], s.peak_rss_bytes / max(b["peak_rss_bytes"], 1)
+            line += f" {wall:.2f}x, {rss:.2f}x |" if ok else " (before did not finish) |"
+        elif before:
+            line += " - | - |"
+        print(line)
 
 
 class SimServer:
@@ -199,7 +295,7 @@ def fmt_figures(figures: dict[str, Any]) -> str:
     parts = []
     for k, v in figures.items():
         if k.endswith("_bytes") and isinstance(v, int):
-            parts.append(f"{k[:-6]} {v / 1e6:,.0f} MB")
+            parts.append(f"{k[:-6]} {v / 1e6:,.1f} MB")
         elif isinstance(v, float):
             parts.append(f"{k} {v:.4g}")
         else:
@@ -220,6 +316,8 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--max-requests", type=int, default=200)
     ap.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    ap.add_argument("--jobs", type=int, default=1, help="convert --jobs N [1]")
+    ap.add_argument("--before", type=Path, help="rows of an earlier run: add after/before ratios")
     args = ap.parse_args()
     steps = [s for s in args.steps.split(",") if s]
     unknown = set(steps) - set(STEPS)
@@ -243,6 +341,7 @@ def main() -> int:
         "timeout_s": args.timeout_s,
     }
     trace = work / "trace.parquet"
+    jobs = ["--jobs", str(args.jobs)] if args.jobs > 1 else []
     rows: list[Step] = []
     try:
         for name in steps:
@@ -250,13 +349,28 @@ def main() -> int:
                 step = replay_step(corpus, work, args, caps)
             elif name.endswith("-parquet") and not trace.is_file():
                 step = Step(name, [], outcome="skipped: no converted trace")
-            elif name == "convert":
-                for stale in work.glob("trace.parquet*"):
-                    stale.unlink()
-                step = Step(name, [*AGENTX, "convert", str(corpus), "-o", str(trace), "--json"])
+            elif name in ("convert", "convert-dataset"):
+                target = trace if name == "convert" else work / "dataset"
+                for stale in work.glob(f"{target.name}*"):
+                    shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+                out = str(target) + ("/" if name == "convert-dataset" else "")
+                step = Step(name, [*AGENTX, "convert", str(corpus), "-o", out, *jobs, "--json"])
                 run(step, watch=work, disk_cap=int(args.disk_cap_gb * 1e9), **caps)
-                if trace.is_file():
-                    step.figures["output_bytes"] = trace.stat().st_size
+                if target.exists():
+                    size = dir_bytes(target) if target.is_dir() else target.stat().st_size
+                    step.figures["output_bytes"] = size
+                    step.figures["output_over_json"] = size / json_bytes
+                    step.figures["spool_over_output"] = step.figures["spool_peak_bytes"] / size
+            elif name == "simulate-load-parquet":
+                step = Step(name, [sys.executable, "-c", LOAD_WORKLOAD, str(trace)])
+                step.figures.update(json_figures(run(step, **caps), LOAD_KEYS))
+            elif name == "export-weka":
+                back = work / "weka-back"
+                shutil.rmtree(back, ignore_errors=True)
+                cmd = [*AGENTX, "convert", str(trace), "-o", str(back), "--to", "weka", "--json"]
+                step = Step(name, cmd)
+                run(step, watch=work, disk_cap=int(args.disk_cap_gb * 1e9), **caps)
+                step.figures["same_files"] = same_files(corpus, back)
             else:
                 source = trace if name.endswith("-parquet") else corpus
                 command = name.removesuffix("-parquet")
@@ -275,16 +389,7 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(
-        f"\n| step ({args.traces} traces, {json_bytes / 1e6:.0f} MB JSON) | outcome | wall s ",
-        end="",
-    )
-    print("| peak RSS MiB | figures |\n|---|---|---:|---:|---|")
-    for s in rows:
-        print(
-            f"| {s.name} | {s.outcome} | {s.wall_s:.1f} | {s.peak_rss_bytes / 2**20:,.0f} "
-            f"| {fmt_figures(s.figures)} |"
-        )
+    print_table(rows, args, json_bytes)
     if args.json:
         args.json.write_bytes(orjson.dumps([asdict(s) for s in rows], option=orjson.OPT_INDENT_2))
     return 0

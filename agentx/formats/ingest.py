@@ -22,7 +22,7 @@ from agentx.errors import FormatError, TraceError
 from agentx.formats.synthetic import with_text
 from agentx.formats.weka import read_nth_file, weka_files
 from agentx.progress import Progress
-from agentx.store.dataset import concat_traces
+from agentx.store.dataset import TraceConcat
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +132,17 @@ def import_weka_dir(
         )
         if clash is not None:
             raise TraceError(f"{clash} exists: convert never overwrites a dataset's files")
-    # parts are staged under a hidden name and moved (dataset) or concatenated into place
-    # at the end: a failed import leaves nothing behind
+    # parts are staged under a hidden name, appended to the output as they come (one file), or
+    # moved into place at the end (a dataset): a failed import leaves nothing behind
     stage = dst.parent / f".{dst.name}.parts.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     stage.mkdir(parents=True)
     summary = ImportSummary()
-    parts: dict[int, Path] = {}
     sessions: dict[str, str] = {}
     errors: list[str] = []
+    ready: dict[int, Path | None] = {}  # finished parts not yet appended (by index)
+    following = first  # the next index to append: parts go in source order
+    done: list[Path] = []  # a dataset's parts, moved into place once all are there
+    out = None if dataset else TraceConcat(dst, trace_id=trace_id, metadata=meta)
     try:
         todo = [
             _Job(first + k, f, stage / f"{f.stem}.parquet", trace_id, meta, synthesize, skip_bad)
@@ -148,33 +151,49 @@ def import_weka_dir(
         prog.phase("importing", total=len(todo), unit="files")
         for r in _results(todo, jobs):
             prog.advance()
+            ready[r.index] = r.part
             if r.part is None:
                 summary.skipped += 1
                 summary.first_bad = summary.first_bad or r.error
                 errors.append(r.error or "")
-                continue
-            parts[r.index] = r.part
-            summary.exchanges += r.exchanges
-            summary.synthesized += r.synthesized
-            prog.count("exchanges", r.exchanges)
-            if r.session is not None:
-                other = sessions.setdefault(r.session, r.part.stem)
-                if other != r.part.stem:
-                    raise FormatError(
-                        str(src),
-                        f"{other}.json and {r.part.stem}.json are both session {r.session!r}",
-                    )
-        ordered = [parts[k] for k in sorted(parts)]
-        if dataset:
-            for part in ordered:
-                os.replace(part, dst / part.name)
-        else:
-            prog.phase("writing", total=None, unit="")
-            concat_traces(ordered, dst, trace_id=trace_id, metadata=meta)
+            else:
+                summary.exchanges += r.exchanges
+                summary.synthesized += r.synthesized
+                prog.count("exchanges", r.exchanges)
+                _check_unique(sessions, r, src)
+            while following in ready:  # in order, as soon as they are there
+                part = ready.pop(following)
+                following += 1
+                if part is None:
+                    continue
+                if out is None:
+                    done.append(part)
+                else:
+                    out.add(part)
+                    part.unlink()
+        if out is not None:
+            out.close()
+        for part in done:
+            os.replace(part, dst / part.name)
+    except BaseException:
+        if out is not None:
+            out.abort()
+        raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     summary.errors = tuple(errors[:20])
     return summary
+
+
+def _check_unique(sessions: dict[str, str], r: PartResult, src: Path) -> None:
+    """Two files with one session id would merge into one session: refuse."""
+    if r.session is None or r.part is None:
+        return
+    other = sessions.setdefault(r.session, r.part.stem)
+    if other != r.part.stem:
+        raise FormatError(
+            str(src), f"{other}.json and {r.part.stem}.json are both session {r.session!r}"
+        )
 
 
 def _existing_parts(directory: Path) -> int:

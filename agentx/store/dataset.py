@@ -180,6 +180,88 @@ def open_writer(
             yield tw
 
 
+class TraceConcat:
+    """Writes one trace file from trace files handed over in order (:meth:`add`), as they come:
+    each is copied as stored (its deltas extend rows of the same file; request ids must be
+    unique across files) and then may be deleted, so a staged import holds only the files not
+    yet appended. Rows are re-batched into row groups; memory holds about one. The file is
+    written under a temporary name and renamed into place by :meth:`close` (:meth:`abort`
+    removes it)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, trace_id: str, metadata: dict[str, str] | None
+    ) -> None:
+        self.path = Path(path)
+        meta = {
+            META_FORMAT: FORMAT.encode(),
+            META_TRACE_ID: trace_id.encode(),
+            META_CREATED_AT: datetime.now(UTC).isoformat().encode(),
+            META_WRITER: f"{DISTRIBUTION} {__version__}".encode(),
+            META_VERSION: __version__.encode(),
+            META_USER: orjson.dumps(metadata or {}),
+        }
+        self._schema = SCHEMA.with_metadata(meta)
+        self._tmp = self.path.with_name(
+            f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+        )
+        self._pending: list[pa.Table] = []
+        self._rows = 0
+        self.count = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer: pq.ParquetWriter | None = parquet_writer(self._tmp, self._schema)
+        except (OSError, pa.ArrowException) as exc:
+            raise self._error(exc) from None
+
+    def add(self, source: Path) -> int:
+        """Append the rows of one trace file; returns how many."""
+        try:
+            table = _as_current(pq.read_table(source))
+            self._pending.append(table)
+            self._rows += table.num_rows
+            if self._rows >= ROW_GROUP_ROWS:
+                self._flush()
+        except (OSError, pa.ArrowException) as exc:
+            self.abort()
+            raise self._error(exc) from None
+        return int(table.num_rows)
+
+    def _flush(self) -> None:
+        assert self._writer is not None
+        table = pa.concat_tables(self._pending) if self._pending else self._schema.empty_table()
+        self._writer.write_table(
+            table.replace_schema_metadata(self._schema.metadata), row_group_size=1 << 20
+        )
+        self.count += table.num_rows
+        self._pending, self._rows = [], 0
+
+    def close(self) -> int:
+        """Write what is pending and rename the file into place; returns the rows written."""
+        if self._writer is None:
+            return self.count
+        try:
+            if self._pending or self.count == 0:
+                self._flush()
+            self._writer.close()
+            self._writer = None
+            os.replace(self._tmp, self.path)
+        except (OSError, pa.ArrowException) as exc:
+            self.abort()
+            raise self._error(exc) from None
+        return self.count
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(OSError, pa.ArrowException):
+                self._writer.close()
+            self._writer = None
+        self._tmp.unlink(missing_ok=True)
+
+    def _error(self, exc: BaseException) -> TraceError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return TraceError(f"cannot write trace {self.path}: {reason}")
+
+
 def concat_traces(
     sources: list[Path],
     path: str | os.PathLike[str],
@@ -187,42 +269,12 @@ def concat_traces(
     trace_id: str,
     metadata: dict[str, str] | None = None,
 ) -> int:
-    """Write the rows of the trace files ``sources``, in order, as one trace file (atomically:
-    a temporary file renamed into place). Rows are copied as stored (their deltas extend rows
-    of the same source; request ids must be unique across sources) and re-batched into row
-    groups, so memory holds about one row group. Returns the number of rows."""
-    dst = Path(path)
-    meta = {
-        META_FORMAT: FORMAT.encode(),
-        META_TRACE_ID: trace_id.encode(),
-        META_CREATED_AT: datetime.now(UTC).isoformat().encode(),
-        META_WRITER: f"{DISTRIBUTION} {__version__}".encode(),
-        META_VERSION: __version__.encode(),
-        META_USER: orjson.dumps(metadata or {}),
-    }
-    schema = SCHEMA.with_metadata(meta)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    n = 0
-    try:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        with parquet_writer(tmp, schema) as pw:
-            pending: list[pa.Table] = []
-            rows = 0
-            for src in sources:
-                table = _as_current(pq.read_table(src))
-                pending.append(table)
-                rows += table.num_rows
-                if rows >= ROW_GROUP_ROWS:
-                    n += _flush(pw, pending, schema)
-                    pending, rows = [], 0
-            if pending or n == 0:
-                n += _flush(pw, pending, schema)
-        os.replace(tmp, dst)
-    except (OSError, pa.ArrowException) as exc:
-        tmp.unlink(missing_ok=True)
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TraceError(f"cannot write trace {dst}: {reason}") from None
-    return n
+    """Write the rows of the trace files ``sources``, in order, as one trace file (atomically).
+    Returns the number of rows."""
+    out = TraceConcat(path, trace_id=trace_id, metadata=metadata)
+    for src in sources:
+        out.add(src)
+    return out.close()
 
 
 def _as_current(table: pa.Table) -> pa.Table:
@@ -232,9 +284,3 @@ def _as_current(table: pa.Table) -> pa.Table:
             field = SCHEMA.field(name)
             table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table.select(SCHEMA.names).cast(SCHEMA)
-
-
-def _flush(pw: pq.ParquetWriter, tables: list[pa.Table], schema: pa.Schema) -> int:
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
-    pw.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=1 << 20)
-    return int(table.num_rows)

@@ -20,16 +20,19 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from weka_corpus import DEFAULT_SEED, CorpusSummary, generate_corpus  # noqa: E402
 
-# Imports the corpus in a fresh interpreter and prints its RSS before and at its peak.
+# Imports the corpus in a fresh interpreter and prints its RSS before and at its peak (VmHWM:
+# ru_maxrss would remember the forking parent's RSS across exec).
 _IMPORT = """
-import json, resource, sys
+import json, sys
 from agentx.formats.convert import convert
 from agentx.store import open_trace
-def rss_mb():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
-base = rss_mb()
+def status_mb(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+base = status_mb("VmRSS")
 report = convert(sys.argv[1], sys.argv[2], jobs=int(sys.argv[3]))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = status_mb("VmHWM")
 print(json.dumps({"base_mb": base, "peak_mb": peak, "exchanges": report.exchanges}))
 """
 
