@@ -188,7 +188,7 @@ def test_weka_import_export_round_trip(requests: list[dict[str, Any]]) -> None:
 
     def export(rows: list[Exchange]) -> dict[str, Any]:
         mapper = IdMapper(1)
-        return _finish_session("fuzz", [weka_request(e, mapper) for e in rows], mapper)
+        return _finish_session("fuzz", [weka_request(e, mapper)[0] for e in rows], mapper)
 
     assert flatten(export(exchanges)) == flatten(doc)
     text = [with_text(e) for e in exchanges]

@@ -114,7 +114,7 @@ def apply(rebuilt: dict[str, Any], stored: JSON) -> dict[str, Any]:
     return rec
 
 
-def field(ex: Exchange, key: str) -> JSON:
+def imported(ex: Exchange, key: str) -> JSON:
     """``ex.import_fields[key]``, or ``None``."""
     fields = ex.import_fields
     return fields.get(key) if isinstance(fields, dict) else None

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,14 @@ from agentx.formats.weka.record import (
     REQUEST,
     REQUESTS,
     apply,
-    field,
+    imported,
     record_of,
     to_ns,
 )
 from agentx.hitrate import is_model_call
 from agentx.models import JSON, Exchange
 from agentx.outputs import check_output, write_atomic
+from agentx.prefix import common_prefix
 from agentx.tokens import conversation
 
 WEKA_BLOCK_SIZE = 64
@@ -58,6 +60,11 @@ class _Req:
     subagent: bool
     flags: tuple[str, ...]
     fields: JSON = None  # the exchange's import_fields
+    # Block ids until the session is written (row["hash_ids"] is None until then): the first
+    # ``keep`` ids of the thread's previous row, then ``tail``. A session's turns repeat each
+    # other's prompts: this holds ~100M ids of a corpus as the ~4M each turn appends.
+    keep: int = 0
+    tail: array[int] = field(default_factory=lambda: array("q"))
 
 
 def _input_types(ex: Exchange) -> list[str]:
@@ -99,33 +106,41 @@ def _output_types(ex: Exchange) -> list[str]:
 
 
 def _block_size(ex: Exchange) -> int:
-    header = field(ex, FILE)
+    header = imported(ex, FILE)
     bs = header.get("block_size") if isinstance(header, dict) else None
     return bs if isinstance(bs, int) and not isinstance(bs, bool) and bs > 0 else WEKA_BLOCK_SIZE
 
 
-def weka_request(ex: Exchange, mapper: IdMapper, block_size: int = WEKA_BLOCK_SIZE) -> _Req:
-    """The Weka record of one exchange; text prompts get ids from ``mapper`` (one per session).
-    Hash-only rows at ``block_size`` keep their ids, all of them."""
+def weka_request(
+    ex: Exchange,
+    mapper: IdMapper,
+    block_size: int = WEKA_BLOCK_SIZE,
+    previous: tuple[int, ...] = (),
+) -> tuple[_Req, tuple[int, ...]]:
+    """The Weka record of one exchange and its block ids; text prompts get ids from ``mapper``
+    (one per session), hash-only rows at ``block_size`` keep theirs, all of them. The record
+    holds its ids as what it adds to ``previous`` (the ids of its thread's previous row)."""
     native = ex.hash_ids is not None and ex.hash_block_size == block_size
+    ids: tuple[int, ...]
     if native:
-        ids = list(ex.hash_ids or ())
+        ids = tuple(ex.hash_ids or ())
         n = ex.usage.prompt_tokens if ex.usage.prompt_tokens is not None else len(ids) * block_size
     else:
         n, keys = block_keys(ex, block_size, partial=False)
-        ids = mapper(keys)
+        ids = tuple(mapper(keys))
+    keep = common_prefix(previous, ids) if previous else 0
     row = record_of(
         ex,
         0,
         n_in=n,
         out=output_tokens(ex),
-        ids=ids,
+        ids=[],
         input_types=_input_types(ex),
         output_types=_output_types(ex),
     )
-    row["t"] = None
+    row["t"] = row["hash_ids"] = None
     start = ex.timing.start_wall_ns
-    return _Req(
+    req = _Req(
         thread=ex.thread_id,
         start_ns=start,
         end_ns=start + (ex.timing.e2e_ns or 0),
@@ -134,7 +149,21 @@ def weka_request(ex: Exchange, mapper: IdMapper, block_size: int = WEKA_BLOCK_SI
         subagent=FLAG_SUBAGENT in ex.flags,
         flags=ex.flags,
         fields=ex.import_fields,
+        keep=keep,
+        tail=array("q", ids[keep:]),
     )
+    return req, ids
+
+
+def expand_ids(reqs: list[_Req]) -> None:
+    """Give every record of a session (in trace order) its full list of block ids."""
+    last: dict[str, list[int]] = {}
+    for r in reqs:
+        if r.row["hash_ids"] is None:
+            full = last.get(r.thread, [])[: r.keep] + r.tail.tolist()
+            r.row["hash_ids"] = full
+            r.tail = array("q")
+        last[r.thread] = r.row["hash_ids"]
 
 
 def _timed(req: _Req, base_ns: int) -> dict[str, Any]:
@@ -240,6 +269,7 @@ def _finish_session(session: str, reqs: list[_Req], mapper: IdMapper) -> dict[st
     other sessions of imported ids keep their ids, less the per-file offset the importer added
     (guessed), and count ``t`` from their own origin (0). A session mixing imported and text
     rows gets dense ids throughout."""
+    expand_ids(reqs)
     doc = imported_document(reqs)
     if doc is not None:
         return doc
