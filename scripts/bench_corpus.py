@@ -213,10 +213,15 @@ def same_files(corpus: Path, back: Path) -> str:
     return f"{same}/{len(files)}"
 
 
-def print_table(rows: list[Step], args: argparse.Namespace, json_bytes: int) -> None:
+def print_table(
+    rows: list[Step], args: argparse.Namespace, json_bytes: int, measured: dict[str, Step]
+) -> None:
+    """The Markdown table; with before figures (run side by side, else ``--before``), their
+    wall time and RSS and the after/before ratios."""
     before: dict[str, dict[str, Any]] = {}
     if args.before is not None:
         before = {r["name"]: r for r in orjson.loads(args.before.read_bytes())}
+    before.update({name: asdict(step) for name, step in measured.items()})
     head = f"| step ({args.traces} traces, {json_bytes / 1e6:.0f} MB JSON) | outcome | wall s "
     head += "| peak RSS MiB | figures |"
     if before:
@@ -318,6 +323,13 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     ap.add_argument("--jobs", type=int, default=1, help="convert --jobs N [1]")
     ap.add_argument("--before", type=Path, help="rows of an earlier run: add after/before ratios")
+    ap.add_argument(
+        "--before-python",
+        type=Path,
+        help="a python whose agentx is the code before a change: also run --before-steps with it, "
+        "each right before the same step, for ratios side by side in one run",
+    )
+    ap.add_argument("--before-steps", default="stats,simulate", help="[stats,simulate]")
     args = ap.parse_args()
     steps = [s for s in args.steps.split(",") if s]
     unknown = set(steps) - set(STEPS)
@@ -343,8 +355,23 @@ def main() -> int:
     trace = work / "trace.parquet"
     jobs = ["--jobs", str(args.jobs)] if args.jobs > 1 else []
     rows: list[Step] = []
+    before_rows: dict[str, Step] = {}
+    before_steps = set(args.before_steps.split(",")) if args.before_python else set()
     try:
         for name in steps:
+            if name in before_steps and "-" not in name:  # the same command, the old code
+                old = Step(
+                    name, [str(args.before_python), "-m", "agentx", name, str(corpus), "--json"]
+                )
+                old.figures.update(
+                    json_figures(run(old, **caps), STATS_KEYS if name == "stats" else SIMULATE_KEYS)
+                )
+                before_rows[name] = old
+                print(
+                    f"{name} (before): {old.outcome}, {old.wall_s:.1f} s, peak RSS "
+                    f"{old.peak_rss_bytes / 2**20:,.0f} MiB",
+                    flush=True,
+                )
             if name == "replay":
                 step = replay_step(corpus, work, args, caps)
             elif name.endswith("-parquet") and not trace.is_file():
@@ -389,7 +416,7 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print_table(rows, args, json_bytes)
+    print_table(rows, args, json_bytes, before_rows)
     if args.json:
         args.json.write_bytes(orjson.dumps([asdict(s) for s in rows], option=orjson.OPT_INDENT_2))
     return 0
