@@ -79,6 +79,15 @@ def test_stats_of_an_imported_weka_fixture_match_its_totals(converted: Path) -> 
     assert json.loads(direct)["theoretical_hit_rate"] == stats["theoretical_hit_rate"]
 
 
+def test_a_trace_with_text_exports_back_exactly(converted_text: Path, tmp_path: Path) -> None:
+    code, _, stderr = run(
+        "convert", str(converted_text), "-o", str(tmp_path / "b.json"), "--to", "weka"
+    )
+    assert code == 0, stderr
+    original = orjson.loads((DATA / "trace_0010_head.json").read_bytes())
+    assert orjson.loads((tmp_path / "b.json").read_bytes()) == original
+
+
 def test_converted_text_is_token_exact_and_shares_prefixes_as_the_hash_ids_say(
     converted_text: Path,
 ) -> None:
@@ -93,13 +102,13 @@ def test_converted_text_is_token_exact_and_shares_prefixes_as_the_hash_ids_say(
     assert by_text.hit_tokens == by_ids.hit_tokens and by_text.hit_rate > 0.5
 
 
-@pytest.mark.parametrize("via", ["file", "dataset", "dataset-jobs", "text"])
+@pytest.mark.parametrize("via", ["file", "dataset", "dataset-jobs"])
 def test_weka_directory_round_trips_exactly(tmp_path: Path, via: str) -> None:
-    """Weka -> agentx (one file, a dataset directory, two processes, or with text) -> Weka
-    gives every file back JSON-equal: header, subagent entries, every record."""
+    """Weka -> agentx (one file, a dataset directory, two processes) -> Weka gives every file
+    back JSON-equal: header, subagent entries, every record."""
     out = tmp_path / "weka"
     trace = str(tmp_path / ("both/" if via.startswith("dataset") else "both.parquet"))
-    extra = {"dataset-jobs": ["--jobs", "2"], "text": ["--with-text"]}.get(via, [])
+    extra = {"dataset-jobs": ["--jobs", "2"]}.get(via, [])
     code, _, stderr = run("convert", str(DATA), "-o", trace, *extra)
     assert code == 0, stderr
     code, stdout, stderr = run("convert", trace, "-o", str(out), "--to", "weka")
