@@ -197,10 +197,12 @@ class Renumberer:
     request of its thread is found with one vectorised comparison and keeps that request's ids;
     only the rest goes through :class:`DenseIds`. The id array of a request that extends its
     predecessor is a *view* of the same buffer (a thread of 100 growing turns holds its ids
-    about once, not 100 times); a request that cuts back starts a new buffer.
+    about once, not 100 times); a request that cuts back starts a new buffer. The last hashes
+    of at most ``max_threads`` threads are remembered (LRU): a forgotten thread's next request
+    is renumbered whole, with the same ids.
     """
 
-    def __init__(self, max_threads: int = 8192) -> None:
+    def __init__(self, max_threads: int = 512) -> None:
         self.index = DenseIds()
         self._threads: dict[str, _ThreadIds] = {}
         self._max_threads = max_threads
