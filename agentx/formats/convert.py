@@ -148,6 +148,7 @@ def convert(
             skip_bad=skip_bad,
             metadata=meta,
             progress=prog,
+            force=force,
         )
         return ConvertReport(
             input=str(src),

@@ -21,7 +21,9 @@ from pathlib import Path
 from agentx.errors import FormatError, TraceError
 from agentx.formats.synthetic import with_text
 from agentx.formats.weka import read_nth_file, weka_files
+from agentx.outputs import check_output
 from agentx.progress import Progress
+from agentx.store import spool_path
 from agentx.store.dataset import TraceConcat
 
 
@@ -116,11 +118,20 @@ def import_weka_dir(
     skip_bad: bool = False,
     metadata: dict[str, str] | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> ImportSummary:
     """Import every ``*.json`` of ``src`` into ``dst``: a dataset directory (one
-    ``<stem>.parquet`` per source, appended to what is there) or one trace file."""
+    ``<stem>.parquet`` per source, added to what is there, nothing replaced) or one trace file
+    (an existing one replaced only with ``force``, once the new one is complete)."""
     prog = progress or Progress()
     files = weka_files(src)
+    if not dataset:
+        check_output(dst, force=force)
+        if spool_path(dst).exists():
+            raise TraceError(
+                f"{dst}: a writer that died left {spool_path(dst).name}; run `agentx recover "
+                f"{dst}` first (or delete the spool to discard it)"
+            )
     trace_id = uuid.uuid4().hex
     meta = metadata or {}
     first = 0
