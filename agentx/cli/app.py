@@ -102,12 +102,15 @@ def trace_path(value: Path) -> Path:
 
 def output_target(raw: str) -> tuple[Path, bool]:
     """An ``-o`` value of a command that writes a trace: (path, whether it is a dataset
-    directory). A dataset is named by an existing directory or a path ending in ``/``."""
+    directory). A dataset is named by a path ending in ``/``, or is a directory that already
+    holds one (its files are added to); any other existing directory is refused as an output."""
+    from agentx.store import is_dataset
+
     path = Path(raw)
-    return path, raw.endswith(("/", "\\")) or path.is_dir()
+    return path, raw.endswith(("/", "\\")) or is_dataset(path)
 
 
-OUTPUT_HELP = "; a directory (existing, or ending in /) is written as a dataset of Parquet files"
+OUTPUT_HELP = "; a path ending in / (or an existing dataset) is written as a dataset of Parquet files"
 
 
 def fail(exc: AgentxError) -> NoReturn:
