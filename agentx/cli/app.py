@@ -110,7 +110,9 @@ def output_target(raw: str) -> tuple[Path, bool]:
     return path, raw.endswith(("/", "\\")) or is_dataset(path)
 
 
-OUTPUT_HELP = "; a path ending in / (or an existing dataset) is written as a dataset of Parquet files"
+OUTPUT_HELP = (
+    "; a path ending in / (or an existing dataset) is written as a dataset of Parquet files"
+)
 
 
 def fail(exc: AgentxError) -> NoReturn:

@@ -18,7 +18,7 @@ Bad input stops at the first bad record with the file and the record named (exit
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,6 +30,7 @@ from agentx.progress import Progress
 
 __all__ = ["TARGETS", "ConvertReport", "Skipped", "convert", "read_exchanges", "with_text"]
 Target = Literal["agentx", "mooncake", "weka"]
+EXPORT_SKIPS = frozenset({"chunk_offsets_ns", "credentials", "response_message"})
 TARGETS: tuple[Target, ...] = ("agentx", "mooncake", "weka")
 
 
@@ -82,14 +83,15 @@ def read_exchanges(
     skip_bad: bool = False,
     skipped: Skipped | None = None,
     progress: Progress | None = None,
+    columns: Collection[str] | None = None,
 ) -> Iterator[Exchange]:
     """Exchanges of any supported trace; with ``skip_bad``, bad records are skipped into
-    ``skipped`` instead of raising."""
+    ``skipped`` instead of raising. ``columns``: of an agentx trace, read only those."""
     from agentx.formats import detect_format, load_exchanges
 
     fmt = detect_format(path)
     if not skip_bad or fmt == "agentx":
-        return load_exchanges(path, shared=True, progress=progress)
+        return load_exchanges(path, shared=True, columns=columns, progress=progress)
     sink = skipped if skipped is not None else Skipped()
     if fmt == "weka":
         from agentx.formats.weka import iter_weka
@@ -123,6 +125,7 @@ def convert(
     processes. ``progress`` is told how far the reading is."""
     from agentx.formats import detect_format
     from agentx.formats.export import write_mooncake, write_weka
+    from agentx.store.schema import COLUMNS
 
     if to not in TARGETS:
         raise UsageError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
@@ -167,7 +170,11 @@ def convert(
     prog.phase("reading")
 
     def stream() -> Iterator[Exchange]:
-        for ex in read_exchanges(src, skip_bad=skip_bad, skipped=skipped, progress=prog):
+        # an export never reads the chunk timings, credentials or assistant messages
+        columns = None if to == "agentx" else [c for c in COLUMNS if c not in EXPORT_SKIPS]
+        for ex in read_exchanges(
+            src, skip_bad=skip_bad, skipped=skipped, progress=prog, columns=columns
+        ):
             counts["read"] += 1
             prog.count("exchanges")
             yield ex
