@@ -184,7 +184,8 @@ def convert(
     elif to == "mooncake":
         written = write_mooncake(stream(), dst, force=force)
     else:
-        written = write_weka(stream(), dst, force=force)
+        sizes = _session_rows(src) if fmt == "agentx" else None
+        written = write_weka(stream(), dst, force=force, session_rows=sizes)
     return ConvertReport(
         input=str(src),
         input_format=fmt,
@@ -197,6 +198,17 @@ def convert(
         first_bad=skipped.first,
         dataset=dataset,
     )
+
+
+def _session_rows(path: Path) -> dict[str, int]:
+    """Rows per session of an agentx trace, from one small column: lets the Weka export write
+    each session as soon as it is complete."""
+    from agentx.store import iter_records
+
+    counts: dict[str, int] = {}
+    for r in iter_records(path, ["session_id"]):
+        counts[r["session_id"]] = counts.get(r["session_id"], 0) + 1
+    return counts
 
 
 def _write_agentx(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,15 +293,50 @@ def _finish_session(session: str, reqs: list[_Req], mapper: IdMapper) -> dict[st
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+@dataclass(slots=True)
+class _Session:
+    reqs: list[_Req]
+    mapper: IdMapper
+    block_size: int
+    threads: set[str]
+
+
+class _Files:
+    """Where the documents go: one ``.json`` file, or one file per session in a directory."""
+
+    def __init__(self, path: Path, single: bool) -> None:
+        self.path, self.single = path, single
+        self.used: set[str] = set()
+        self.count = 0
+        if not single:
+            path.mkdir(parents=True, exist_ok=True)
+
+    def write(self, session: str, doc: JSON) -> None:
+        target = self.path
+        if not self.single:
+            name = _UNSAFE.sub("_", session).strip("._") or "session"
+            while name in self.used:
+                name += "_"
+            self.used.add(name)
+            target = self.path / f"{name}.json"
+        write_atomic(target, orjson.dumps(doc), force=True)
+        self.count += 1
+
+
 def write_weka(
-    exchanges: Iterable[Exchange], path: str | os.PathLike[str], *, force: bool = True
+    exchanges: Iterable[Exchange],
+    path: str | os.PathLike[str],
+    *,
+    force: bool = True,
+    session_rows: Mapping[str, int] | None = None,
 ) -> int:
     """Write one Weka file per session: ``path`` is a directory, or a ``.json`` file when the
     trace holds a single session. Returns the number of sessions written. Rows are reduced to
-    their Weka fields as they are read (block ids as what each turn adds); the documents are
-    written at the end, each replacing its file once complete, and forgotten once written. An
-    existing file, or a directory already holding ``.json`` files, is refused unless
-    ``force``."""
+    their Weka fields as they are read (block ids as what each turn adds to its thread's
+    previous one). A session is written (each file replacing its own once complete) and
+    forgotten as soon as its last row is read when ``session_rows`` says how many rows each
+    session has (memory then holds the sessions in flight), else at the end. An existing
+    file, or a directory already holding ``.json`` files, is refused unless ``force``."""
     p = Path(path)
     if p.suffix == ".json" or (p.exists() and not p.is_dir()):
         check_output(p, force=force)
@@ -309,37 +344,48 @@ def write_weka(
         raise UsageError(
             f"{p} already holds Weka files: pass --force to replace them, or choose another path"
         )
-    sessions: dict[str, tuple[list[_Req], IdMapper, int]] = {}
-    last_ids: dict[str, tuple[int, ...]] = {}  # of each thread's last row
-    for ex in exchanges:
-        if is_model_call(ex):
-            if ex.session_id not in sessions:  # the first row carries an imported header
-                sessions[ex.session_id] = ([], IdMapper(1), _block_size(ex))
-            reqs, mapper, block_size = sessions[ex.session_id]
-            req, ids = weka_request(ex, mapper, block_size, last_ids.get(ex.thread_id, ()))
-            reqs.append(req)
-            last_ids[ex.thread_id] = ids
     single = p.suffix == ".json"
-    if single and len(sessions) != 1:
-        raise UsageError(f"{len(sessions)} sessions: a Weka file holds one; give a directory as -o")
+    if single and session_rows is not None and len(session_rows) != 1:
+        raise UsageError(
+            f"{len(session_rows)} sessions: a Weka file holds one; give a directory as -o"
+        )
+    sessions: dict[str, _Session] = {}
+    last_ids: dict[str, tuple[int, ...]] = {}  # of each thread's last row
     try:
-        if not single:
-            p.mkdir(parents=True, exist_ok=True)
-        used: set[str] = set()
-        count = len(sessions)
+        files = _Files(p, single) if session_rows is not None else None
+        seen: dict[str, int] = {}  # rows read per session (model calls or not)
+        for ex in exchanges:
+            if is_model_call(ex):
+                s = sessions.get(ex.session_id)
+                if s is None:  # the first row carries an imported header
+                    s = _Session([], IdMapper(1), _block_size(ex), set())
+                    sessions[ex.session_id] = s
+                prev = last_ids.get(ex.thread_id, ())
+                req, ids = weka_request(ex, s.mapper, s.block_size, prev)
+                s.reqs.append(req)
+                s.threads.add(ex.thread_id)
+                last_ids[ex.thread_id] = ids
+            if files is not None and session_rows is not None:
+                n = seen[ex.session_id] = seen.get(ex.session_id, 0) + 1
+                if n == session_rows.get(ex.session_id) and ex.session_id in sessions:
+                    _flush(ex.session_id, sessions, last_ids, files)
+        if single and (files is None and len(sessions) != 1):
+            raise UsageError(
+                f"{len(sessions)} sessions: a Weka file holds one; give a directory as -o"
+            )
+        files = files or _Files(p, single)
         for session in list(sessions):
-            reqs, mapper, _ = sessions.pop(session)  # written, then forgotten: memory shrinks
-            doc = _finish_session(session, reqs, mapper)
-            if single:
-                target = p
-            else:
-                name = _UNSAFE.sub("_", session).strip("._") or "session"
-                while name in used:
-                    name += "_"
-                used.add(name)
-                target = p / f"{name}.json"
-            write_atomic(target, orjson.dumps(doc), force=True)
-            del doc, reqs
+            _flush(session, sessions, last_ids, files)
     except OSError as exc:
         raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
-    return count
+    return files.count
+
+
+def _flush(
+    session: str, sessions: dict[str, _Session], last_ids: dict[str, tuple[int, ...]], files: _Files
+) -> None:
+    """Write one session and forget it."""
+    s = sessions.pop(session)
+    for thread in s.threads:
+        last_ids.pop(thread, None)
+    files.write(session, _finish_session(session, s.reqs, s.mapper))
