@@ -44,9 +44,22 @@ PART_ROWS = 65536  # exchanges per part of a DatasetWriter
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a directory holding agentx Parquet files (or a dead writer's spool)."""
+    """Whether ``path`` is a directory of agentx trace files (or of a dead writer's spool):
+    its first Parquet file carries ``agentx.format`` (a Hugging Face dataset's Parquet rows do
+    not)."""
     p = Path(path)
-    return p.is_dir() and any(_is_part(f) for f in p.iterdir())
+    if not p.is_dir():
+        return False
+    parts = sorted(f for f in p.iterdir() if _is_part(f))
+    if not parts:
+        return False
+    if any(f.name.endswith(SPOOL_SUFFIX) for f in parts):
+        return True
+    try:
+        meta = pq.read_schema(parts[0]).metadata or {}
+    except (OSError, pa.ArrowException):
+        return True  # unreadable: let the store say what is wrong with it
+    return META_FORMAT in meta
 
 
 def _is_part(f: Path) -> bool:

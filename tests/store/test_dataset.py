@@ -137,3 +137,15 @@ def test_every_command_takes_a_dataset(tmp_path: Path) -> None:
     result = runner.invoke(app, ["scrub", str(ds), "-o", f"{scrubbed}/", "--json"])
     assert result.exit_code == 0, result.stderr
     assert is_dataset(scrubbed) and len(read_trace(scrubbed)) == len(read_trace(one))
+
+
+def test_a_directory_of_other_parquet_files_is_not_a_dataset(tmp_path: Path) -> None:
+    """A Hugging Face dataset's Parquet rows (no agentx.format) stay the `hf` importer's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.table({"id": ["t1"], "block_size": [64], "requests": ["[]"]}), tmp_path / "a.parquet"
+    )
+    assert not is_dataset(tmp_path)
+    assert detect_format(tmp_path) == "hf"

@@ -24,6 +24,7 @@ from agentx.errors import TraceError, UsageError
 from agentx.flags import FLAG_SUBAGENT, weka_values
 from agentx.formats.blocks import IdMapper, block_keys, output_tokens
 from agentx.formats.weka.record import (
+    ABSOLUTE,
     EMPTY,
     ENTRY,
     ENTRY_POSITION,
@@ -194,7 +195,12 @@ def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) 
             found = weka_values(flags, key)
             if found:
                 entry[key] = found[0]
-        entry["duration_ms"] = round((max(r.end_ns for r in rs) - start) / 1e6)
+        recorded = weka_values(flags, "duration_ms")  # an imported Weka subagent's own figure
+        entry["duration_ms"] = (
+            orjson.loads(recorded[0])
+            if recorded
+            else round((max(r.end_ns for r in rs) - start) / 1e6)
+        )
         entry["requests"] = [_timed(r, start) for r in rs]
         entry["models"] = list(dict.fromkeys(r.row["model"] for r in rs if r.row["model"]))
         entries.append((start, position[id(rs[0])], entry))
@@ -251,13 +257,14 @@ def imported_document(reqs: list[_Req]) -> dict[str, Any] | None:
             items.extend((key(_stored([r], POSITION), r.start_ns, r), _timed(r, 0)) for r in rs)
             continue
         t = entry.get("t")
-        base = (
-            to_ns(t) if isinstance(t, int | float) and not isinstance(t, bool) else rs[0].start_ns
-        )
+        start = to_ns(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
+        if start is None:
+            start = rs[0].start_ns
+        base = 0 if _stored(rs, ABSOLUTE) else start  # absolute: t from the trace's start
         if _stored(rs, POSITION) is not None:
             rs = sorted(rs, key=lambda r: _stored([r], POSITION) or 0)
         records = [_timed(r, base) for r in rs]
-        items.append((key(_stored(rs, ENTRY_POSITION), base, rs[0]), {**entry, REQUESTS: records}))
+        items.append((key(_stored(rs, ENTRY_POSITION), start, rs[0]), {**entry, REQUESTS: records}))
     for pos, entry in _stored(reqs, EMPTY) or ():
         items.append(((pos, 0), entry))
     items.sort(key=lambda item: item[0])
