@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -62,12 +63,16 @@ def anonymous_blocks(r: SimRequest, block_size: int, reserve_output: bool) -> in
 
 
 class Fenwick:
-    """Counts over positions ``1..n`` with vectorised prefix sums and run updates."""
+    """Counts over positions ``1..n`` with vectorised prefix sums and run updates.
+
+    A node holds at most ``n``, so the tree is int32 below 2**31 positions: one slot per block of
+    every request is the simulator's largest array (91.5M slots for a 6e9-token corpus).
+    """
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.tree = np.zeros(n + 1, dtype=np.int64)
-        self._arange = np.arange(n + 1, dtype=np.int64)
+        dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
+        self.tree: npt.NDArray[np.signedinteger[Any]] = np.zeros(n + 1, dtype=dtype)
 
     def prefix(self, pos: Int64Array) -> Int64Array:
         """Sum over ``1..p`` for each ``p`` in ``pos`` (``0 <= p <= n``)."""
@@ -84,9 +89,9 @@ class Fenwick:
         """Add ``delta`` at every position ``a..b`` (inclusive)."""
         if b < a:
             return
-        j = self._arange[a : b + 1]
+        j = np.arange(a, b + 1, dtype=np.int64)
         inc = j - np.maximum(j - (j & -j), a - 1)  # overlap of node j's span with [a, b]
-        self.tree[a : b + 1] += delta * inc
+        self.tree[a : b + 1] += (delta * inc).astype(self.tree.dtype, copy=False)
         tree, n = self.tree, self.n
         k = b + (b & -b)
         while k <= n:  # the nodes above b whose span reaches into [a, b]
@@ -106,7 +111,8 @@ class Fenwick:
                 self.add_range(a, b, delta)
             return
         run_start = np.repeat(starts, last - first + 1)
-        self.tree[pos] += delta * (pos - np.maximum(pos - (pos & -pos), run_start - 1))
+        inc = delta * (pos - np.maximum(pos - (pos & -pos), run_start - 1))
+        self.tree[pos] += inc.astype(self.tree.dtype, copy=False)
         k, a, b = ends, starts, ends
         while True:
             k = k + (k & -k)
@@ -114,7 +120,8 @@ class Fenwick:
             if not keep.any():
                 return
             k, a, b = k[keep], a[keep], b[keep]
-            np.add.at(self.tree, k, delta * (b - np.maximum(k - (k & -k), a - 1)))
+            inc = delta * (b - np.maximum(k - (k & -k), a - 1))
+            np.add.at(self.tree, k, inc.astype(self.tree.dtype, copy=False))
 
 
 @dataclass(frozen=True, slots=True)
