@@ -126,7 +126,7 @@ def _scaled(value: float, unit: str) -> str:
 
 def _amount(done: float, total: float | None, unit: str) -> str:
     if total is None:
-        return _scaled(done, unit)
+        return _scaled(done, unit) if unit or done else ""  # a phase that counts nothing
     pct = f" ({done / total:.0%})" if total else ""
     if unit == "B":
         return f"{_scaled(done, unit)} of {_scaled(total, unit)}{pct}"

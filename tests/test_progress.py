@@ -35,6 +35,9 @@ def test_summary_has_counts_rates_and_eta() -> None:
     p.phase("reading", total=2e9, unit="B")
     p.advance(5e8)
     assert "500.0 MB of 2.0 GB (25%)" in p.summary()
+    q = Progress()
+    q.phase("simulating", total=None, unit="")  # counts nothing: no stray amount
+    assert q.summary() == "simulating, 0 s elapsed"
 
 
 def test_lines_come_every_period_and_a_last_one_at_the_end() -> None:
