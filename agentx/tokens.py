@@ -10,6 +10,8 @@ encoded once, not once per turn.
 from __future__ import annotations
 
 import json
+import re
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -44,41 +46,98 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
     raise AgentxError(f"tokenizer encoding {name!r} is not available offline{reason}")
 
 
+# Long texts are encoded piece by piece, cut only where cl100k's pre-tokenizer always cuts: after
+# an ASCII letter followed by a space (a letter ends its chunk at the first non-letter, and a
+# chunk starting at the space depends only on what follows), or after a newline followed by a
+# printable non-space character (every chunk holding that newline ends there). Encoding the
+# pieces apart gives exactly the tokens of the whole (tiktoken encodes each pre-token chunk on
+# its own). Cuts fall at the first such place after every ``PIECE_CHARS`` characters, so a text
+# that extends another (a conversation's growing message) shares all its pieces but the last,
+# and only what changed is encoded again.
+PIECE_CHARS = 4096
+PIECEWISE_ENCODINGS = frozenset({"cl100k_base"})
+_SAFE_CUT = re.compile(r"[A-Za-z](?= )|\n(?=[!-~])")
+
+
+def split_pieces(text: str, piece_chars: int = PIECE_CHARS) -> list[str]:
+    """``text`` cut at safe places (see above) about every ``piece_chars`` characters.
+
+    Where the cuts fall depends only on the text before them (and one character after), so two
+    texts with a common prefix are cut alike up to shortly before the end of that prefix."""
+    pieces: list[str] = []
+    start = 0
+    target = piece_chars
+    n = len(text)
+    while target < n:
+        m = _SAFE_CUT.search(text, target)
+        if m is None:
+            break
+        cut = m.end()
+        pieces.append(text[start:cut])
+        start = cut
+        target = (cut // piece_chars + 1) * piece_chars
+    pieces.append(text[start:])
+    return pieces
+
+
 class _EncodeMemo:
-    """LRU memo of segment encodings bounded by the total number of token ids it holds, not by
-    entries: ~8M ids (64 MB of int64) whatever the segments' sizes. A segment longer than
-    ``max_segment_tokens`` is encoded every time rather than evicting everything else."""
+    """LRU memo of encodings bounded by the total number of token ids it holds, not by
+    entries: ~8M ids (64 MB of int64) whatever the texts' sizes. Texts longer than two pieces
+    (cl100k) are encoded and memoised piece by piece (:func:`split_pieces`), so a long text that
+    extends one seen before costs only its new part; other texts longer than
+    ``max_segment_tokens`` are encoded every time rather than evicting everything else."""
 
     def __init__(self, max_tokens: int = 8 << 20, max_segment_tokens: int = 1 << 20) -> None:
         self.max_tokens = max_tokens
         self.max_segment_tokens = max_segment_tokens
         self._memo: OrderedDict[tuple[str, str], TokenArray] = OrderedDict()
         self.tokens = 0  # token ids held
+        self._lock = threading.Lock()  # servers encode on worker threads; tiktoken runs unlocked
 
     def __len__(self) -> int:
         return len(self._memo)
 
     def __call__(self, text: str, encoding: str) -> TokenArray:
+        if len(text) > 2 * PIECE_CHARS and encoding in PIECEWISE_ENCODINGS:
+            out = concat([self._one(piece, encoding) for piece in split_pieces(text)])
+            out.setflags(write=False)
+            return out
+        return self._one(text, encoding)
+
+    def _one(self, text: str, encoding: str) -> TokenArray:
         key = (text, encoding)
         memo = self._memo
-        arr = memo.get(key)
-        if arr is not None:
-            memo.move_to_end(key)
-            return arr
+        with self._lock:
+            arr = memo.get(key)
+            if arr is not None:
+                memo.move_to_end(key)
+                return arr
         ids = get_encoding(encoding).encode_ordinary(text)  # special-token text counts as text
         arr = np.asarray(ids, dtype=np.int64)
         arr.setflags(write=False)
         if arr.size <= self.max_segment_tokens:
-            memo[key] = arr
-            self.tokens += int(arr.size)
-            while self.tokens > self.max_tokens:
-                _, old = memo.popitem(last=False)
-                self.tokens -= int(old.size)
+            with self._lock:
+                if key not in memo:
+                    memo[key] = arr
+                    self.tokens += int(arr.size)
+                    self._trim()
         return arr
 
+    def _trim(self) -> None:
+        memo = self._memo
+        while self.tokens > self.max_tokens and memo:
+            _, old = memo.popitem(last=False)
+            self.tokens -= int(old.size)
+
+    def resize(self, max_tokens: int) -> None:
+        with self._lock:
+            self.max_tokens = max_tokens
+            self._trim()
+
     def cache_clear(self) -> None:
-        self._memo.clear()
-        self.tokens = 0
+        with self._lock:
+            self._memo.clear()
+            self.tokens = 0
 
 
 _encode_cached = _EncodeMemo()
@@ -87,6 +146,11 @@ _encode_cached = _EncodeMemo()
 def encode(text: str, encoding: str = DEFAULT_ENCODING) -> TokenArray:
     """Token ids of ``text`` (memoised; the returned array is read-only)."""
     return _encode_cached(text, encoding)
+
+
+def set_encode_memo_tokens(max_tokens: int) -> None:
+    """Bound the process's encoding memo (a server holding many long contexts wants more)."""
+    _encode_cached.resize(max_tokens)
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:

@@ -7,7 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.prefix import UnboundedPrefixCache, block_hashes, chain_ids
-from agentx.synth import PrefixWords, block_tokens, hash_id_text, hash_id_tokens, vocabulary
+from agentx.synth import (
+    BlockTexts,
+    PrefixWords,
+    ThreadText,
+    block_tokens,
+    hash_id_text,
+    hash_id_tokens,
+    vocabulary,
+)
 from agentx.tokens import encode, get_encoding
 
 
@@ -75,3 +83,35 @@ def test_prefix_words_share_exactly_the_common_prefix() -> None:
     b = pw.chain([1, 2, 3, 9, 5])
     assert a[:3] == b[:3] and a[3] != b[3]
     assert PrefixWords(b"other").chain([1, 2, 3]) != a[:3]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(-3, 12), max_size=10), st.integers(0, 70)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from([1, 16, 64]),
+    st.integers(min_value=1, max_value=4000),
+)
+def test_thread_text_is_hash_id_text_turn_after_turn(
+    turns: list[tuple[list[int], int]], block_size: int, max_bytes: int
+) -> None:
+    thread = ThreadText(BlockTexts(block_size, max_bytes=max_bytes))  # tiny caches evict
+    ids: list[int] = []
+    for extra, tail in turns:
+        # mostly growing, sometimes rewritten: extend, or cut back to a prefix and extend
+        ids = ids[: len(ids) - (extra[0] % 3 if extra else 0)] + extra
+        for n in (len(ids) * block_size + tail % block_size, max(0, len(ids) - 1) * block_size):
+            assert thread.text(ids, n) == hash_id_text(ids, block_size, n)
+    assert thread.text(ids, 0) == ""
+
+
+def test_block_texts_are_cached_within_a_bound() -> None:
+    blocks = BlockTexts(64, max_bytes=2000)
+    first = blocks.texts([1, 2, 3, 1])
+    assert first[0] == first[3] and len(set(first)) == 3
+    assert blocks.texts([1]) == first[:1]
+    blocks.texts(list(range(100, 200)))
+    assert blocks.bytes <= 2000 + len(first[0]) and len(blocks) < 100

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentx import tokens
 from agentx.errors import AgentxError
@@ -134,3 +136,32 @@ def test_the_encoding_memo_is_bounded_in_tokens() -> None:
     assert (huge, tokens.DEFAULT_ENCODING) not in memo._memo  # too large to keep
     memo.cache_clear()
     assert (len(memo), memo.tokens) == (0, 0)
+
+
+# Characters around which cl100k's pre-tokenizer behaves differently: letters, digits, spaces,
+# newlines, tabs, apostrophes (contractions), punctuation, non-ASCII letters, a combining mark.
+_TRICKY = "aZq 0 9\n\r\t'sdmtllvre.,;:!?-_(){}\"/\\é中ü\u0301\u00a0😀"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_TRICKY, max_size=400), st.integers(min_value=1, max_value=40))
+def test_pieces_encode_exactly_like_the_whole_text(text: str, piece_chars: int) -> None:
+    pieces = tokens.split_pieces(text, piece_chars)
+    assert "".join(pieces) == text
+    enc = tokens.get_encoding()
+    joined = [t for p in pieces for t in enc.encode_ordinary(p)]
+    assert joined == enc.encode_ordinary(text)
+
+
+def test_a_long_text_is_memoised_in_pieces_and_its_extension_reuses_them() -> None:
+    memo = tokens._EncodeMemo()
+    lines = [f"def f{i}(x):\n    return x * {i}  # it's line {i}\n" for i in range(3000)]
+    text = "".join(lines)
+    longer = text + "print('and more')\n" * 50
+    enc = tokens.get_encoding()
+    assert memo(text, tokens.DEFAULT_ENCODING).tolist() == enc.encode_ordinary(text)
+    held = len(memo)
+    assert held > 10  # pieces, not one entry
+    assert memo(longer, tokens.DEFAULT_ENCODING).tolist() == enc.encode_ordinary(longer)
+    assert len(memo) <= held + 3  # the extension added only its last pieces
+    assert not memo(longer, tokens.DEFAULT_ENCODING).flags.writeable
