@@ -11,21 +11,31 @@ from agentx.engine import EngineParams
 
 ENGINE = EngineParams()  # the documented defaults (serve-sim's)
 
-PrefillTps = Annotated[float, typer.Option("--prefill-tps", help="prefill rate, uncached tokens/s")]
-DecodeTps = Annotated[
-    float, typer.Option("--decode-tps", help="decode rate of one sequence, tokens/s")
-]
-BatchSlowdown = Annotated[
-    float,
-    typer.Option("--batch-slowdown", help="decode step stretch per extra running sequence"),
-]
+# flag help texts, one home: simulate takes these with serve-sim's defaults, serve-sim with its
+# --profile's defaults (serve.py adds them to the help)
+HELP = {
+    "prefill_tps": "prefill rate, uncached tokens/s",
+    "decode_tps": "decode rate of one sequence, tokens/s",
+    "batch_slowdown": "decode step stretch per extra running sequence",
+    "offload_load_tps": "offloaded-hit load rate, tokens/s",
+    "overhead_ms": "fixed per-request TTFT overhead, ms",
+    "max_batch": "max running requests; the rest wait",
+}
+
+
+def flag(field: str) -> str:
+    """``prefill_tps`` -> ``--prefill-tps``."""
+    return "--" + field.replace("_", "-")
+
+
+PrefillTps = Annotated[float, typer.Option(flag("prefill_tps"), help=HELP["prefill_tps"])]
+DecodeTps = Annotated[float, typer.Option(flag("decode_tps"), help=HELP["decode_tps"])]
+BatchSlowdown = Annotated[float, typer.Option(flag("batch_slowdown"), help=HELP["batch_slowdown"])]
 OffloadLoadTps = Annotated[
-    float, typer.Option("--offload-load-tps", help="offloaded-hit load rate, tokens/s")
+    float, typer.Option(flag("offload_load_tps"), help=HELP["offload_load_tps"])
 ]
-OverheadMs = Annotated[
-    float, typer.Option("--overhead-ms", help="fixed per-request TTFT overhead, ms")
-]
-MaxBatch = Annotated[int, typer.Option("--max-batch", help="max running requests; the rest wait")]
+OverheadMs = Annotated[float, typer.Option(flag("overhead_ms"), help=HELP["overhead_ms"])]
+MaxBatch = Annotated[int, typer.Option(flag("max_batch"), help=HELP["max_batch"])]
 Fast = Annotated[bool, typer.Option("--fast", help="no modelled latency: the loopback ceiling")]
 Tokenizer = Annotated[
     str | None,

@@ -48,11 +48,15 @@ from agentx.serve_sim.responses import (
 )
 from agentx.serve_sim.scheduler import Admission, Engine
 from agentx.tokenizer import Tokenizer, resolve_tokenizer
+from agentx.tokens import set_encode_memo_tokens
 
 log = logging.getLogger("agentx.serve_sim")
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 TOKENIZE_IN_THREAD_BYTES = 16 * 1024  # bodies above this are tokenized off the event loop
+# Encodings remembered (agentx.tokens: long messages in pieces): dozens of ~100K-token contexts
+# in flight each re-send what they sent before plus a little; ~12 bytes per token held.
+ENCODE_MEMO_TOKENS = 16 << 20
 FAST_WRITE_TOKENS = 512  # tokens per write in --fast mode
 NONSTREAM_SLICE_S = 0.05  # non-streaming requests re-read the batch size this often
 _WARMUP: dict[str, JSON] = {"messages": [{"role": "user", "content": "warm up"}]}
@@ -384,6 +388,7 @@ def engine_of(app: web.Application) -> Engine:
 def create_app(config: SimConfig) -> web.Application:
     """The aiohttp application for ``config`` (validated). Owns one :class:`Engine`."""
     config.validate()
+    set_encode_memo_tokens(ENCODE_MEMO_TOKENS)
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
     executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentx-sim-tokenize")
     tokenizer = resolve_tokenizer(config.tokenizer, to_chat=to_chat)

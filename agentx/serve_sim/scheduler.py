@@ -33,6 +33,7 @@ class Engine:
         self.clock = clock
         self.core = ServingEngine(config.engine_params())
         self.metrics = SimMetrics()
+        self.created_s = time.time()  # the counters' start (their `_created` samples)
         self._futures: dict[int, asyncio.Future[Admission]] = {}
 
     @property
@@ -126,4 +127,10 @@ class Engine:
             c.capacity_blocks,
             c.offload_capacity_blocks,
         )
-        return render_metrics(self.config.model, self.metrics, self.cache.counters, gauges)
+        return render_metrics(
+            self.config.model,
+            self.metrics,
+            self.cache.counters,
+            gauges,
+            created_s=self.created_s,
+        )

@@ -1,7 +1,10 @@
 """Prometheus text exposition under vLLM's metric names and labels.
 
-Names, label sets (``model_name``, ``engine``) and bucket edges follow vLLM V1's
-``PrometheusStatLogger``, so a scraper written for vLLM reads serve-sim unchanged. The prefix
+Names, label sets (``engine``, ``model_name``) and bucket edges follow vLLM V1's
+``PrometheusStatLogger``, and the exposition follows prometheus_client's as vLLM 0.32 serves it:
+a counter family is named with its ``_total`` suffix in ``# HELP``/``# TYPE`` as on its samples,
+followed by a ``_created`` gauge (the start time). So a scraper written for vLLM (agentx's own,
+agentx-harness's) reads serve-sim unchanged. The prefix
 cache accounting follows vLLM too: ``prefix_cache_queries`` counts every prompt token looked
 up, ``prefix_cache_hits`` the tokens served by the GPU tier; tokens served by the offload tier
 count as ``external_kv_transfer`` (how vLLM reports a KV connector such as CPU offloading).
@@ -75,10 +78,15 @@ def _num(value: float) -> str:
 
 
 def render(
-    model: str, metrics: SimMetrics, cache: CacheCounters, gauges: Gauges, engine: str = "0"
+    model: str,
+    metrics: SimMetrics,
+    cache: CacheCounters,
+    gauges: Gauges,
+    engine: str = "0",
+    created_s: float = 0.0,
 ) -> str:
-    """The ``/metrics`` page."""
-    labels = f'model_name="{_escape(model)}",engine="{engine}"'
+    """The ``/metrics`` page (``created_s``: the server's start, Unix seconds)."""
+    labels = f'engine="{engine}",model_name="{_escape(model)}"'
     out: list[str] = []
 
     def head(name: str, kind: str, doc: str) -> None:
@@ -89,9 +97,14 @@ def render(
         head(name, "gauge", doc)
         out.append(f"{name}{{{labels}}} {_num(value)}")
 
-    def counter(name: str, doc: str, value: float, extra: str = "") -> None:
-        head(name, "counter", doc)
-        out.append(f"{name}_total{{{labels}{extra}}} {_num(value)}")
+    def counter(name: str, doc: str, values: dict[str, float]) -> None:
+        """One counter family; ``values`` by extra label text (``""`` for none)."""
+        head(f"{name}_total", "counter", doc)
+        for extra, value in values.items():
+            out.append(f"{name}_total{{{labels}{extra}}} {_num(value)}")
+        head(f"{name}_created", "gauge", doc)
+        for extra in values:
+            out.append(f"{name}_created{{{labels}{extra}}} {_num(created_s)}")
 
     def histogram(name: str, doc: str, h: Histogram) -> None:
         head(name, "histogram", doc)
@@ -122,51 +135,54 @@ def render(
     counter(
         "vllm:prefix_cache_queries",
         "Prefix cache queries, in terms of number of queried tokens.",
-        cache.queries_tokens,
+        {"": cache.queries_tokens},
     )
     counter(
         "vllm:prefix_cache_hits",
         "Prefix cache hits, in terms of number of cached tokens.",
-        cache.gpu_hit_tokens,
+        {"": cache.gpu_hit_tokens},
     )
     counter(
         "vllm:external_prefix_cache_queries",
         "External prefix cache queries from KV connector cross-instance cache sharing, "
         "in terms of number of queried tokens.",
-        cache.offload_queries_tokens,
+        {"": cache.offload_queries_tokens},
     )
     counter(
         "vllm:external_prefix_cache_hits",
         "External prefix cache hits from KV connector cross-instance cache sharing, "
         "in terms of number of cached tokens.",
-        cache.offload_hit_tokens,
+        {"": cache.offload_hit_tokens},
     )
-    counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0)
-    counter("vllm:prompt_tokens", "Number of prefill tokens processed.", metrics.prompt_tokens)
-    cached = cache.gpu_hit_tokens + cache.offload_hit_tokens
-    head("vllm:prompt_tokens_by_source", "counter", "Number of prompt tokens by source.")
-    for source, value in (
-        ("local_compute", metrics.prompt_tokens - cached),
-        ("local_cache_hit", cache.gpu_hit_tokens),
-        ("external_kv_transfer", cache.offload_hit_tokens),
-    ):
-        out.append(
-            f'vllm:prompt_tokens_by_source_total{{{labels},source="{source}"}} {_num(value)}'
-        )
+    counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", {"": 0})
     counter(
-        "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).", cached
+        "vllm:prompt_tokens", "Number of prefill tokens processed.", {"": metrics.prompt_tokens}
+    )
+    cached = cache.gpu_hit_tokens + cache.offload_hit_tokens
+    counter(
+        "vllm:prompt_tokens_by_source",
+        "Number of prompt tokens by source.",
+        {
+            ',source="local_compute"': metrics.prompt_tokens - cached,
+            ',source="local_cache_hit"': cache.gpu_hit_tokens,
+            ',source="external_kv_transfer"': cache.offload_hit_tokens,
+        },
+    )
+    counter(
+        "vllm:prompt_tokens_cached",
+        "Number of cached prompt tokens (local + external).",
+        {"": cached},
     )
     counter(
         "vllm:generation_tokens",
         "Number of generation tokens processed.",
-        metrics.generation_tokens,
+        {"": metrics.generation_tokens},
     )
-    head("vllm:request_success", "counter", "Count of successfully processed requests.")
-    for reason in FINISH_REASONS:
-        value = metrics.finished.get(reason, 0)
-        out.append(
-            f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {_num(value)}'
-        )
+    counter(
+        "vllm:request_success",
+        "Count of successfully processed requests.",
+        {f',finished_reason="{r}"': metrics.finished.get(r, 0) for r in FINISH_REASONS},
+    )
     histogram(
         "vllm:time_to_first_token_seconds",
         "Histogram of time to first token in seconds.",

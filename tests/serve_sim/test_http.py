@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,7 +12,7 @@ import orjson
 import pytest
 
 from agentx.serve_sim import SimConfig, SimServer
-from agentx.tokens import count_tokens
+from agentx.tokens import count_tokens, get_encoding
 
 from .helpers import QUICK, metric, parse_metrics
 
@@ -96,6 +97,26 @@ def test_cached_tokens_rise_on_a_growing_conversation(client: httpx.Client) -> N
     again = client.post("/v1/chat/completions", json=body).json()["usage"]  # turn 3 repeated
     assert again["prompt_tokens"] == n3
     assert again["prompt_tokens_details"]["cached_tokens"] == ((n3 - 1) // 16) * 16
+
+
+def test_a_growing_long_message_counts_exactly_as_encoding_it_whole(
+    client: httpx.Client,
+) -> None:
+    """A replay of a hash-only corpus re-sends one growing user message: serve-sim encodes it
+    piece by piece from its memo, and the count must be the one of encoding the prompt whole."""
+    tag = uuid.uuid4().hex
+    lines = [f"{tag} line {i}: it's x{i} + {i * 7}\n" for i in range(3000)]
+    enc = get_encoding()
+    previous = -1
+    for turn in (1000, 2000, 3000):
+        text = "".join(lines[:turn])
+        body = {"messages": [{"role": "user", "content": text}], "max_tokens": 2}
+        resp = client.post("/v1/chat/completions", json=body)
+        assert resp.status_code == 200, resp.text
+        usage = resp.json()["usage"]
+        whole = enc.encode_ordinary(f"<|user|>\n{text}\n")
+        assert usage["prompt_tokens"] == len(whole) > previous
+        previous = usage["prompt_tokens"]
 
 
 def test_chat_streaming_with_usage(client: httpx.Client) -> None:
@@ -312,14 +333,31 @@ def test_metrics_account_for_a_request(client: httpx.Client) -> None:
     assert 0 <= metric(after, "vllm:kv_cache_usage_perc") <= 1
 
 
+DATA = Path(__file__).resolve().parents[1] / "metrics" / "data"
+
+
 def test_metrics_page_is_prometheus_text(client: httpx.Client) -> None:
     resp = client.get("/metrics")
     assert resp.headers["content-type"].startswith("text/plain")
     lines = resp.text.splitlines()
     types = {line.split()[2]: line.split()[3] for line in lines if line.startswith("# TYPE")}
-    assert types["vllm:prefix_cache_queries"] == "counter"
+    assert types["vllm:prefix_cache_queries_total"] == "counter"
     assert types["vllm:kv_cache_usage_perc"] == "gauge"
     assert types["vllm:time_to_first_token_seconds"] == "histogram"
+    # every family typed exactly as vLLM 0.32 types it (prometheus_client: counters carry
+    # `_total` in HELP/TYPE and on their samples, then a `_created` gauge), so a parser that
+    # goes by the TYPE lines (agentx-harness's) finds serve-sim's counters
+    real = (DATA / "vllm-0.32.0-after.txt").read_text().splitlines()
+    vllm_types = {line.split()[2]: line.split()[3] for line in real if line.startswith("# TYPE")}
+    for family, kind in types.items():
+        assert vllm_types.get(family, kind) == kind, family
+        if kind == "counter":
+            assert family.endswith("_total")
+            assert types[family.removesuffix("_total") + "_created"] == "gauge"
+    samples_of = {line.split("{")[0] for line in lines if line and not line.startswith("#")}
+    assert {f for f, k in types.items() if k == "counter"} <= samples_of
+    shared = {f for f in types if f in vllm_types}
+    assert len(shared) >= 20  # most of what serve-sim exposes is named as vLLM names it
     samples = parse_metrics(resp.text)
     info = metric(samples, "vllm:cache_config_info", block_size="16", num_gpu_blocks="10240")
     assert info == 1.0  # where replay reads the block size, as from vLLM

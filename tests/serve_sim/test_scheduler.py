@@ -154,11 +154,11 @@ async def test_metrics_page_reflects_the_engine() -> None:
     eng, _ = engine()
     a = await eng.admit(*prompt(1, 100), 5)
     page = eng.render_metrics()
-    assert 'vllm:num_requests_running{model_name="agentx-sim",engine="0"} 1.0' in page
+    assert 'vllm:num_requests_running{engine="0",model_name="agentx-sim"} 1.0' in page
     eng.finish(a, "stop", 5)
     page = eng.render_metrics()
     assert (
-        'vllm:request_success_total{model_name="agentx-sim",engine="0",finished_reason="stop"} 1.0'
+        'vllm:request_success_total{engine="0",model_name="agentx-sim",finished_reason="stop"} 1.0'
         in page
     )
-    assert 'vllm:generation_tokens_total{model_name="agentx-sim",engine="0"} 5.0' in page
+    assert 'vllm:generation_tokens_total{engine="0",model_name="agentx-sim"} 5.0' in page
