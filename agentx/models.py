@@ -120,3 +120,63 @@ class Exchange:
     hash_ids: tuple[int, ...] | None = None
     hash_block_size: int | None = None
     import_fields: JSON = None  # a JSON object, or None
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeMeta:
+    """An exchange without its request body and hash ids: what a replay plans from.
+
+    ``locator`` says where the source finds the exchange again (a row number, a file's n-th
+    request, a line's byte offset: the source's business). ``hash_only``: the prompt is
+    described by block-hash ids (text is synthesised at replay time). ``has_prompt``: there is
+    a conversation (or hash ids) to send.
+    """
+
+    request_id: str
+    session_id: str
+    thread_id: str
+    api: str
+    start_wall_ns: int
+    e2e_ns: int | None = None
+    ttft_ns: int | None = None
+    parent_request_id: str | None = None
+    status: int | None = None
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    think_time_s: float | None = None
+    api_time_s: float | None = None
+    flags: tuple[str, ...] = ()
+    hash_only: bool = False
+    has_prompt: bool = True
+    locator: int = -1
+
+
+def exchange_meta(ex: Exchange, locator: int = -1, parent: str | None = None) -> ExchangeMeta:
+    """The metadata of a loaded exchange (``parent``: its parent request, when ``ex`` lacks it)."""
+    body = ex.request
+    own = False  # a conversation of its own (text), as agentx.tokens.conversation finds it
+    if isinstance(body, dict):
+        items = body.get("input" if ex.api == API_OPENAI_RESPONSES else "messages")
+        own = isinstance(items, str) or (isinstance(items, list) and len(items) > 0)
+    hash_only = not own and ex.hash_ids is not None and bool(ex.hash_block_size)
+    return ExchangeMeta(
+        request_id=ex.request_id,
+        session_id=ex.session_id,
+        thread_id=ex.thread_id,
+        api=ex.api,
+        start_wall_ns=ex.timing.start_wall_ns,
+        e2e_ns=ex.timing.e2e_ns,
+        ttft_ns=ex.timing.ttft_ns,
+        parent_request_id=ex.parent_request_id if parent is None else parent,
+        status=ex.status,
+        model=ex.model,
+        prompt_tokens=ex.usage.prompt_tokens,
+        completion_tokens=ex.usage.completion_tokens,
+        think_time_s=ex.think_time_s,
+        api_time_s=ex.api_time_s,
+        flags=ex.flags,
+        hash_only=hash_only,
+        has_prompt=own or hash_only,
+        locator=locator,
+    )

@@ -26,9 +26,7 @@ def _help(text: str, field: str) -> str:
 
 def _profiled(field: str, text: str | None = None) -> Any:
     """The option of a setting ``--profile`` gives a default to (None: the profile's)."""
-    return typer.Option(
-        e.flag(field), help=_help(text or e.HELP[field], field), show_default=False
-    )
+    return typer.Option(e.flag(field), help=_help(text or e.HELP[field], field), show_default=False)
 
 
 @app.command("serve-sim")
@@ -46,7 +44,9 @@ def serve_sim(
     block_size: Annotated[
         int | None, _profiled("block_size", "prefix-cache block size, tokens")
     ] = None,
-    kv_tokens: Annotated[int | None, _profiled("kv_tokens", "GPU KV-cache capacity, tokens")] = None,
+    kv_tokens: Annotated[
+        int | None, _profiled("kv_tokens", "GPU KV-cache capacity, tokens")
+    ] = None,
     kv_blocks: Annotated[
         int | None,
         typer.Option(

@@ -6,12 +6,17 @@ request to its captured family's endpoint. In every mode: the model is replaced,
 is the recorded output length, the answer is streamed with usage, ``--extra-body`` is merged
 last, and the tree's cache-bust marker (``[rid:<12 hex>]`` and a blank line, as agentx-harness
 writes it) goes at the start of the first user message (the system prompt stays unmarked).
+
+A hash-only row (Weka, Mooncake) is sent as one user message of synthetic text laid out block by
+block from its hash ids (:class:`agentx.synth.ThreadText`): the same id always gives the same
+block, so the trace's prefix sharing is exact at its block size, and each turn of a thread only
+makes its new blocks. The block texts are shared by the run's threads (:class:`SynthCache`).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -28,9 +33,11 @@ from agentx.models import (
 )
 from agentx.provider_fields import strip_provider_fields
 from agentx.replay.translate import Message, ThreadConverter
-from agentx.tokens import count_tokens
+from agentx.synth import BlockTexts, ThreadText
+from agentx.tokens import conversation, count_tokens
 
 DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was
+SYNTH_CACHE_BYTES = 64 << 20  # block texts kept per run (per process), shared by its threads
 PATHS = {
     API_OPENAI_CHAT: "/v1/chat/completions",
     API_ANTHROPIC_MESSAGES: "/v1/messages",
@@ -117,13 +124,38 @@ def salt_messages(messages: list[JSON], marker: str) -> list[JSON]:
     return list(messages)
 
 
+class SynthCache:
+    """The block texts of a run's hash-only requests, one bounded cache per block size."""
+
+    def __init__(self, max_bytes: int = SYNTH_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._by_size: dict[int, BlockTexts] = {}
+
+    def blocks(self, block_size: int) -> BlockTexts:
+        blocks = self._by_size.get(block_size)
+        if blocks is None:
+            blocks = self._by_size[block_size] = BlockTexts(block_size, max_bytes=self.max_bytes)
+        return blocks
+
+
+def is_hash_only(ex: Exchange) -> bool:
+    """A row whose prompt is only block ids: it is sent as synthetic text."""
+    return (
+        ex.hash_ids is not None
+        and bool(ex.hash_block_size)
+        and not conversation(ex.api, ex.request)
+    )
+
+
 class ThreadBuilder:
     """Builds the successive requests of one thread of one session instance."""
 
-    def __init__(self, config: BuildConfig, api: str) -> None:
+    def __init__(self, config: BuildConfig, api: str, synth: SynthCache | None = None) -> None:
         self.config = config
         self.api = api
         self._converter = ThreadConverter(api) if config.api_mode == "chat" else None
+        self._synth = synth
+        self._text: ThreadText | None = None  # this thread's synthetic text, hash-only rows
         # --assistant live: what was sent last turn, and the server's answer to it
         self._recorded_prev: list[Message] | None = None
         self._sent_prev: list[Message] | None = None
@@ -136,12 +168,28 @@ class ThreadBuilder:
     def build(self, ex: Exchange, salt: str | None, max_tokens: int | None = None) -> BuiltRequest:
         """The request for ``ex``; ``max_tokens`` overrides the recorded answer length (the
         warm-up asks for one token)."""
+        if is_hash_only(ex):
+            ex = self._synthetic(ex)
         max_tokens = max_tokens_of(ex) if max_tokens is None else max_tokens
         if self._converter is not None and ex.api != self._converter.api:
             self._converter = ThreadConverter(ex.api)  # a thread that changed API family
         if self._converter is not None:
             return self._chat(ex, salt, max_tokens)
         return self._native(ex, salt, max_tokens)
+
+    def _synthetic(self, ex: Exchange) -> Exchange:
+        assert ex.hash_ids is not None and ex.hash_block_size
+        bs = ex.hash_block_size
+        if self._text is None or self._text.blocks.block_size != bs:
+            synth = self._synth if self._synth is not None else SynthCache()
+            self._synth = synth
+            self._text = ThreadText(synth.blocks(bs))
+        n = ex.usage.prompt_tokens
+        if n is None:
+            n = len(ex.hash_ids) * bs
+        text = self._text.text(ex.hash_ids, n)
+        body = ex.request if isinstance(ex.request, dict) else {}
+        return replace(ex, request={**body, "messages": [{"role": "user", "content": text}]})
 
     def _chat(self, ex: Exchange, salt: str | None, max_tokens: int) -> BuiltRequest:
         assert self._converter is not None

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
-from agentx.metrics.percentiles import percentiles
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
@@ -19,9 +18,10 @@ from agentx.prefix_union import TheoryRow
 from agentx.record import ERR_BAD_USAGE, RequestRecord
 from agentx.replay import gates
 from agentx.replay.autoworkers import WorkersChoice
+from agentx.replay.bottleneck import Tick, judge
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import EngineResult
-from agentx.replay.plan import ReplayPlan
+from agentx.replay.plan import ReplayPlan, Tally
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.replay.translate import to_chat
@@ -30,9 +30,6 @@ from agentx.schedule.arrivals import ArrivalLog
 from agentx.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.urls import redact_url
 from agentx.usage import MAX_TOKENS
-
-SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
-SATURATED_LAG_P99_MS = 50.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +71,8 @@ class Collected:
     schedule: dict[str, Any] = field(default_factory=dict)  # lane starts, idle-cap jumps
     failure: str | None = None
     arrival_logs: list[ArrivalLog] = field(default_factory=list)  # open loop, one per process
+    ticks: list[Tick] = field(default_factory=list)  # every process's loop monitor
+    tallies: list[Tally] = field(default_factory=list)  # what each process indexed (lazy plans)
 
 
 def collect(
@@ -126,15 +125,22 @@ def collect(
         },
         failure=next((res.failure for res in results if res.failure), None),
         arrival_logs=[res.arrivals for res in results if res.arrivals is not None],
+        ticks=[t for res in results for t in res.ticks],
+        tallies=[res.tally for res in results if res.tally is not None],
     )
 
 
 def _with_theory(
-    records: list[RequestRecord], logs: list[Path], block_size: int, tokenizer: Tokenizer
+    records: list[RequestRecord],
+    logs: list[Path],
+    block_size: int,
+    tokenizer: Tokenizer,
+    lanes: int,
 ) -> tuple[list[RequestRecord], list[TheoryRow]]:
     """The records with their theoretical figures (in ``tokenizer``'s tokens), and the rows of
     ``theory.parquet``."""
-    expected = theoretical(merged(logs), block_size, tokenizer)
+    # the threads in flight together: a few per lane (a session's subagents run beside it)
+    expected = theoretical(merged(logs), block_size, tokenizer, max_threads=2 * lanes + 16)
     out = []
     for r in records:
         e = expected.get(r.request_id)
@@ -167,18 +173,20 @@ def finish_run(
     tokenizer = resolve_tokenizer(
         o.tokenizer, server_url=setup.root_url, model=setup.model, to_chat=to_chat
     )
-    records, theory = _with_theory(c.records, c.sent_logs, setup.block_size, tokenizer)
+    tally = plan.sessions.tally
+    if plan.sessions.lazy and not any(t is tally for t in c.tallies):  # indexed by workers
+        for t in c.tallies:
+            tally.merge(t)
+    records, theory = _with_theory(
+        c.records, c.sent_logs, setup.block_size, tokenizer, o.concurrency
+    )
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     cpu_percent = 100.0 * c.cpu_s / wall_s
-    lag = percentiles([r.dispatch_lag_ns / 1e6 for r in records if not r.warmup])
-    lag_p99 = lag["p99"] or 0.0
-    saturated = c.cpu_percent_max >= SATURATED_CPU_PERCENT or lag_p99 >= SATURATED_LAG_P99_MS
+    verdict = judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
+    saturated = verdict.bottleneck == "client"
     warnings = list(c.warnings)
-    if saturated:
-        warnings.append(
-            f"the client itself may be the bottleneck (busiest process at {c.cpu_percent_max:.0f}% "
-            f"of a core, dispatch lag p99 {lag_p99:.1f} ms): add --workers or lower --concurrency"
-        )
+    if (line := verdict.warning()) is not None:
+        warnings.append(line)
     if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
         warnings.append(
             f"--metrics-url {redact_url(o.metrics_url)} did not answer with Prometheus text; "
@@ -216,6 +224,7 @@ def finish_run(
         lanes=setup.lanes,
         metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
         trace_sessions=len(plan.sessions),
+        trace_sessions_indexed=plan.sessions.tally.indexed,  # < trace_sessions: totals partial
         trace_requests=plan.requests,
         skipped_rows=plan.skipped,
         synthesized_rows=plan.synthesized,
@@ -265,6 +274,7 @@ def finish_run(
         )
         summary["schedule"].update(arrivals)
         warnings.extend(arrival_warnings(arrivals))
+    summary["bottleneck"] = verdict.to_json()
     if warnings:
         summary["warnings"] = warnings
     write_results(out_dir, summary, records, theory)

@@ -5,6 +5,10 @@ start, warm-up, think times, spawn/join, idle caps, stopping; see its docs). Thi
 real-time driver: it polls the schedule on the event loop's clock, builds each due request
 (:mod:`agentx.replay.build`), streams it (:mod:`agentx.replay.client`), and reports the end back.
 
+The plan holds metadata only: a tree instance's rows are materialised one by one by its
+session's loader (:mod:`agentx.replay.source`) when they are sent, and hash-only rows get their
+synthetic text then (:class:`agentx.replay.build.SynthCache`).
+
 Stopping: ``--duration`` and ``--max-requests`` stop *new* requests; those in flight drain and
 keep their rows (finishing after the deadline marks them ``in_window=False``). An abort (Ctrl-C,
 a failed warm-up request, a breached failure gate) also cancels the requests in flight: they
@@ -22,11 +26,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentx.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
-from agentx.replay.build import BuildConfig, ThreadBuilder
+from agentx.replay.bottleneck import LoopMonitor, Tick
+from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
 from agentx.replay.http1 import StreamClient
-from agentx.replay.plan import SessionPlan
+from agentx.replay.plan import SessionPlan, Sessions, Tally
+from agentx.replay.source import SessionLoader, TraceSource
 from agentx.replay.theory import SentLog
 from agentx.replay.trees import request_tree, tree_of
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
@@ -85,6 +91,8 @@ class EngineResult:
     failure: str | None = None  # why the run was aborted (a warm-up request, a gate)
     idle_jumps: dict[str, float] = field(default_factory=dict)
     arrivals: ArrivalLog | None = None  # open loop: what arrived, when it started (schedule s)
+    ticks: list[Tick] = field(default_factory=list)  # the event loop's lateness and CPU share
+    tally: Tally | None = None  # what this process indexed of a lazy plan
 
 
 def marker_salt(nonce: str, instance: int | str) -> str:
@@ -101,19 +109,23 @@ class Engine:
 
     def __init__(
         self,
-        sessions: tuple[SessionPlan, ...],
+        sessions: Sessions,
+        source: TraceSource,
         config: EngineConfig,
         client: StreamClient,
         sent_log: SentLog,
         on_boundary: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.sessions = sessions
+        self.source = source
+        self.synth = SynthCache()  # block texts of hash-only rows, shared by every lane
         self.config = config
         self.client = client
         self.sent_log = sent_log
         self.on_boundary = on_boundary
+        self._plans = list(sessions)
         single = config.single_requests
-        trees = [request_tree(s) if single else tree_of(s) for s in sessions]
+        trees = [request_tree(s) if single else tree_of(s) for s in self._plans]
         self.schedule = Schedule(trees, config.schedule)
         self.records: list[RequestRecord] = []
         self.counters = Counters()
@@ -127,6 +139,7 @@ class Engine:
         self._t0_ns = 0
         self._deadline_ns: int | None = None
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
+        self._loaders: dict[int, SessionLoader] = {}  # per tree instance
         self._gate = FailedRatioGate(config.max_failed_ratio, config.gate_after)
 
     # -- control ------------------------------------------------------------------------------
@@ -151,6 +164,38 @@ class Engine:
     async def run(self) -> EngineResult:
         cpu0 = time.thread_time()
         self._t0_ns = started = time.perf_counter_ns()
+        sched = self.schedule
+        monitor = LoopMonitor()
+        watching = asyncio.create_task(monitor.run())
+        try:
+            profiling_ns = await self._drive()
+        finally:
+            watching.cancel()
+        return EngineResult(
+            records=self.records,
+            counters=self.counters,
+            started_ns=started,
+            ended_ns=time.perf_counter_ns(),
+            deadline_ns=self._deadline_ns,
+            cpu_s=time.thread_time() - cpu0,
+            interrupted=self.aborted,
+            sent_log_error=self.sent_log.error,
+            profiling_started_ns=profiling_ns,
+            lane_starts=list(sched.lane_starts),
+            failure=self.failure,
+            idle_jumps={
+                "system_jumps": sched.system_idle.jumps,
+                "system_skipped_s": round(sched.system_idle.skipped_s, 3),
+                "trace_jumps": sched.trace_idle.jumps,
+                "trace_skipped_s": round(sched.trace_idle.skipped_s, 3),
+            },
+            arrivals=sched.arrival_log(),
+            ticks=monitor.ticks,
+            tally=self.sessions.tally if self.sessions.lazy else None,
+        )
+
+    async def _drive(self) -> int | None:
+        """Run the schedule to its end; returns when the measured window began."""
         sched = self.schedule
         sched.start(0.0)
         profiling_ns: int | None = None
@@ -179,26 +224,7 @@ class Engine:
             if timeout is None or timeout > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
-        return EngineResult(
-            records=self.records,
-            counters=self.counters,
-            started_ns=started,
-            ended_ns=time.perf_counter_ns(),
-            deadline_ns=self._deadline_ns,
-            cpu_s=time.thread_time() - cpu0,
-            interrupted=self.aborted,
-            sent_log_error=self.sent_log.error,
-            arrivals=sched.arrival_log(),
-            profiling_started_ns=profiling_ns,
-            lane_starts=list(sched.lane_starts),
-            failure=self.failure,
-            idle_jumps={
-                "system_jumps": sched.system_idle.jumps,
-                "system_skipped_s": round(sched.system_idle.skipped_s, 3),
-                "trace_jumps": sched.trace_idle.jumps,
-                "trace_skipped_s": round(sched.trace_idle.skipped_s, 3),
-            },
-        )
+        return profiling_ns
 
     def _count_lanes(self) -> None:
         c = self.counters
@@ -221,13 +247,13 @@ class Engine:
             self._wake.set()
 
     async def _send_one(self, send: Send) -> bool:
-        session = self.sessions[send.tree]
+        session = self._plans[send.tree]
         thread = session.threads[send.stream]
         key = (send.instance, send.stream)
         builder = self._builders.get(key)
         if builder is None:
             builder = self._builders[key] = ThreadBuilder(
-                self.config.build, thread.turns[send.turn].exchange.api
+                self.config.build, thread.turns[send.turn].meta.api, self.synth
             )
         if not send.primer and send.turn == len(thread.turns) - 1:
             del self._builders[key]  # the stream's last request: nothing builds on it
@@ -253,7 +279,10 @@ class Engine:
     ) -> tuple[RequestRecord, StreamOutcome]:
         cfg = self.config
         thread = session.threads[send.stream]
-        ex = thread.turns[send.turn].exchange
+        loader = self._loaders.get(send.instance)
+        if loader is None:
+            loader = self._loaders[send.instance] = self.source.load_session(session.source)
+        ex = loader.exchange(thread.turns[send.turn].meta)
         key = f"s{session.index}.{send.copy}" if cfg.single_requests else send.instance
         salt = marker_salt(cfg.nonce, key) if cfg.salt else None
         built = builder.build(ex, salt, max_tokens=send.max_tokens)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentx.replay.plan import ReplayPlan, SessionPlan, ThreadPlan, Turn
+from agentx.replay.plan import ReplayPlan, SessionPlan, Sessions, ThreadPlan, Turn
 
 
 def for_arrivals(plan: ReplayPlan, request_rate: float | None) -> ReplayPlan:
@@ -24,19 +24,22 @@ def for_arrivals(plan: ReplayPlan, request_rate: float | None) -> ReplayPlan:
     return dataclasses.replace(plan, sessions=single_requests(plan.sessions))
 
 
-def single_requests(sessions: tuple[SessionPlan, ...]) -> tuple[SessionPlan, ...]:
-    """Every request of ``sessions`` as a one-request session, in recorded order."""
+def single_requests(sessions: Sessions) -> Sessions:
+    """Every request of ``sessions`` as a one-request session, in recorded order. The recorded
+    order spans sessions, so a lazy plan is indexed whole first; each request is still read
+    from the trace only when it is sent (its session's :class:`SessionIndex` goes with it)."""
+    plans = list(sessions)
     order = sorted(
-        (turn.exchange.timing.start_wall_ns, si, ti, k)
-        for si, session in enumerate(sessions)
+        (turn.meta.start_wall_ns, si, ti, k)
+        for si, session in enumerate(plans)
         for ti, thread in enumerate(session.threads)
         for k, turn in enumerate(thread.turns)
     )
     flat: list[SessionPlan] = []
     for _, si, ti, k in order:
-        session = sessions[si]
+        session = plans[si]
         thread = session.threads[ti]
         turn = thread.turns[k]
-        alone = ThreadPlan(thread.thread_id, (Turn(turn.exchange, turn.index, 0.0),), None, 0.0)
-        flat.append(SessionPlan(session.session_id, session.index, (alone,)))
-    return tuple(flat)
+        alone = ThreadPlan(thread.thread_id, (Turn(turn.meta, turn.index, 0.0, 0.0),), None, 0.0)
+        flat.append(SessionPlan(session.session_id, session.index, (alone,), session.source))
+    return Sessions(sessions.source, sessions.tally, flat)

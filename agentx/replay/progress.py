@@ -28,9 +28,10 @@ class Goal:
     duration_s: float | None = None
 
 
-def goal_of(options: ReplayOptions, plan_requests: int) -> Goal:
+def goal_of(options: ReplayOptions, plan_requests: int | None) -> Goal:
     """``--duration`` ends by time; ``--max-requests`` after that many measured requests (plus
-    the warm-up ones); otherwise every planned request of this shard is sent once."""
+    the warm-up ones); otherwise every planned request of this shard is sent once (``None``:
+    not known before the run, a plan whose sessions are indexed as they are needed)."""
     if options.duration_s is not None:
         return Goal(duration_s=options.duration_s)
     if options.max_requests is not None:

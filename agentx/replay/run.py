@@ -28,17 +28,19 @@ from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import Engine
 from agentx.replay.open_loop import for_arrivals
 from agentx.replay.options import ReplayOptions
-from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
+from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
     RunSetup,
     engine_config,
     http_client,
     probe_setup,
+    return_large_blocks,
     start_barrier,
     start_scraper,
     stream_client,
 )
+from agentx.replay.source import open_source
 from agentx.replay.stop import StopSignals, stop_signals
 from agentx.replay.theory import SentLog, remove_quietly
 from agentx.replay.workers import run_workers
@@ -53,6 +55,7 @@ def default_output_dir() -> Path:
 def run_replay(options: ReplayOptions) -> ReplayResult:
     """Run one replay. Raises ``AgentxError`` (bad trace, bad options, unreachable endpoint;
     :class:`~agentx.replay.stop.Interrupted` for a signal before the lanes started)."""
+    return_large_blocks()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     slo_checks: list[SloCheck] = parse_slo(options.slo) if options.slo else []
     if options.output_dir is not None:
@@ -61,7 +64,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         out_dir = unique_dir(default_output_dir())
     with stop_signals() as stop:
         plan = build_plan(
-            load_exchanges(options.trace),
+            open_source(options.trace),
             sessions=options.sessions,
             seed=options.seed,
             shard=options.shard,
@@ -115,12 +118,13 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
         scraper = await start_scraper(setup, client)
         engine = Engine(
             plan.sessions,
+            plan.source,
             engine_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
             lanes_client,
             log,
             on_boundary=scraper.begin_window if scraper is not None else None,
         )
-        goal = goal_of(o, plan.requests)
+        goal = goal_of(o, plan.known_requests)
         progress = asyncio.create_task(_progress(engine, setup.lanes, goal)) if o.progress else None
         try:
             with stop.running(engine.abort):

@@ -12,44 +12,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentx.flags import weka_values
-from agentx.models import Exchange
+from agentx.models import ExchangeMeta
 from agentx.replay.plan import SessionPlan
 from agentx.schedule import StreamSpec, TreeSpec, TurnSpec, with_joins
 
 NS_PER_S = 1e9
 
 
-def _turn(ex: Exchange, t0_ns: int) -> TurnSpec:
-    start = ex.timing.start_wall_ns - t0_ns
-    return TurnSpec(start / NS_PER_S, (start + (ex.timing.e2e_ns or 0)) / NS_PER_S)
+def _turn(m: ExchangeMeta, t0_ns: int) -> TurnSpec:
+    start = m.start_wall_ns - t0_ns
+    return TurnSpec(start / NS_PER_S, (start + (m.e2e_ns or 0)) / NS_PER_S)
 
 
-def _recorded_end_s(exchanges: Sequence[Exchange], t0_ns: int) -> float | None:
+def _recorded_end_s(rows: Sequence[ExchangeMeta], t0_ns: int) -> float | None:
     """A Weka subagent's own end: its start plus its ``duration_ms`` (its first request starts
     when the subagent does in the published traces)."""
-    found = weka_values(exchanges[0].flags, "duration_ms")
+    found = weka_values(rows[0].flags, "duration_ms")
     if not found:
         return None
     try:
         duration_ms = float(found[0])
     except ValueError:
         return None
-    return (exchanges[0].timing.start_wall_ns - t0_ns) / NS_PER_S + duration_ms / 1000.0
+    return (rows[0].start_wall_ns - t0_ns) / NS_PER_S + duration_ms / 1000.0
 
 
 def tree_of(session: SessionPlan) -> TreeSpec:
-    t0 = min(th.turns[0].exchange.timing.start_wall_ns for th in session.threads)
+    """The schedule's tree of a planned session, from its rows' metadata alone (no body or
+    block id is read)."""
+    t0 = min(th.turns[0].meta.start_wall_ns for th in session.threads)
     streams = []
     for th in session.threads:
-        exchanges = [turn.exchange for turn in th.turns]
+        rows = [turn.meta for turn in th.turns]
         parent, spawn = th.after if th.after is not None else (None, None)
         streams.append(
             StreamSpec(
                 name=th.thread_id,
-                turns=tuple(_turn(ex, t0) for ex in exchanges),
+                turns=tuple(_turn(m, t0) for m in rows),
                 parent=parent,
                 spawn_turn=spawn,
-                end_s=_recorded_end_s(exchanges, t0),
+                end_s=_recorded_end_s(rows, t0),
             )
         )
     return TreeSpec(session.session_id, with_joins(streams))
@@ -59,10 +61,10 @@ def request_tree(session: SessionPlan) -> TreeSpec:
     """A session of one request (``--request-rate``, :mod:`agentx.replay.open_loop`) as a tree:
     that request alone, with no recorded wrap-up after it."""
     thread = session.threads[0]
-    ex = thread.turns[0].exchange
+    m = thread.turns[0].meta
     stream = StreamSpec(
         name=thread.thread_id,
-        turns=(_turn(ex, ex.timing.start_wall_ns),),
+        turns=(_turn(m, m.start_wall_ns),),
         parent=None,
         spawn_turn=None,
         end_s=None,

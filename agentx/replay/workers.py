@@ -37,16 +37,18 @@ from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import Engine, EngineResult
 from agentx.replay.open_loop import for_arrivals
-from agentx.replay.plan import ReplayPlan, build_plan, load_exchanges
+from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
     RunSetup,
     engine_config,
     http_client,
+    return_large_blocks,
     start_barrier,
     start_scraper,
     stream_client,
 )
+from agentx.replay.source import open_source
 from agentx.replay.stop import SIGNALS as STOP_SIGNALS
 from agentx.replay.stop import StopSignals
 from agentx.replay.theory import SentLog
@@ -111,10 +113,11 @@ def worker_main(
     worker directly)."""
     for sig in STOP_SIGNALS:  # the parent decides until the lanes run
         signal.signal(sig, signal.SIG_IGN)
+    return_large_blocks()
     try:
         o = spec.setup.options
         plan = build_plan(
-            load_exchanges(o.trace), sessions=o.sessions, seed=o.seed, shard=o.shard, api_mode=o.api
+            open_source(o.trace), sessions=o.sessions, seed=o.seed, shard=o.shard, api_mode=o.api
         )
         plan = for_arrivals(plan, o.request_rate)
         events.put(Ready(spec.worker))
@@ -135,7 +138,7 @@ async def _worker_run(
     setup = spec.setup
     o = setup.options
     lanes = tuple(range(spec.worker, setup.lanes, spec.workers))
-    sessions = plan.sessions[spec.worker :: spec.workers]
+    sessions = plan.sessions.every(spec.worker, spec.workers)
     log = SentLog(spec.tmp / f"sent-{spec.worker}.log")
     config = engine_config(
         setup, lanes, _share(o.max_requests, spec.worker, spec.workers), spec.worker
@@ -149,7 +152,7 @@ async def _worker_run(
                 return
 
     async with stream_client(setup) as client:
-        engine = Engine(sessions, config, client, log, on_boundary=warmed_up)
+        engine = Engine(sessions, plan.source, config, client, log, on_boundary=warmed_up)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
             for sig in STOP_SIGNALS:
@@ -202,7 +205,9 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
 
     try:
         return asyncio.run(
-            _supervise(setup, procs, events, go, measure, tmp, plan.requests, stop, stop_workers)
+            _supervise(
+                setup, procs, events, go, measure, tmp, plan.known_requests, stop, stop_workers
+            )
         )
     finally:
         stop_all.set()  # a failure or an early signal: the workers waiting for "go" leave
@@ -244,7 +249,7 @@ async def _supervise(
     go: MpEvent,
     measure: MpEvent,
     tmp: Path,
-    plan_requests: int,
+    plan_requests: int | None,
     stop: StopSignals,
     stop_workers: Callable[[], None],
 ) -> Collected:

@@ -12,7 +12,8 @@ from agentx.errors import AgentxError, UsageError
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefix import DEFAULT_BLOCK_SIZE
 from agentx.replay.build import BuildConfig
-from agentx.replay.plan import build_plan, load_exchanges
+from agentx.replay.plan import build_plan
+from agentx.replay.source import open_source
 from agentx.replay.translate import to_chat
 from agentx.simulate.options import SCHEMA, SimulateOptions, default_capacities
 from agentx.simulate.replayed import EngineRun, PromptSource, RecordedSends, Sends, run_engine
@@ -71,12 +72,13 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
         sessions, seed = cfg.get("sessions", sessions), cfg.get("seed", seed)
         extra_body = cfg.get("extra_body") or extra_body
         ignore_eos = bool(cfg.get("ignore_eos", ignore_eos))
-    plan = build_plan(load_exchanges(o.trace), sessions=sessions, seed=seed, api_mode=api)
+    plan = build_plan(open_source(o.trace), sessions=sessions, seed=seed, api_mode=api)
     tokenizer = resolve_tokenizer(
         o.tokenizer, server_url=o.server_url, model=o.model, to_chat=to_chat
     )
     build = BuildConfig(api, o.model or SIM_MODEL, extra_body, ignore_eos, False)
-    source = PromptSource(build, make_hasher(tokenizer, bs, max_threads=4096), salt=salt)
+    hasher = make_hasher(tokenizer, bs, max_threads=4096)
+    source = PromptSource(build, hasher, plan.source, salt=salt)
 
     def sends() -> Sends:
         if recorded is not None:

@@ -18,21 +18,25 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Hashable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import orjson
 
 from agentx.engine import Admission, EngineParams, ServingEngine
+from agentx.models import Exchange, ExchangeMeta
 from agentx.prefix import HashArray, UnboundedPrefixCache
 from agentx.record import RequestRecord
-from agentx.replay.build import BuildConfig, ThreadBuilder
+from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
 from agentx.replay.lanes import marker_salt
 from agentx.replay.plan import SessionPlan
+from agentx.replay.source import SessionLoader, TraceSource
 from agentx.simulate.schedule import Send
 from agentx.tokenizer import Hasher
 
+LOADERS_KEPT = 64  # sessions whose loader is kept (a session's sends come close together)
 SALT_NONCE = "000000000-"  # replay's is random per run; the marker is 12 hex digits either way
 
 
@@ -55,14 +59,30 @@ class Prompt:
 
 class PromptSource:
     """The prompt of each send, built as replay builds it, hashed with one tokenizer. Memoised
-    by (session copy, thread, turn), so several capacities cost one tokenisation."""
+    by (session copy, thread, turn), so several capacities cost one tokenisation. Rows are
+    read from ``trace`` as replay's lanes read them (a few sessions' loaders kept)."""
 
-    def __init__(self, build: BuildConfig, hasher: Hasher, *, salt: bool = True) -> None:
+    def __init__(
+        self, build: BuildConfig, hasher: Hasher, trace: TraceSource, *, salt: bool = True
+    ) -> None:
         self.build = build
         self.hasher = hasher
+        self.trace = trace
         self.salt = salt
+        self.synth = SynthCache()
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
         self._memo: dict[tuple[int, int, int, int | None], Prompt] = {}
+        self._loaders: OrderedDict[int, SessionLoader] = OrderedDict()
+
+    def _exchange(self, session: SessionPlan, meta: ExchangeMeta) -> Exchange:
+        loader = self._loaders.get(session.index)
+        if loader is None:
+            loader = self._loaders[session.index] = self.trace.load_session(session.source)
+            while len(self._loaders) > LOADERS_KEPT:
+                self._loaders.popitem(last=False)
+        else:
+            self._loaders.move_to_end(session.index)
+        return loader.exchange(meta)
 
     def distinct_blocks(self) -> int:
         """Distinct block hashes of every prompt built so far (the footprint)."""
@@ -76,9 +96,12 @@ class PromptSource:
         th = send.session.threads[send.thread]
         builder = self._builders.get(key[:2])
         if builder is None:
-            builder = self._builders[key[:2]] = ThreadBuilder(self.build, th.turns[0].exchange.api)
+            builder = self._builders[key[:2]] = ThreadBuilder(
+                self.build, th.turns[0].meta.api, self.synth
+            )
         salt = marker_salt(SALT_NONCE, send.instance) if self.salt else None
-        built = builder.build(th.turns[send.turn].exchange, salt, max_tokens=send.max_tokens)
+        ex = self._exchange(send.session, th.turns[send.turn].meta)
+        built = builder.build(ex, salt, max_tokens=send.max_tokens)
         thread: Hashable = f"{send.session_id}\x1f{th.thread_id}"
         hashes, n = self.hasher.hash_request(built.api, orjson.loads(built.body), thread)
         got = self._memo[key] = Prompt(hashes, hashes.tolist(), n, built.max_tokens)
@@ -246,7 +269,7 @@ class RecordedSends:
     """A real run's sends (``requests.parquet``), at their recorded times: open loop, so the
     schedule is the measured one and only the cache model is left to be wrong."""
 
-    def __init__(self, sessions: tuple[SessionPlan, ...], records: list[RequestRecord]) -> None:
+    def __init__(self, sessions: Iterable[SessionPlan], records: list[RequestRecord]) -> None:
         by_id = {s.session_id: s for s in sessions}
         rows = sorted((r for r in records if r.sent_ns), key=lambda r: r.sent_ns)
         t0 = rows[0].sent_ns if rows else 0

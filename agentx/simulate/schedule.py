@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentx.replay.plan import SessionPlan
+from agentx.replay.plan import SessionPlan, Sessions
 from agentx.replay.trees import tree_of
 from agentx.schedule import Phase, Schedule, ScheduleOptions
 from agentx.schedule import Send as ScheduledSend
@@ -76,9 +76,7 @@ class Send:
 class SharedSchedule:
     """:class:`agentx.schedule.Schedule` over a replay plan's sessions, as simulate drives it."""
 
-    def __init__(
-        self, sessions: tuple[SessionPlan, ...], rules: ScheduleRules, seed: int = 0
-    ) -> None:
+    def __init__(self, sessions: Sessions, rules: ScheduleRules, seed: int = 0) -> None:
         self.sessions = sessions
         self._schedule = Schedule([tree_of(s) for s in sessions], rules.options(seed))
 

@@ -25,9 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentx.models import API_OPENAI_CHAT
+from agentx.formats import load_exchanges
+from agentx.models import API_OPENAI_CHAT, exchange_meta
 from agentx.replay.build import max_tokens_of
-from agentx.replay.plan import load_exchanges, skip_reason
+from agentx.replay.plan import skip_reason
 from agentx.replay.translate import to_chat
 from agentx.tokens import count_request_tokens
 
@@ -36,7 +37,7 @@ def expected(trace: Path) -> tuple[int, int, int]:
     """(requests, output tokens, chat input tokens) of the replayable rows of ``trace``."""
     requests = output = prompt = 0
     for ex in load_exchanges(trace):
-        if skip_reason(ex) is not None:
+        if skip_reason(exchange_meta(ex)) is not None:
             continue
         requests += 1
         output += max_tokens_of(ex)

@@ -33,8 +33,8 @@ from vllm_traces import fresh_system, small_weka
 
 from agentx.engine import EngineParams
 from agentx.examples import example_path
+from agentx.formats import load_exchanges
 from agentx.replay import ReplayOptions, run_replay
-from agentx.replay.plan import load_exchanges
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.simulate.schedule import ScheduleRules

@@ -20,7 +20,7 @@ from vllm_traces import fresh_system
 
 from agentx.cli import app
 from agentx.examples import example_path
-from agentx.replay.plan import load_exchanges
+from agentx.formats import load_exchanges
 from agentx.store import write_trace
 from agentx.store.results import read_requests
 

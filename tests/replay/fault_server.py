@@ -283,7 +283,7 @@ class FaultServer:
         self._loop = loop
         asyncio.set_event_loop(loop)
         self.hold = asyncio.Event()
-        app = web.Application()
+        app = web.Application(client_max_size=64 << 20)  # corpus-sized prompts
         app.router.add_get("/v1/models", self.list_models)
         app.router.add_get("/metrics", self.prometheus)
         app.router.add_post("/v1/chat/completions", self.chat)

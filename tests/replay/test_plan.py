@@ -5,10 +5,12 @@ import functools
 import operator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agentx.errors import TraceError, UsageError
-from agentx.models import API_OTHER, Usage
+from agentx.models import API_OPENAI_CHAT, API_OTHER, Usage
+from agentx.replay.build import BuildConfig, ThreadBuilder
 from agentx.replay.options import ReplayOptions, parse_extra_body, parse_shard
 from agentx.replay.plan import build_plan
 from agentx.tokens import count_tokens
@@ -91,8 +93,15 @@ def test_hash_only_rows_get_synthetic_text() -> None:
     ]
     plan = build_plan(rows)
     assert plan.synthesized == 2 and plan.requests == 2
+    (session,) = plan.sessions
+    loader = plan.source.load_session(session.source)
+    builder = ThreadBuilder(
+        BuildConfig(api_mode="chat", model="m", extra_body={}, ignore_eos=False, live=False),
+        API_OPENAI_CHAT,
+    )
     first, second = (
-        t.exchange.request["messages"][0]["content"] for t in plan.sessions[0].threads[0].turns
+        orjson.loads(builder.build(loader.exchange(t.meta), None).body)["messages"][0]["content"]
+        for t in session.threads[0].turns
     )
     assert second.startswith(first)  # shared hash ids, shared text
     assert count_tokens(second) == 48  # 3 blocks of 16, token-exact

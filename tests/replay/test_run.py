@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 from collections import Counter
@@ -15,6 +16,9 @@ import pytest
 
 from agentx.errors import EndpointError
 from agentx.examples import example_path
+from agentx.formats import load_exchanges
+from agentx.hitrate import hash_only_blocks
+from agentx.prefix import UnboundedPrefixCache, block_hashes
 from agentx.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
@@ -23,9 +27,10 @@ from agentx.record import (
     ERR_PROTOCOL,
     ERR_RESET,
 )
-from agentx.replay import ReplayOptions, lanes, run_replay
-from agentx.replay import finish as finish_module
+from agentx.replay import ReplayOptions, bottleneck, lanes, run_replay
 from agentx.store.results import read_requests
+from agentx.synth import hash_id_text
+from agentx.tokens import encode
 
 from .factory import T0, chat_session, write
 from .fault_server import FaultServer
@@ -228,11 +233,12 @@ def test_endpoint_without_models_needs_model(tmp_path: Path) -> None:
 def test_saturated_client_is_flagged(
     server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(finish_module, "SATURATED_LAG_P99_MS", -1.0)  # any lag is too much
+    monkeypatch.setattr(bottleneck, "SATURATED_CPU_PERCENT", -1.0)  # any CPU use is too much
     trace = write(tmp_path / "t.parquet", chat_session("a", turns=2))
     result = run_replay(options(trace, server.url, tmp_path))
     assert result.summary["client"]["saturated"] is True
-    assert any("client itself may be the bottleneck" in w for w in result.warnings)
+    assert any(w.startswith("the client delayed its own requests") for w in result.warnings)
+    assert result.summary["bottleneck"]["bottleneck"] == "client"
     assert result.summary["warnings"] == list(result.warnings)
 
 
@@ -255,3 +261,66 @@ def test_weka_trace_replays_with_synthetic_text(server: FaultServer, tmp_path: P
     assert all(
         r.expected_prompt_tokens and r.expected_prompt_tokens > 10_000 for r in result.records
     )
+
+
+def test_a_hash_only_replay_sends_text_with_the_traces_hit_rate(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """The text sent for a Weka trace shares exactly the prefixes its hash ids share: the
+    theoretical hit rate of the sent tokens at the trace's block size equals the hash-level one
+    of the same requests in the same order."""
+    weka = tmp_path / "weka"
+    weka.mkdir()
+    shutil.copy(example_path("weka") / "trace_0010_head.json", weka / "t.json")  # subagents too
+    result = run_replay(options(weka, server.url, tmp_path, salt=False, concurrency=1))
+    assert [r.error for r in result.records if not r.ok] == []
+    assert len(server.requests) == len(result.records)
+    # each body is exactly the synthetic text of one trace request (hash_id_text, as convert
+    # makes it), in the server's arrival order
+    by_content = {}
+    for ex in load_exchanges(weka):
+        assert ex.hash_ids is not None and ex.usage.prompt_tokens is not None
+        by_content[hash_id_text(ex.hash_ids, 64, ex.usage.prompt_tokens)] = ex
+    bs = 64
+    by_text, by_ids = UnboundedPrefixCache(bs), UnboundedPrefixCache(bs)
+    for body in server.requests:
+        (message,) = body["messages"]
+        tokens = encode(message["content"])
+        by_text.observe(block_hashes(tokens, bs), int(tokens.size))
+        hashes, n, _ = hash_only_blocks(by_content[message["content"]], None)
+        assert n == tokens.size  # token-exact: the trace's input length
+        by_ids.observe(hashes, n)
+    assert by_text.prompt_tokens == by_ids.prompt_tokens
+    assert by_text.hit_tokens == by_ids.hit_tokens > 0.8 * by_ids.prompt_tokens
+
+
+def test_a_lazy_plan_skips_sessions_with_nothing_to_replay(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    weka = tmp_path / "weka"
+    weka.mkdir()
+    shutil.copy(example_path("weka") / "trace_0010_head.json", weka / "a.json")
+    (weka / "b.json").write_text('{"id": "empty", "block_size": 64, "requests": []}')
+    # recycling past the end: the empty session is skipped every time, never looped on
+    result = run_replay(options(weka, server.url, tmp_path, max_requests=40, salt=False))
+    assert len(result.records) == 40 and all(r.ok for r in result.records)
+    assert {r.session_id.split("#")[0] for r in result.records} == {"trace_0010_head"}
+    config = result.summary["config"]
+    assert (config["trace_sessions"], config["trace_sessions_indexed"]) == (2, 2)
+
+
+def test_workers_index_their_own_sessions_of_a_lazy_plan(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    weka = tmp_path / "weka"
+    weka.mkdir()
+    for i in range(2):
+        shutil.copy(example_path("weka") / "trace_0010_head.json", weka / f"t{i}.json")
+    result = run_replay(
+        options(weka, server.url, tmp_path, concurrency=2, workers=2, max_requests=6)
+    )
+    assert len(result.records) == 6 and all(r.ok for r in result.records)
+    assert {r.request_id.split(".")[1] for r in result.records} == {"0", "1"}
+    config = result.summary["config"]
+    assert (config["trace_sessions_indexed"], config["trace_requests"]) == (2, 70)
+    assert config["synthesized_rows"] == 70

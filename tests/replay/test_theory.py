@@ -3,6 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentx.models import API_OPENAI_CHAT
 from agentx.prefix import UnboundedPrefixCache, block_hashes
@@ -55,3 +58,35 @@ def test_a_log_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
     raw = (tmp_path / "a.log").read_bytes()
     (tmp_path / "a.log").write_bytes(raw[:-10])
     assert [s.request_id for s in read_log(tmp_path / "a.log")] == ["r0", "r1"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 5)), min_size=1, max_size=30),
+    st.integers(min_value=1, max_value=3000),
+)
+def test_the_spool_stores_deltas_and_reads_back_every_body(
+    tmp_path_factory: pytest.TempPathFactory, sends: list[tuple[str, int]], max_bytes: int
+) -> None:
+    path = tmp_path_factory.mktemp("log") / "a.log"
+    log = SentLog(path, max_bytes=max_bytes)  # small bounds evict: full bodies are written then
+    grown: dict[str, bytes] = {}
+    sent = []
+    for i, (thread, cut) in enumerate(sends):
+        prev = grown.get(thread, b'{"messages":"')
+        body = prev[: max(0, len(prev) - cut)] + f"turn {i} of {thread} ".encode() * 20
+        grown[thread] = body
+        log.add(f"r{i}", API_OPENAI_CHAT, i, thread, body)
+        sent.append(body)
+    log.close()
+    assert [s.body for s in read_log(path, max_bytes=max_bytes)] == sent
+
+
+def test_a_growing_conversation_spools_what_it_adds(tmp_path: Path) -> None:
+    log = SentLog(tmp_path / "a.log")
+    sent = bodies(30)
+    for i, body in enumerate(sent):
+        log.add(f"r{i}", API_OPENAI_CHAT, i, "t", body)
+    log.close()
+    assert log.spooled_bytes < sum(map(len, sent)) / 5
+    assert [s.body for s in read_log(tmp_path / "a.log")] == sent

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentx.examples import example_path
-from agentx.replay.plan import build_plan, load_exchanges
+from agentx.formats import load_exchanges
+from agentx.replay.plan import build_plan
 from agentx.replay.trees import tree_of
 from agentx.schedule import Phase, Schedule, ScheduleOptions, TreeSpec
 from agentx.schedule.virtual import run_virtual

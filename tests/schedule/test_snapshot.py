@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from agentx.examples import example_path
-from agentx.replay.plan import build_plan, load_exchanges
+from agentx.formats import load_exchanges
+from agentx.replay.plan import build_plan
 from agentx.replay.trees import tree_of
 from agentx.schedule.snapshot import fresh, sample_t_star, split, tree_seed
 

@@ -14,7 +14,8 @@ from agentx.engine import EngineParams, ServingEngine
 from agentx.examples import example_path
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.build import BuildConfig
-from agentx.replay.plan import build_plan, load_exchanges
+from agentx.replay.plan import build_plan
+from agentx.replay.source import open_source
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.simulate.replayed import PromptSource, run_engine
@@ -26,7 +27,7 @@ runner = CliRunner()
 
 
 def _plan():  # type: ignore[no-untyped-def]
-    return build_plan(load_exchanges(EXAMPLE))
+    return build_plan(open_source(EXAMPLE))
 
 
 def _drain(sched: SharedSchedule, service_s: float = 1.0) -> list[tuple[float, int, str, int]]:
@@ -96,7 +97,9 @@ def test_engine_admits_fcfs_when_the_prompt_fits() -> None:
 
 def test_unbounded_engine_equals_the_theoretical_rate_and_hits_shrink_with_capacity() -> None:
     plan = _plan()
-    src = PromptSource(BuildConfig("chat", "m", {}, True, False), make_hasher(None, 16))
+    src = PromptSource(
+        BuildConfig("chat", "m", {}, True, False), make_hasher(None, 16), plan.source
+    )
     rates = []
     for kv in (1 << 40, 12_000, 10_000):
         sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))

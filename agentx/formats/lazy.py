@@ -1,0 +1,210 @@
+"""Hash-only traces read lazily: a metadata index first, block ids only for what is sent.
+
+A replay plans from :class:`~agentx.models.ExchangeMeta` (ids, thread structure, timings, token
+counts) and reads a request's block-hash ids when a lane is about to send it, so its memory
+follows the lanes in flight, not the corpus.
+
+- **Weka** (one session per file): the index reads a file with every ``"hash_ids": [...]`` array
+  cut out (a regex over the raw bytes, far cheaper than parsing the ids) and replaced by the
+  request's ordinal, then validates the rest with :func:`agentx.formats.weka.parse_weka`; each
+  request's locator is the byte span of its array, read back with one ``pread`` when sent.
+- **Mooncake** (JSONL): the index reads every line once, its ``hash_ids`` cut out the same way,
+  and keeps its byte offset; a request re-reads (and fully checks) its line when sent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import orjson
+
+from agentx.errors import FormatError
+from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
+from agentx.formats.weka import LOCAL_SCOPE_STRIDE, parse_weka
+from agentx.models import Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
+
+_HASH_IDS = re.compile(rb'"hash_ids"\s*:\s*(\[[^\]]*\])')
+_SPAN_BITS = 32  # a locator packs (offset, length): lengths below 4 GiB
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def pack_span(offset: int, length: int) -> int:
+    return (offset << _SPAN_BITS) | length
+
+
+def unpack_span(locator: int) -> tuple[int, int]:
+    return locator >> _SPAN_BITS, locator & ((1 << _SPAN_BITS) - 1)
+
+
+def _pread(path: Path, offset: int, length: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return os.pread(fd, length, offset)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+
+
+def with_ids(meta: ExchangeMeta, hash_ids: tuple[int, ...], block_size: int) -> Exchange:
+    """The exchange of a hash-only row, from its metadata and its block ids."""
+    return Exchange(
+        request_id=meta.request_id,
+        session_id=meta.session_id,
+        thread_id=meta.thread_id,
+        api=meta.api,
+        request={},
+        timing=Timing(start_wall_ns=meta.start_wall_ns, ttft_ns=meta.ttft_ns, e2e_ns=meta.e2e_ns),
+        parent_request_id=meta.parent_request_id,
+        status=meta.status,
+        model=meta.model,
+        response=Response(),
+        usage=Usage(prompt_tokens=meta.prompt_tokens, completion_tokens=meta.completion_tokens),
+        think_time_s=meta.think_time_s,
+        api_time_s=meta.api_time_s,
+        flags=meta.flags,
+        hash_ids=hash_ids,
+        hash_block_size=block_size,
+    )
+
+
+# -- Weka -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WekaSession:
+    """One Weka file as metadata: its exchanges in time order, each locating its id array."""
+
+    path: Path
+    file_index: int  # position in the directory: local-scope ids are offset by it
+    id_offset: int
+    block_size: int
+    exchanges: tuple[ExchangeMeta, ...]
+
+
+def index_weka_file(path: Path, file_index: int = 0) -> WekaSession:
+    """Read one Weka file without parsing its block ids. Raises :class:`FormatError`."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    parts: list[bytes] = []
+    spans: list[int] = []
+    last = 0
+    for k, m in enumerate(_HASH_IDS.finditer(data)):
+        parts.append(data[last : m.start()])
+        parts.append(b'"hash_ids":[%d]' % k)
+        spans.append(pack_span(m.start(1), m.end(1) - m.start(1)))
+        last = m.end()
+    parts.append(data[last:])
+    try:
+        doc = orjson.loads(b"".join(parts))
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(str(path), f"not valid JSON ({exc})") from None
+    scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
+    trace = parse_weka(doc, path)  # ids are the ordinals: the real ones are checked when read
+    metas = []
+    for ex in trace.exchanges:
+        assert ex.hash_ids is not None  # every Weka request has its array (parse_weka checks)
+        metas.append(exchange_meta(ex, spans[ex.hash_ids[0]]))
+    return WekaSession(
+        path=path,
+        file_index=file_index,
+        id_offset=file_index * LOCAL_SCOPE_STRIDE if scope != "global" else 0,
+        block_size=trace.block_size,
+        exchanges=tuple(metas),
+    )
+
+
+def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
+    """The block ids of one request, read back from its file (validated as the importer does)."""
+    offset, length = unpack_span(meta.locator)
+    raw = _pread(session.path, offset, length)
+    where = f"request {meta.request_id}: hash_ids"
+    try:
+        ids = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise FormatError(str(session.path), f"{where}: changed since it was indexed") from None
+    if not isinstance(ids, list) or not all(type(x) is int for x in ids):
+        raise FormatError(str(session.path), f"{where}: expected a list of integers")
+    off = session.id_offset
+    if ids and (min(ids) < _INT64[0] or max(ids) + off > _INT64[1]):
+        raise FormatError(str(session.path), f"{where}: ids must fit in 64 bits")
+    if off:
+        if max(ids, default=0) >= LOCAL_SCOPE_STRIDE or min(ids, default=0) < 0:
+            raise FormatError(
+                str(session.path), f"{where}: local-scope ids must be in [0, 2^32) to mix files"
+            )
+        return tuple(x + off for x in ids)
+    return tuple(ids)
+
+
+# -- Mooncake -------------------------------------------------------------------------------------
+
+
+def index_mooncake(
+    path: str | os.PathLike[str], block_size: int = MOONCAKE_BLOCK_SIZE
+) -> Iterator[ExchangeMeta]:
+    """Every line of a Mooncake file as metadata (locator: the line's byte offset), in file order,
+    chained by session as :func:`agentx.formats.mooncake.iter_mooncake` chains them."""
+    p = Path(path)
+    last_in_session: dict[str, str] = {}
+    try:
+        fh = open(p, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise FormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
+    stem = p.stem
+    with fh:
+        offset = 0
+        line_no = 0
+        for raw in fh:
+            line_no += 1
+            start = offset
+            offset += len(raw)
+            if not raw.strip():
+                continue
+            m = _HASH_IDS.search(raw)  # the ids are checked when the line is read back
+            stripped = raw if m is None else raw[: m.start(1)] + b"[]" + raw[m.end(1) :]
+            ex = _mooncake_line(p, stripped, line_no, block_size, stem)
+            parent = None
+            if ex.session_id != ex.request_id:  # a line of a named session: chained
+                parent = last_in_session.get(ex.session_id)
+                last_in_session[ex.session_id] = ex.request_id
+            yield exchange_meta(ex, start, parent)
+
+
+def _mooncake_line(
+    p: Path, raw: bytes, line_no: int, block_size: int, stem: str | None = None
+) -> Exchange:
+    try:
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise _Bad(f"not valid JSON ({exc})") from None
+        _, ex = parse_record(rec, line_no, stem or p.stem, block_size)
+    except _Bad as exc:
+        raise FormatError(str(p), str(exc), record=line_no) from None
+    return ex
+
+
+def read_mooncake(
+    path: str | os.PathLike[str], meta: ExchangeMeta, block_size: int = MOONCAKE_BLOCK_SIZE
+) -> Exchange:
+    """One request of a Mooncake file, read back from its line."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            fh.seek(meta.locator)
+            raw = fh.readline()
+    except OSError as exc:
+        raise FormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
+    line_no = int(meta.request_id.rsplit("/", 1)[-1])
+    ex = _mooncake_line(p, raw, line_no, block_size)
+    if ex.request_id != meta.request_id:
+        raise FormatError(str(p), "changed since it was indexed", record=line_no)
+    return replace(ex, parent_request_id=meta.parent_request_id)

@@ -1,0 +1,209 @@
+"""Which side held the run back: the client, the server, or neither — decided from measurements.
+
+Measured on the client, per process: the CPU time of the event-loop thread over the run, and a
+*loop monitor* (:class:`LoopMonitor`) that wakes every :data:`TICK_S` and records how late it
+woke and, in between, the share of time the thread ran on a CPU and the share it was runnable
+but waited for one (Linux ``schedstat``; elsewhere only CPU time is known). Per request: the
+dispatch lag (scheduled send -> sent). From the server: requests waiting in its queue
+(``num_requests_waiting`` in ``/metrics``) and TTFT over the run.
+
+A late event loop is always the client's own delay — a server cannot make it late — so:
+
+- **client** when a process used nearly a whole core (``>= 90 %``), or when requests left late
+  (dispatch lag p99 ``>= 50 ms``) *and* the loop itself woke late (p99 ``>= 25 ms``). The cause
+  is named from the late ticks: ``cpu`` (it ran most of the time: its own work), ``starved``
+  (it waited for a CPU more than it ran: other processes hold the machine's cores), or
+  ``blocked`` (it neither ran nor waited: synchronous I/O or another thread holding the GIL);
+- **server** otherwise, when the server queued requests (waiting ``> 0`` in at least a fifth of
+  the scrapes) or TTFT rose over the run (the last quarter's median ``>= 3x`` the first's and
+  ``+100 ms``);
+- **none** else. A client whose loop kept time is never named, however late its requests were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agentx.metrics.percentiles import percentiles
+from agentx.metrics.prometheus import ServerMetrics
+from agentx.record import RequestRecord
+
+TICK_S = 0.1
+SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
+SATURATED_LAG_P99_MS = 50.0
+LOOP_LATE_P99_MS = 25.0
+LATE_TICK_S = 0.02  # a tick that woke this late counts as the loop being behind
+RAN_WHEN_LATE = 0.7  # running share of the late ticks that makes the cause the client's own work
+SERVER_WAITING_SHARE = 0.2  # share of scrapes with requests waiting at the server
+TTFT_GROWTH = 3.0
+TTFT_GROWTH_MIN_MS = 100.0
+SCHEDSTAT = "/proc/thread-self/schedstat"  # ns on a CPU, ns waiting for one, timeslices
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    late_s: float  # how late the monitor woke
+    ran: float  # share of the time since the previous tick the thread ran on a CPU (0..1)
+    waited: float  # ... was runnable but waited for a CPU (0 where that is not known)
+
+
+def _clock() -> tuple[float, float]:
+    """(seconds this thread ran, seconds it waited for a CPU): schedstat, else CPU time."""
+    try:
+        with open(SCHEDSTAT) as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return time.thread_time(), 0.0
+
+
+class LoopMonitor:
+    """Samples the event loop's lateness and what its thread did; run it as a task."""
+
+    def __init__(self) -> None:
+        self.ticks: list[Tick] = []
+
+    async def run(self) -> None:
+        wall = time.perf_counter()
+        ran, waited = _clock()
+        while True:
+            await asyncio.sleep(TICK_S)
+            now = time.perf_counter()
+            now_ran, now_waited = _clock()
+            elapsed = max(now - wall, 1e-9)
+            self.ticks.append(
+                Tick(
+                    max(0.0, elapsed - TICK_S),
+                    min(1.0, max(0.0, (now_ran - ran) / elapsed)),
+                    min(1.0, max(0.0, (now_waited - waited) / elapsed)),
+                )
+            )
+            wall, ran, waited = now, now_ran, now_waited
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    bottleneck: str  # "client" | "server" | "none"
+    cause: str | None  # client: "cpu" | "starved" | "blocked"; server: "queue" | "ttft"
+    client_cpu_percent_max: float  # busiest client process, % of one core
+    dispatch_lag_p99_ms: float | None
+    loop_late_p99_ms: float | None
+    loop_ran_when_late: float | None  # mean shares over the late ticks (None: none was late)
+    loop_waited_when_late: float | None
+    server_waiting_max: float | None  # most requests waiting at the server in a scrape
+    server_waiting_share: float | None  # share of scrapes with requests waiting
+    ttft_p50_first_ms: float | None  # first quarter of the requests, by send time
+    ttft_p50_last_ms: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def warning(self) -> str | None:
+        """One line naming the bottleneck, with the figures that decided it."""
+        client = (
+            f"busiest client process at {self.client_cpu_percent_max:.0f}% of a core, "
+            f"dispatch lag p99 {_ms(self.dispatch_lag_p99_ms)}, "
+            f"event loop late by {_ms(self.loop_late_p99_ms)} (p99)"
+        )
+        if self.bottleneck == "client":
+            ran, waited = self.loop_ran_when_late or 0.0, self.loop_waited_when_late or 0.0
+            why = {
+                "cpu": f"it was busy {ran:.0%} of the time it ran late: add --workers or lower "
+                "--concurrency",
+                "starved": f"it waited for a CPU {waited:.0%} of the time it ran late (and ran "
+                f"{ran:.0%}): other processes hold this machine's cores",
+                "blocked": f"it neither ran nor waited for a CPU most of the time it ran late "
+                f"(ran {ran:.0%}, waited {waited:.0%}): blocked in I/O or by another thread",
+            }.get(self.cause or "", "its event loop fell behind")
+            return f"the client delayed its own requests ({client}): {why}"
+        if self.bottleneck == "server":
+            reasons = []
+            if self.server_waiting_max:
+                reasons.append(
+                    f"up to {self.server_waiting_max:.0f} requests waited in its queue "
+                    f"({self.server_waiting_share:.0%} of scrapes)"
+                )
+            if self.cause == "ttft":
+                reasons.append(
+                    f"TTFT p50 went from {_ms(self.ttft_p50_first_ms)} to "
+                    f"{_ms(self.ttft_p50_last_ms)} over the run"
+                )
+            return f"the server is the bottleneck, not the client ({client}): {'; '.join(reasons)}"
+        return None
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f} ms" if v < 1000 else f"{v / 1000:.2f} s"
+
+
+def _waiting(server: ServerMetrics | None) -> tuple[float | None, float | None]:
+    if server is None:
+        return None, None
+    values = [p["waiting"] for p in server.time_series if p.get("waiting") is not None]
+    if not values:
+        return None, None
+    return max(values), sum(1 for v in values if v > 0) / len(values)
+
+
+def _ttft_quarters(records: Sequence[RequestRecord]) -> tuple[float | None, float | None]:
+    ttfts = [r.ttft_ns / 1e6 for r in sorted(records, key=lambda r: r.sent_ns) if r.ttft_ns]
+    q = len(ttfts) // 4
+    if q < 5:
+        return None, None
+    return percentiles(ttfts[:q])["p50"], percentiles(ttfts[-q:])["p50"]
+
+
+def _client_cause(cpu_percent_max: float, ran: float | None, waited: float | None) -> str:
+    if cpu_percent_max >= SATURATED_CPU_PERCENT or ran is None or waited is None:
+        return "cpu"
+    if ran >= RAN_WHEN_LATE:
+        return "cpu"
+    return "starved" if waited >= ran and ran + waited >= 0.5 else "blocked"
+
+
+def judge(
+    records: Sequence[RequestRecord],
+    cpu_percent_max: float,
+    ticks: Sequence[Tick],
+    server: ServerMetrics | None,
+) -> Verdict:
+    """Name the bottleneck of a run from what was measured (see the module docstring)."""
+    measured = [r for r in records if not r.warmup]
+    lag_p99 = percentiles([r.dispatch_lag_ns / 1e6 for r in measured])["p99"]
+    late = [t for t in ticks if t.late_s >= LATE_TICK_S]
+    late_p99 = percentiles([t.late_s * 1000 for t in ticks])["p99"] if ticks else None
+    ran = sum(t.ran for t in late) / len(late) if late else None
+    waited = sum(t.waited for t in late) / len(late) if late else None
+    waiting_max, waiting_share = _waiting(server)
+    first, last = _ttft_quarters([r for r in measured if r.ok])
+    lagging = lag_p99 is not None and lag_p99 >= SATURATED_LAG_P99_MS
+    loop_late = late_p99 is not None and late_p99 >= LOOP_LATE_P99_MS
+    queued = waiting_share is not None and waiting_share >= SERVER_WAITING_SHARE
+    slower = (
+        first is not None
+        and last is not None
+        and last >= TTFT_GROWTH * first
+        and last - first >= TTFT_GROWTH_MIN_MS
+    )
+    verdict, cause = "none", None
+    if cpu_percent_max >= SATURATED_CPU_PERCENT or (lagging and loop_late):
+        verdict, cause = "client", _client_cause(cpu_percent_max, ran, waited)
+    elif queued or slower:
+        verdict, cause = "server", "queue" if queued else "ttft"
+    return Verdict(
+        verdict,
+        cause,
+        round(cpu_percent_max, 1),
+        lag_p99,
+        late_p99,
+        ran,
+        waited,
+        waiting_max,
+        waiting_share,
+        first,
+        last,
+    )

@@ -1,0 +1,231 @@
+"""Where a replay's requests come from: a metadata index first, sessions loaded on demand.
+
+A :class:`TraceSource` does two things:
+
+- :meth:`~TraceSource.index` yields each session as a :class:`SessionIndex`: the
+  :class:`~agentx.models.ExchangeMeta` of its rows (ids, thread structure, timings, token
+  counts, flags), never request bodies or block ids. The plan is built from this alone, and
+  ``--sessions N`` samples before anything heavy is read: a Weka directory is sampled by file
+  (:attr:`~TraceSource.candidates`) before any file is opened.
+- :meth:`~TraceSource.load_session` returns a :class:`SessionLoader` whose
+  :meth:`~SessionLoader.exchange` materialises one row with its body (or block ids) when a
+  lane is about to send it: an agentx Parquet trace decodes the session's rows (and the rows
+  they extend) from the row groups that hold them; a Weka file is read back at the byte span
+  of the request's id array; a Mooncake file at the request's line.
+
+So a replay's memory follows the sessions in flight, not the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from agentx.formats import detect_format
+from agentx.models import API_OPENAI_CHAT, Exchange, ExchangeMeta, exchange_meta
+
+
+@dataclass(frozen=True, slots=True)
+class SessionIndex:
+    """One session of a trace as metadata: every row (replayable or not) in trace order."""
+
+    session_id: str
+    exchanges: tuple[ExchangeMeta, ...]
+    unit: int = 0  # the source's handle on where the session lives (e.g. a file's position)
+
+
+class SessionLoader(Protocol):
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        """The full exchange of one row of the session (raises ``AgentxError`` if unreadable)."""
+        ...
+
+
+@runtime_checkable
+class TraceSource(Protocol):
+    """A trace a replay reads in two passes: metadata, then sessions on demand."""
+
+    @property
+    def candidates(self) -> int | None:
+        """How many sessions there are, when known without reading any (else ``None``)."""
+        ...
+
+    @property
+    def apis(self) -> frozenset[str] | None:
+        """The API families of its rows, when known without reading them (else ``None``)."""
+        ...
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        """Sessions in trace order; with ``selection`` (only when :attr:`candidates` is known),
+        just those positions."""
+        ...
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        """A loader for the rows of ``session``."""
+        ...
+
+
+# -- in memory ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ListLoader:
+    exchanges: Sequence[Exchange]
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        return self.exchanges[meta.locator]
+
+
+class MemorySource:
+    """Exchanges already in memory (tests, small traces)."""
+
+    candidates = None
+    apis = None
+
+    def __init__(self, exchanges: Iterable[Exchange]) -> None:
+        self._exchanges = list(exchanges)
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        return _grouped(exchange_meta(ex, i) for i, ex in enumerate(self._exchanges))
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _ListLoader(self._exchanges)
+
+
+def _grouped(metas: Iterable[ExchangeMeta]) -> Iterator[SessionIndex]:
+    by_session: dict[str, list[ExchangeMeta]] = {}
+    for m in metas:
+        by_session.setdefault(m.session_id, []).append(m)
+    for sid, rows in by_session.items():
+        yield SessionIndex(sid, tuple(rows))
+
+
+# -- agentx Parquet traces ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _RowsLoader:
+    rows: dict[int, Exchange]
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        return self.rows[meta.locator]
+
+
+class ParquetSource:
+    """An agentx trace file: metadata columns first, a session's rows when it starts."""
+
+    candidates = None
+    apis = None
+
+    def __init__(self, path: Path) -> None:
+        from agentx.store.select import read_index
+
+        self._index = read_index(path)
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        return _grouped(self._index.rows)
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        rows = [m.locator for m in session.exchanges]
+        return _RowsLoader(dict(zip(rows, self._index.read_rows(rows), strict=True)))
+
+
+# -- Weka and Mooncake (hash-only) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _WekaFile:
+    path: Path
+    id_offset: int
+    block_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class _WekaLoader:
+    file: _WekaFile
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        from agentx.formats.lazy import WekaSession, read_weka_ids, with_ids
+
+        f = self.file
+        ids = read_weka_ids(WekaSession(f.path, 0, f.id_offset, f.block_size, ()), meta)
+        return with_ids(meta, ids, f.block_size)
+
+
+class WekaSource:
+    """A Weka file or directory: one session per file, indexed without parsing block ids."""
+
+    apis = frozenset({API_OPENAI_CHAT})
+
+    def __init__(self, path: Path) -> None:
+        from agentx.formats.weka import weka_files
+
+        self._files = weka_files(path)
+        self._opened: dict[int, _WekaFile] = {}
+
+    @property
+    def candidates(self) -> int:
+        return len(self._files)
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_weka_file
+
+        for k in selection if selection is not None else range(len(self._files)):
+            ws = index_weka_file(self._files[k], k)
+            self._opened[k] = _WekaFile(ws.path, ws.id_offset, ws.block_size)
+            sid = ws.exchanges[0].session_id if ws.exchanges else ws.path.stem
+            yield SessionIndex(sid, ws.exchanges, k)
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _WekaLoader(self._opened[session.unit])
+
+
+@dataclass(frozen=True, slots=True)
+class _MooncakeLoader:
+    path: Path
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        from agentx.formats.lazy import read_mooncake
+
+        return read_mooncake(self.path, meta)
+
+
+class MooncakeSource:
+    """A Mooncake JSONL file: one pass for metadata and line offsets."""
+
+    candidates = None
+    apis = frozenset({API_OPENAI_CHAT})
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_mooncake
+
+        return _grouped(index_mooncake(self._path))
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _MooncakeLoader(self._path)
+
+
+def _hf_source(path: Path) -> TraceSource:
+    """A Hugging Face dataset of Weka traces, read whole (as ``agentx convert`` reads it)."""
+    from agentx.formats.hf import iter_hf
+
+    return MemorySource(iter_hf(path))
+
+
+SOURCES: dict[str, Callable[[Path], TraceSource]] = {
+    "agentx": ParquetSource,
+    "weka": WekaSource,
+    "mooncake": MooncakeSource,
+    "hf": _hf_source,
+}
+
+
+def open_source(path: str | os.PathLike[str]) -> TraceSource:
+    """The source of any trace agentx reads (format detected from the content)."""
+    p = Path(path)
+    return SOURCES[detect_format(p)](p)

@@ -1,0 +1,177 @@
+"""Trace sources: a metadata index first, rows materialised on demand, equal to an eager load."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agentx.errors import FormatError
+from agentx.examples import example_path
+from agentx.formats import load_exchanges
+from agentx.models import Exchange, ExchangeMeta
+from agentx.replay.plan import ReplayPlan, build_plan
+from agentx.replay.source import MooncakeSource, ParquetSource, WekaSource, open_source
+from agentx.store import write_trace
+
+from .factory import T0, chat_session
+
+WEKA = example_path("weka")
+
+
+def _same_row(lazy: Exchange, eager: Exchange) -> None:
+    for name in (
+        "request_id",
+        "session_id",
+        "thread_id",
+        "api",
+        "parent_request_id",
+        "model",
+        "usage",
+        "think_time_s",
+        "api_time_s",
+        "flags",
+        "hash_ids",
+        "hash_block_size",
+    ):
+        assert getattr(lazy, name) == getattr(eager, name), name
+    assert lazy.timing.start_wall_ns == eager.timing.start_wall_ns
+    assert lazy.timing.e2e_ns == eager.timing.e2e_ns
+
+
+def _materialise(source: WekaSource | MooncakeSource | ParquetSource) -> list[Exchange]:
+    out = []
+    for session in source.index():
+        loader = source.load_session(session)
+        out.extend(loader.exchange(m) for m in session.exchanges)
+    return out
+
+
+def _weka_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "weka"
+    d.mkdir()
+    for f in sorted(WEKA.glob("*.json")):
+        shutil.copy(f, d / f.name)
+    # the same session pretty-printed, with spaces around the ids: spans still find them
+    doc = orjson.loads((WEKA / "trace_0001.json").read_bytes())
+    doc["id"] = "pretty"
+    (d / "z_pretty.json").write_text(
+        orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+        .decode()
+        .replace('"hash_ids":', '"hash_ids" :')
+    )
+    return d
+
+
+def test_weka_rows_read_back_equal_the_eager_import(tmp_path: Path) -> None:
+    d = _weka_dir(tmp_path)
+    source = WekaSource(d)
+    assert source.candidates == 3
+    lazy = _materialise(source)
+    eager = list(load_exchanges(d))
+    by_id = {ex.request_id: ex for ex in eager}
+    assert sorted(ex.request_id for ex in lazy) == sorted(by_id)
+    for ex in lazy:
+        _same_row(ex, by_id[ex.request_id])  # local-scope ids offset per file, as imported
+
+
+def test_the_index_holds_no_block_ids(tmp_path: Path) -> None:
+    for session in WekaSource(_weka_dir(tmp_path)).index():
+        for m in session.exchanges:
+            assert isinstance(m, ExchangeMeta) and m.hash_only and m.prompt_tokens
+            assert not hasattr(m, "hash_ids")
+
+
+def test_a_weka_directory_is_sampled_by_file_and_indexed_when_used(tmp_path: Path) -> None:
+    d = tmp_path / "many"
+    d.mkdir()
+    for i in range(6):
+        shutil.copy(WEKA / "trace_0010_head.json", d / f"t{i}.json")
+    (d / "t3.json").write_text("{not json")  # only reading it fails
+    plan = build_plan(open_source(d))  # reads no file
+    assert len(plan.sessions) == 6 and plan.sessions.lazy and plan.sessions.tally.indexed == 0
+    assert plan.sessions[0].session_id == "trace_0010_head" and plan.sessions.tally.indexed == 1
+    with pytest.raises(FormatError, match=r"t3\.json"):
+        list(plan.sessions)
+    seed = next(s for s in range(50) if 3 not in random.Random(s).sample(range(6), 2))
+    plan = build_plan(open_source(d), sessions=2, seed=seed)
+    picked = sorted(random.Random(seed).sample(range(6), 2))
+    assert [s.index for s in plan.sessions] == picked
+    assert plan.sessions.complete and plan.requests == 2 * 35
+
+
+def test_mooncake_rows_read_back_equal_the_eager_import(tmp_path: Path) -> None:
+    lines = [
+        {"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]},
+        {"timestamp": 5, "session_id": "a", "input_length": 700, "hash_ids": [1, 2]},
+        {"timestamp": 9, "session_id": "a", "input_length": 900, "hash_ids": [1, 2, 3]},
+        {"timestamp": 12, "input_length": 3, "text_input": "hi there"},
+    ]
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n\n")
+    lazy = _materialise(MooncakeSource(path))
+    eager = list(load_exchanges(path))
+    assert len(lazy) == len(eager) == 4
+    for a, b in zip(sorted(lazy, key=lambda e: e.request_id), eager, strict=True):
+        _same_row(a, b)
+        assert a.request == b.request
+    assert [s.session_id for s in MooncakeSource(path).index()] == ["m/1", "a", "m/4"]
+
+
+def test_parquet_sessions_decode_with_the_rows_they_extend(tmp_path: Path) -> None:
+    rows = [*chat_session("a", turns=4), *chat_session("b", turns=3, start_ns=T0 + 10**10)]
+    # a row of session b stored as a delta over a row of session a (the encoder picks its parent)
+    b0 = rows[4]
+    rows[4] = dataclasses.replace(
+        b0,
+        request={**b0.request, "messages": rows[2].request["messages"]},
+        parent_request_id=rows[2].request_id,
+    )
+    rows.sort(key=lambda e: e.timing.start_wall_ns)
+    path = tmp_path / "t.parquet"
+    write_trace(path, rows)
+    source = ParquetSource(path)
+    index = source._index
+    assert index.rows[int(index.bases[4])].request_id == "a-main-2"  # across sessions
+    eager = {ex.request_id: ex for ex in load_exchanges(path)}
+    for session in reversed(list(source.index())):  # any order: each loads on its own
+        loader = source.load_session(session)
+        for m in session.exchanges:
+            ex = loader.exchange(m)
+            _same_row(ex, eager[m.request_id])
+            assert ex.request == eager[m.request_id].request
+
+
+def _shape(plan: ReplayPlan) -> list[object]:
+    return [
+        (
+            s.session_id,
+            [
+                (
+                    t.thread_id,
+                    t.after,
+                    t.delay_s,
+                    [dataclasses.replace(u.meta, locator=-1) for u in t.turns],
+                )
+                for t in s.threads
+            ],
+        )
+        for s in plan.sessions
+    ]
+
+
+@pytest.mark.parametrize("name", ["weka", "example"])
+def test_a_plan_from_the_index_equals_a_plan_from_loaded_exchanges(name: str) -> None:
+    path = example_path(name)
+    lazy = build_plan(open_source(path))
+    eager = build_plan(list(load_exchanges(path)))
+    assert _shape(lazy) == _shape(eager)
+    assert (lazy.apis, lazy.skipped, lazy.synthesized) == (
+        eager.apis,
+        eager.skipped,
+        eager.synthesized,
+    )
