@@ -5,9 +5,14 @@ start, warm-up, think times, spawn/join, idle caps, stopping; see its docs). Thi
 real-time driver: it polls the schedule on the event loop's clock, builds each due request
 (:mod:`agentx.replay.build`), streams it (:mod:`agentx.replay.client`), and reports the end back.
 
-The plan holds metadata only: a tree instance's rows are materialised one by one by its
-session's loader (:mod:`agentx.replay.source`) when they are sent, and hash-only rows get their
-synthetic text then (:class:`agentx.replay.build.SynthCache`).
+Sessions are read when the schedule first needs them: the schedule knows only how many there
+are, and each one a lane waits for is planned (``await sessions.get(i)``: a lazy plan indexes it
+then, off the event loop) and supplied as a tree built from its metadata
+(:func:`agentx.replay.trees.tree_of`). A tree instance's rows are materialised one by one by its
+session's loader (:mod:`agentx.replay.source`) when they are sent (a warm-up primer included),
+hash-only rows get their synthetic text then (:class:`agentx.replay.build.SynthCache`), and the
+loader is dropped when the instance ends. So the first request waits only for the first
+sessions, and memory follows the trees on the lanes, not the corpus.
 
 Stopping: ``--duration`` and ``--max-requests`` stop *new* requests; those in flight drain and
 keep their rows (finishing after the deadline marks them ``in_window=False``). An abort (Ctrl-C,
@@ -25,6 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from agentx.errors import AgentxError
 from agentx.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
 from agentx.replay.bottleneck import LoopMonitor, Tick
 from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
@@ -123,10 +129,10 @@ class Engine:
         self.client = client
         self.sent_log = sent_log
         self.on_boundary = on_boundary
-        self._plans = list(sessions)
-        single = config.single_requests
-        trees = [request_tree(s) if single else tree_of(s) for s in self._plans]
-        self.schedule = Schedule(trees, config.schedule)
+        self.schedule = Schedule(len(sessions), config.schedule)  # trees supplied when wanted
+        self._plans: dict[int, SessionPlan] = {}  # the sessions supplied, by index
+        self._supplying: set[int] = set()
+        self._error: AgentxError | None = None  # a session that could not be read
         self.records: list[RequestRecord] = []
         self.counters = Counters()
         self.aborted = False
@@ -171,6 +177,8 @@ class Engine:
             profiling_ns = await self._drive()
         finally:
             watching.cancel()
+        if self._error is not None:
+            raise self._error
         return EngineResult(
             records=self.records,
             counters=self.counters,
@@ -202,10 +210,14 @@ class Engine:
         while True:
             if self._stop_requested and not sched.stopped:
                 sched.stop(self._now_s())
+            self._supply()
+            for instance in sched.drain_finished():
+                self._loaders.pop(instance, None)
             for send in sched.poll(self._now_s()):
                 task = asyncio.create_task(self._send(send))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
+            self._supply()  # trees the poll made a lane wait for (an open-loop arrival)
             self._count_lanes()
             if sched.phase is Phase.BOUNDARY:
                 if self.on_boundary is not None:
@@ -226,6 +238,35 @@ class Engine:
                     await asyncio.wait_for(self._wake.wait(), timeout)
         return profiling_ns
 
+    def _supply(self) -> None:
+        """Start reading the sessions the schedule waits for."""
+        for index in self.schedule.wanted:
+            if index not in self._supplying:
+                self._supplying.add(index)
+                task = asyncio.create_task(self._load_tree(index))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _load_tree(self, index: int) -> None:
+        try:
+            plan = await self.sessions.get(index)  # indexed now (off the loop) if lazy
+        except AgentxError as exc:
+            self._fail(exc)
+            return
+        if plan is not None:
+            self._plans[index] = plan
+        tree = None
+        if plan is not None:
+            tree = request_tree(plan) if self.config.single_requests else tree_of(plan)
+        self.schedule.provide(index, tree, self._now_s())
+        self._wake.set()
+
+    def _fail(self, exc: AgentxError) -> None:
+        """The trace could not be read: stop, and raise it once the requests in flight ended."""
+        if self._error is None:
+            self._error = exc
+        self.abort()
+
     def _count_lanes(self) -> None:
         c = self.counters
         c.sessions_started = self.schedule.trees_started
@@ -241,6 +282,8 @@ class Engine:
         ok = False
         try:
             ok = await self._send_one(send)
+        except AgentxError as exc:  # its row could not be read back from the trace
+            self._fail(exc)
         finally:
             self._sending.discard(task)
             self.schedule.complete(send.id, self._now_s(), ok)

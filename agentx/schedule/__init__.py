@@ -4,7 +4,7 @@
 ``agentx simulate`` drives it with a virtual clock, :func:`agentx.schedule.virtual.run_virtual`):
 
 - Input: trees (:class:`TreeSpec`: streams of turns with recorded start/end times, spawn and join
-  structure; :func:`agentx.schedule.trees.tree_of` builds one from a replay plan's session) and
+  structure; :func:`agentx.replay.trees.tree_of` builds one from a replay plan's session) and
   :class:`ScheduleOptions`. No I/O, no asyncio, no wall clock: every method takes ``now_s``, the
   driver's clock in seconds (any origin; it must never go backwards).
 - ``start(now_s)`` once; then, until ``done``:
@@ -15,6 +15,12 @@
   when ``phase`` is ``Phase.BOUNDARY`` (warm-up over, nothing in flight), do what the boundary
   needs (e.g. scrape the server's counters) and call ``begin_profiling(now_s)``;
   ``stop(now_s)`` — send nothing new (Ctrl-C, a failed gate); in-flight requests still complete.
+- Trees on demand: ``Schedule(n, options)`` knows only how many trees there are. A lane that
+  takes a tree not supplied yet waits; ``wanted`` lists those trees, and
+  ``provide(index, tree_or_None, now_s)`` supplies one (``None``: nothing to replay in it, the
+  lane takes the next). The warm-up is laid out once every lane has its first tree, so the
+  schedule is the same as with every tree given up front. ``drain_finished()`` returns the tree
+  instances that ended (the driver frees what it loaded for them).
 - Output facts: ``Send`` (lane, tree index, instance for the cache-bust marker, stream, turn, due
   time, warm-up/primer flags, the answer length to ask for), ``profiling_started_s``,
   ``lane_starts`` (each lane's ``t*``), ``warmup_failures``, ``trees_started`` /

@@ -131,10 +131,10 @@ class OpenLoop:
         self._due.append(due_s)
         self._start.append(now_s)
 
-    def end(self, now_s: float, deadline_s: float | None) -> None:
+    def end(self, now_s: float, deadline_s: float | None, unsupplied: int = 0) -> None:
         """No more arrivals (stopped at ``now_s``; ``deadline_s`` when by ``--duration``): the
-        ones waiting never start."""
-        self._missed += len(self.waiting)
+        ones waiting never start, nor the ``unsupplied`` ones whose tree was still being read."""
+        self._missed += len(self.waiting) + unsupplied
         self.waiting.clear()
         if self._window[1] is None:
             last = self._start[-1] if self._start else now_s

@@ -2,6 +2,12 @@
 
 The contract and the rules, in order of a run, are in :mod:`agentx.schedule`; the timing of a
 turn in :mod:`agentx.schedule.rules`, the idle caps in :mod:`agentx.schedule.idle`.
+
+Trees are given up front, or supplied on demand: ``Schedule(n, options)`` knows only that there
+are ``n``; a lane whose next tree is not known yet waits (:attr:`Schedule.wanted`) until the
+driver calls :meth:`Schedule.provide` (so a replay reads a session when a lane reaches it).
+Waiting lanes are served in the order they asked and the warm-up is laid out once every lane
+has its first tree, so the schedule is the one of the same trees given up front.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from agentx.schedule.idle import IdleCaps, IdleJumps
 from agentx.schedule.options import ScheduleOptions
 from agentx.schedule.rules import Rules
 from agentx.schedule.snapshot import Split, fresh, sample_t_star, split
-from agentx.schedule.spec import TreeSpec, check_tree, index_blockers
+from agentx.schedule.spec import TreeSpec, check_tree
 from agentx.schedule.state import (
     Kind,
     LaneRun,
@@ -25,6 +31,7 @@ from agentx.schedule.state import (
     Timer,
     TimerQueue,
     TreeRun,
+    Waiting,
 )
 
 
@@ -34,12 +41,21 @@ class Schedule:
     Drive it with: :meth:`start`, then repeatedly :meth:`poll` (sends due by ``now``),
     :meth:`complete` (a request ended), :meth:`next_due_s` (when to poll next), and
     :meth:`begin_profiling` once :attr:`phase` is ``BOUNDARY``; until :attr:`done`.
+
+    ``trees``: every tree, or how many there are; then the driver supplies each one a lane
+    waits for (:attr:`wanted`) with :meth:`provide`, and until it does nothing else moves for
+    that lane (nor, before the first trees are all there, for the warm-up).
     """
 
-    def __init__(self, trees: Sequence[TreeSpec], options: ScheduleOptions) -> None:
-        for tree in trees:
-            check_tree(tree)
-        self.trees = tuple(trees)
+    def __init__(self, trees: Sequence[TreeSpec] | int, options: ScheduleOptions) -> None:
+        self._trees: dict[int, TreeSpec | None] = {}  # supplied so far (None: nothing to replay)
+        if isinstance(trees, int):
+            self.tree_count = trees
+        else:
+            self.tree_count = len(trees)
+            for i, tree in enumerate(trees):
+                check_tree(tree)
+                self._trees[i] = tree
         self.options = options
         self.phase = Phase.WARMUP
         self.stopped = False
@@ -51,7 +67,7 @@ class Schedule:
         self.lane_starts: list[LaneStart] = []
         self.warmup_failures: list[Send] = []
         self._queue = TimerQueue()
-        self._rules = Rules(options, [index_blockers(t) for t in trees])
+        self._rules = Rules(options)
         self._idle = IdleCaps(options, self._queue)
         self._lanes = [LaneRun(n, warm_left=options.warmup_per_lane) for n in options.lanes]
         self._cursor = 0
@@ -69,21 +85,50 @@ class Schedule:
             if options.snapshot or options.warmup_per_lane:
                 raise ValueError("open-loop arrivals start trees from their first request")
             self._open = OpenLoop(options.arrivals, len(self._lanes))
+        self._waiting: list[Waiting] = []  # lanes waiting for a tree, in the order they asked
+        self._tries = 0  # trees the first waiting lane skipped (nothing to replay in them)
+        self._starting = False  # some lane's first tree is still to be supplied
+        self._first_primers: list[Primer] = []
+        self._finished: list[int] = []  # instances that ended, for the driver to free
 
     # -- the driver's interface ---------------------------------------------------------------
 
     def start(self, now_s: float) -> None:
-        """Give every lane its first tree and lay out the warm-up."""
-        primers: list[Primer] = []
-        for lane in self._lanes if self._open is None else ():  # open loop: trees arrive
-            primers.extend(self._take(lane, now_s, initial=True))
-        self._primers_left = len(primers)
-        if primers:
-            top = max(p.lead_s for p in primers)
-            for p in primers:
-                self._push(Timer(now_s + top - p.lead_s, Kind.PRIMER, p.tree, p.stream, p.turn))
-        else:
-            self._after_primers(now_s)
+        """Give every lane its first tree and lay out the warm-up (once every first tree has
+        been supplied). Open loop: trees arrive later, from the measured window's start."""
+        self._starting = True
+        if self._open is None:
+            self._waiting.extend(Waiting(lane, initial=True) for lane in self._lanes)
+        self._serve(now_s)
+        self._lay_out_warmup(now_s)
+
+    @property
+    def wanted(self) -> list[int]:
+        """The trees waiting lanes will take next that are not supplied yet (supply them with
+        :meth:`provide`; the first one holds every waiting lane)."""
+        n = self.tree_count
+        if not self._waiting or self.stopped or n == 0:
+            return []
+        c = self._cursor
+        end = c + len(self._waiting) if self.options.recycle else min(c + len(self._waiting), n)
+        return list(dict.fromkeys(p % n for p in range(c, end) if p % n not in self._trees))
+
+    def provide(self, index: int, tree: TreeSpec | None, now_s: float) -> None:
+        """Supply tree ``index`` (``None``: it has nothing to replay; lanes take the next one).
+        A tree may be supplied before a lane wants it; each is supplied once."""
+        if tree is not None:
+            check_tree(tree)
+        self._trees[index] = tree
+        self._serve(now_s)
+        self._lay_out_warmup(now_s)
+        self._check_warmup_over()
+        self._enforce_idle_caps(now_s)
+
+    def drain_finished(self) -> list[int]:
+        """The tree instances that ended since the last call (the driver frees what it held
+        for them)."""
+        out, self._finished = self._finished, []
+        return out
 
     def poll(self, now_s: float) -> list[Send]:
         """Everything due by ``now_s``, in due order (the driver sends them now)."""
@@ -151,9 +196,11 @@ class Schedule:
     def stop(self, now_s: float, *, deadline_s: float | None = None) -> None:
         """Send nothing new; what is in flight still ends (report it)."""
         if self._open is not None and not self.stopped:
-            self._open.end(now_s, deadline_s)
+            unsupplied = sum(w.arrival_due_s is not None for w in self._waiting)
+            self._open.end(now_s, deadline_s, unsupplied)
         self.stopped = True
         self._queue.clear()
+        self._waiting.clear()
 
     def arrival_log(self) -> ArrivalLog | None:
         """Open loop: what arrived and when it started (``None`` in closed loop)."""
@@ -180,32 +227,65 @@ class Schedule:
             return False
         if self.stopped:
             return True
-        return self.phase is Phase.PROFILING and self._queue.peek() is None
+        return self.phase is Phase.PROFILING and self._queue.peek() is None and not self._waiting
 
     # -- lanes and trees ----------------------------------------------------------------------
 
-    def _take(self, lane: LaneRun, now_s: float, *, initial: bool) -> list[Primer]:
-        """Give ``lane`` its next tree; returns its primers (first trees only)."""
+    def _take(
+        self, lane: LaneRun, now_s: float, *, initial: bool, arrival_due_s: float | None = None
+    ) -> None:
+        """``lane`` wants its next tree (open loop: for an arrival due at ``arrival_due_s``)."""
         lane.tree = None
-        n = len(self.trees)
-        o = self.options
-        for _ in range(max(n, 1)):
-            if n == 0 or self.stopped or (self._cursor >= n and not o.recycle):
-                break
+        self._waiting.append(Waiting(lane, initial, arrival_due_s))
+        self._serve(now_s)
+
+    def _serve(self, now_s: float) -> None:
+        """Give the waiting lanes their trees in the order they asked, in trace order, while
+        the next tree is known (a first tree's primers are kept for the warm-up's layout)."""
+        n = self.tree_count
+        while self._waiting:
+            w = self._waiting[0]
+            if (
+                n == 0
+                or self.stopped
+                or (self._cursor >= n and not self.options.recycle)
+                or self._tries >= n
+            ):
+                w.lane.idle = True  # no tree left for it
+                self._waiting.pop(0)
+                self._tries = 0
+                continue
             index, copy = self._cursor % n, self._cursor // n
+            if index not in self._trees:
+                return  # wanted: the driver supplies it
             self._cursor += 1
-            spec = self.trees[index]
-            cut: Split = fresh(spec)
-            if initial and o.snapshot:
-                cut = split(spec, sample_t_star(spec, o.start_ratio, o.seed, lane.lane))
-                if not cut.live:
-                    continue  # nothing to replay from there: the harness skips it too
-            tree = self._instance(spec, index, copy, lane.lane, cut)
-            lane.tree = tree
-            self.trees_started += 1
-            return self._started(lane, tree, cut, now_s, initial=initial)
-        lane.idle = True
-        return []
+            self._tries += 1
+            primers = self._start_tree(w.lane, index, copy, now_s, initial=w.initial)
+            if primers is not None:
+                self._waiting.pop(0)
+                self._tries = 0
+                self._first_primers.extend(primers)
+                if self._open is not None and w.arrival_due_s is not None:
+                    self._open.started(w.arrival_due_s, now_s)  # started once supplied
+
+    def _start_tree(
+        self, lane: LaneRun, index: int, copy: int, now_s: float, *, initial: bool
+    ) -> list[Primer] | None:
+        """Start tree ``index`` on ``lane``; ``None`` when there is nothing to replay in it
+        (no rows, or nothing left after the snapshot instant: the harness skips it too)."""
+        o = self.options
+        spec = self._trees[index]
+        if spec is None:
+            return None
+        cut: Split = fresh(spec)
+        if initial and o.snapshot:
+            cut = split(spec, sample_t_star(spec, o.start_ratio, o.seed, lane.lane))
+            if not cut.live:
+                return None
+        tree = self._instance(spec, index, copy, lane.lane, cut)
+        lane.tree = tree
+        self.trees_started += 1
+        return self._started(lane, tree, cut, now_s, initial=initial)
 
     def _instance(self, spec: TreeSpec, index: int, copy: int, lane: int, cut: Split) -> TreeRun:
         streams = [
@@ -262,6 +342,7 @@ class Schedule:
 
     def _tree_finished(self, tree: TreeRun, now_s: float) -> None:
         self.trees_completed += 1
+        self._finished.append(tree.instance)
         self._idle.disarm(tree)
         lane = self._lane_of[tree.lane]
         lane.tree = None
@@ -277,11 +358,14 @@ class Schedule:
     def _arrival(self, due_s: float, now_s: float) -> None:
         """A tree arrives (due at ``due_s``): on a free lane, else it waits for one."""
         assert self._open is not None
-        n = len(self.trees)
+        n = self.tree_count
         if n == 0 or (not self.options.recycle and self._open.accepted >= n):
             return  # the trace is over: no more arrivals
         self._open.accepted += 1
-        lane = next((lane for lane in self._lanes if lane.tree is None), None)
+        asked = {w.lane.lane for w in self._waiting}  # lanes waiting for their tree's supply
+        lane = next(
+            (lane for lane in self._lanes if lane.tree is None and lane.lane not in asked), None
+        )
         if lane is None:
             self._open.wait(due_s)
         else:
@@ -289,11 +373,26 @@ class Schedule:
         self._push(Timer(self._open.next_due(due_s), Kind.ARRIVAL))
 
     def _arrived(self, lane: LaneRun, due_s: float, now_s: float) -> None:
-        assert self._open is not None
-        self._open.started(due_s, now_s)
-        self._take(lane, now_s, initial=False)
+        self._take(lane, now_s, initial=False, arrival_due_s=due_s)
 
     # -- warm-up ------------------------------------------------------------------------------
+
+    def _lay_out_warmup(self, now_s: float) -> None:
+        """Once every lane has its first tree (or none is left), time the primers: one that
+        started ``lead`` before its t* is due at ``max(lead) - lead``."""
+        if not self._starting or any(w.initial for w in self._waiting):
+            return
+        self._starting = False
+        primers, self._first_primers = self._first_primers, []
+        if self.stopped:
+            return
+        self._primers_left = len(primers)
+        if primers:
+            top = max(p.lead_s for p in primers)
+            for p in primers:
+                self._push(Timer(now_s + top - p.lead_s, Kind.PRIMER, p.tree, p.stream, p.turn))
+        else:
+            self._after_primers(now_s)
 
     def _after_primers(self, now_s: float) -> None:
         if self.options.warmup_per_lane > 0:
@@ -307,6 +406,8 @@ class Schedule:
     def _check_warmup_over(self) -> None:
         if self.phase is not Phase.WARMUP or self._primers_left > 0 or self.in_flight > 0:
             return
+        if self._starting or self._waiting:
+            return  # a lane waits for its tree: its warm-up is still to come
         if self.stopped:
             return  # stopped during the warm-up (a signal, a failed request): no measured window
         if self._stage_b and self._queue.peek() is not None:
@@ -464,7 +565,8 @@ class Schedule:
         if self.phase is not Phase.PROFILING or self.stopped:
             return
         self._idle.check_trees(touched, now_s)
-        if self.in_flight == 0 and self._idle_since_s is not None:
+        # a lane waiting for its next tree will start it at once: the client is not idle
+        if self.in_flight == 0 and self._idle_since_s is not None and not self._waiting:
             trees = [lane.tree for lane in self._lanes if lane.tree is not None]
             self._idle.check_system(trees, self._idle_since_s, now_s)
 

@@ -12,14 +12,14 @@ and its children's ends).
 from __future__ import annotations
 
 from agentx.schedule.options import ScheduleOptions
-from agentx.schedule.spec import Blockers, TreeSpec, group_start
+from agentx.schedule.spec import Blockers, TreeSpec, group_start, index_blockers
 from agentx.schedule.state import StreamState, TreeRun
 
 
 class Rules:
-    def __init__(self, options: ScheduleOptions, blockers: list[Blockers]) -> None:
+    def __init__(self, options: ScheduleOptions) -> None:
         self.options = options
-        self.blockers = blockers  # per tree index
+        self.blockers: dict[int, Blockers] = {}  # per tree index, made when first needed
 
     def delay(self, recorded_s: float) -> float:
         """A recorded delay as replayed: scaled, capped, never negative."""
@@ -28,7 +28,10 @@ class Rules:
         return min(d, cap) if cap is not None else d
 
     def joining(self, tree: TreeRun, i: int, k: int) -> tuple[int, ...]:
-        return self.blockers[tree.index].get((i, k), ())
+        blockers = self.blockers.get(tree.index)
+        if blockers is None:
+            blockers = self.blockers[tree.index] = index_blockers(tree.spec)
+        return blockers.get((i, k), ())
 
     # -- spawn -----------------------------------------------------------------------------
 

@@ -135,6 +135,15 @@ class LaneRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Waiting:
+    """A lane waiting for its next tree (lanes are served in the order they asked)."""
+
+    lane: LaneRun
+    initial: bool  # its first tree (a snapshot start may skip a tree)
+    arrival_due_s: float | None = None  # open loop: when the arrival it serves was due
+
+
+@dataclass(frozen=True, slots=True)
 class Primer:
     tree: TreeRun
     stream: int

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from agentx.schedule.engine import Schedule
 from agentx.schedule.events import Phase, Send
+from agentx.schedule.spec import TreeSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,16 +33,23 @@ def run_virtual(
     ok: Callable[[Send], bool] = lambda send: True,
     start_s: float = 0.0,
     until_s: float = float("inf"),
+    supply: Callable[[int], TreeSpec | None] | None = None,
 ) -> list[Played]:
-    """Run ``schedule`` to the end (or to ``until_s``, then stop it and drain)."""
+    """Run ``schedule`` to the end (or to ``until_s``, then stop it and drain). A schedule of
+    trees on demand gets each tree it wants from ``supply(index)`` at once."""
     played: list[Played] = []
     ends: list[tuple[float, int, Send, float]] = []
     seq = itertools.count()
     now = start_s
     schedule.start(now)
     while True:
+        while supply is not None and schedule.wanted:
+            for index in schedule.wanted:
+                schedule.provide(index, supply(index), now)
         for send in schedule.poll(now):
             heapq.heappush(ends, (now + max(0.0, service_s(send)), next(seq), send, now))
+        if supply is not None and schedule.wanted:
+            continue  # a lane took a tree not supplied yet (an arrival): supply it now
         if schedule.phase is Phase.BOUNDARY:
             schedule.begin_profiling(now)
             continue

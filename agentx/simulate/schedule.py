@@ -78,11 +78,21 @@ class SharedSchedule:
 
     def __init__(self, sessions: Sessions, rules: ScheduleRules, seed: int = 0) -> None:
         self.sessions = sessions
-        self._schedule = Schedule([tree_of(s) for s in sessions], rules.options(seed))
+        # trees supplied when a lane wants them, as replay's lanes do (a lazy plan reads then)
+        self._schedule = Schedule(len(sessions), rules.options(seed))
+
+    def _supply(self, now: float) -> None:
+        while wanted := self._schedule.wanted:
+            for i in wanted:
+                plan = self.sessions.plan(i)
+                self._schedule.provide(i, None if plan is None else tree_of(plan), now)
+        self._schedule.drain_finished()  # (replay's lanes free a session's rows here)
 
     def _boundary(self, now: float) -> None:
+        self._supply(now)
         if self._schedule.phase is Phase.BOUNDARY:  # warm-up over: the measured window opens
             self._schedule.begin_profiling(now)
+            self._supply(now)
 
     def start(self, now: float) -> None:
         self._schedule.start(now)

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agentx.errors import EndpointError
+from agentx.errors import EndpointError, FormatError
 from agentx.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.hitrate import hash_only_blocks
@@ -307,6 +307,35 @@ def test_a_lazy_plan_skips_sessions_with_nothing_to_replay(
     assert {r.session_id.split("#")[0] for r in result.records} == {"trace_0010_head"}
     config = result.summary["config"]
     assert (config["trace_sessions"], config["trace_sessions_indexed"]) == (2, 2)
+
+
+def test_lanes_read_a_lazy_plans_sessions_only_when_they_reach_them(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    weka = tmp_path / "weka"
+    weka.mkdir()
+    for i in range(8):
+        shutil.copy(example_path("weka") / "trace_0010_head.json", weka / f"t{i}.json")
+    # a snapshot start: each lane's first request is the primer of a session read just then
+    result = run_replay(
+        options(weka, server.url, tmp_path, concurrency=2, max_requests=4, start_ratio=(0.5, 0.5))
+    )
+    config = result.summary["config"]
+    assert config["trace_sessions"] == 8 and 2 <= config["trace_sessions_indexed"] <= 4
+    primers = [r for r in result.records if r.warmup]
+    assert len(primers) >= 2 and all(r.ok and r.turn > 0 for r in primers)
+    assert [ln["session"] for ln in result.summary["schedule"]["lanes"]] == ["trace_0010_head"] * 2
+
+
+def test_a_session_that_cannot_be_read_fails_the_run_when_a_lane_reaches_it(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    weka = tmp_path / "weka"
+    weka.mkdir()
+    shutil.copy(example_path("weka") / "trace_0010_head.json", weka / "t0.json")
+    (weka / "t1.json").write_text("{not json")
+    with pytest.raises(FormatError, match=r"t1\.json"):
+        run_replay(options(weka, server.url, tmp_path, concurrency=1, max_requests=50))
 
 
 def test_workers_index_their_own_sessions_of_a_lazy_plan(

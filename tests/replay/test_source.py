@@ -16,6 +16,7 @@ from agentx.formats import load_exchanges
 from agentx.models import Exchange, ExchangeMeta
 from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.source import MooncakeSource, ParquetSource, WekaSource, open_source
+from agentx.replay.trees import tree_of
 from agentx.store import write_trace
 
 from .factory import T0, chat_session
@@ -175,3 +176,57 @@ def test_a_plan_from_the_index_equals_a_plan_from_loaded_exchanges(name: str) ->
         eager.skipped,
         eager.synthesized,
     )
+
+
+SHARED_WEKA = Path("/work/shared/fixtures/weka")  # the four published samples, when present
+
+
+def _absolute_inner_times(src: Path, dst: Path) -> Path:
+    """``src`` with its subagents' inner ``t`` absolute (newer captures store them so)."""
+    doc = orjson.loads(src.read_bytes())
+    for entry in doc["requests"]:
+        if entry.get("type") == "subagent":
+            for r in entry["requests"]:
+                r["t"] = round(r["t"] + entry["t"], 6)
+    dst.write_bytes(orjson.dumps(doc))
+    return dst
+
+
+@pytest.mark.parametrize("which", ["bundled", "absolute", "shared"])
+def test_lazy_weka_gives_the_eager_metadata_and_trees(which: str, tmp_path: Path) -> None:
+    if which == "shared" and not SHARED_WEKA.is_dir():
+        pytest.skip("the published Weka samples are not on this machine")
+    path = {
+        "bundled": WEKA,
+        "absolute": _absolute_inner_times(
+            WEKA / "trace_0010_head.json", tmp_path / "trace_abs.json"
+        ),
+        "shared": SHARED_WEKA,
+    }[which]
+    lazy = build_plan(open_source(path))
+    eager = build_plan(list(load_exchanges(path)))
+    assert lazy.sessions.lazy and not eager.sessions.lazy
+    assert _shape(lazy) == _shape(eager)  # every ExchangeMeta but its locator, and the threads
+    lazy_trees = [tree_of(s) for s in lazy.sessions]
+    assert lazy_trees == [tree_of(s) for s in eager.sessions]
+    with_subagents = [t for t in lazy_trees if len(t.streams) > 1]
+    assert with_subagents  # trace_0010's subagents: spawning turn, recorded end, joins
+    for t in with_subagents:
+        for s in t.streams[1:]:
+            assert s.parent == 0 and s.spawn_turn is not None and s.end_s is not None
+            assert t.streams[0].turns[s.spawn_turn].start_s <= s.start_s
+
+
+def test_lazy_and_eager_weka_subagents_keep_the_spawning_turn_and_duration() -> None:
+    (session,) = build_plan(open_source(WEKA / "trace_0010_head.json")).sessions
+    doc = orjson.loads((WEKA / "trace_0010_head.json").read_bytes())
+    entries = [e for e in doc["requests"] if e.get("type") == "subagent"]
+    subs = session.threads[1:]
+    assert len(subs) == len(entries) == 3
+    main = session.threads[0]
+    for th, entry in zip(subs, entries, strict=True):
+        first = th.turns[0].meta
+        assert f"weka.duration_ms={entry['duration_ms']}" in first.flags
+        assert th.after is not None and th.after[0] == 0
+        # the main request written just before the entry spawned it
+        assert first.parent_request_id == main.turns[th.after[1]].meta.request_id
