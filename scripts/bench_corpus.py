@@ -17,9 +17,15 @@ processes), ``convert-dataset`` (to a dataset directory, one file per source),
 ``stats-parquet``, ``simulate-load-parquet`` (the trace read into simulate's workload, no
 sweep), ``simulate-parquet`` and ``export-weka`` (``convert --to weka``) of that trace, when
 convert finished, ``simulate`` (of the JSON directory), ``replay`` (the directory against
-``serve-sim --fast`` at ``--concurrency`` lanes for ``--max-requests`` requests, think times
-at 0). Writing steps report the output's size, its ratio to the JSON, and the peak of the
-writer's temporary files (spools, staged parts) and its ratio to the output.
+``serve-sim --fast --profile agentx`` at ``--concurrency`` lanes for ``--max-requests``
+requests, think times at 0; ``--replay-scenario agentx`` replays with the AgentX scenario's
+schedule instead: snapshot start, primers, warm-up, idle caps). Writing steps report the
+output's size, its ratio to the JSON, and the peak of the writer's temporary files (spools,
+staged parts) and its ratio to the output. Replay reads the directory lazily (sessions when a
+lane reaches them); its figures: seconds from launch to the first request, requests/s, the
+server-reported hit rate and the bottleneck verdict. ``scripts/bench_corpus_replay.py`` (``make
+bench BENCH=corpus_replay``) measures replay further (synthetic text, serve-sim, side by side
+with another agentx).
 
 Prints a Markdown table for docs/benchmarks.md; ``--json FILE`` also writes the rows, and
 ``--before FILE`` (the rows of an earlier run, e.g. of the code before a change) adds the
@@ -244,11 +250,12 @@ def print_table(
 
 
 class SimServer:
-    """``agentx serve-sim --fast`` on a free port, for the replay step."""
+    """``agentx serve-sim --fast --profile agentx`` (sized for agent corpora: 1M-token context,
+    8M-token KV cache) on a free port, for the replay step."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [*AGENTX, "serve-sim", "--port", "0", "--fast"],
+            [*AGENTX, "serve-sim", "--port", "0", "--fast", "--profile", "agentx"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -276,13 +283,28 @@ def replay_step(corpus: Path, work: Path, args: argparse.Namespace, caps: dict[s
     try:
         cmd = [*AGENTX, "replay", str(corpus), "--endpoint", server.url, "-o", str(results)]
         cmd += ["--concurrency", str(args.concurrency), "--max-requests", str(args.max_requests)]
-        step = Step("replay", [*cmd, "--time-scale", "0", "--json"])
+        if args.replay_scenario:
+            # the scenario's window and caps, but the requests bounded as the plain replay's
+            cmd += ["--scenario", args.replay_scenario, "--duration", "600"]
+        else:
+            cmd += ["--time-scale", "0"]
+        step = Step("replay", [*cmd, "--json"])
         launched_ns = time.time_ns()
         data = run(step, **caps)
     finally:
         server.close()
     step.figures.update(
-        json_figures(data, {"requests_ok": ("requests", "ok"), "errors": ("requests", "errors")})
+        json_figures(
+            data,
+            {
+                "requests_ok": ("requests", "ok"),
+                "errors": ("requests", "errors"),
+                "requests_per_s": ("throughput", "requests_per_s"),
+                "reported_hit_rate": ("cache", "reported_hit_rate"),
+                "bottleneck": ("bottleneck", "bottleneck"),
+                "sessions_read": ("config", "trace_sessions_indexed"),
+            },
+        )
     )
     try:
         from agentx.store.results import read_requests
@@ -320,6 +342,9 @@ def main() -> int:
     ap.add_argument("--timeout-s", type=float, default=1800.0, help="per command [1800]")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--max-requests", type=int, default=200)
+    ap.add_argument(
+        "--replay-scenario", choices=("agentx", "agentx-mvp"), help="replay with this --scenario"
+    )
     ap.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     ap.add_argument("--jobs", type=int, default=1, help="convert --jobs N [1]")
     ap.add_argument("--before", type=Path, help="rows of an earlier run: add after/before ratios")
