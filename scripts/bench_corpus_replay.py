@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -312,12 +313,19 @@ def bench_serve_sim(corpus: Path, sessions: int, before: str | None) -> None:
 
 
 def replay_step(
-    agentx: list[str], corpus: Path, requests: int, cap_gb: float, sessions: int | None
+    agentx: list[str],
+    corpus: Path,
+    requests: int,
+    cap_gb: float,
+    sessions: int | None,
+    scenario: str | None = None,
 ) -> dict[str, Any]:
     srv = sim()  # this agentx's serve-sim for both: the client is what is compared
     out = Path(tempfile.mkdtemp(prefix="agentx-bench-replay-"))
     cmd = [*agentx, "replay", str(corpus), "--endpoint", srv.url, "-o", str(out / "r")]
-    cmd += ["--concurrency", "64", "--max-requests", str(requests), "--time-scale", "0", "--json"]
+    cmd += ["--concurrency", "64", "--max-requests", str(requests), "--json"]
+    # a scenario keeps its recorded think times (its window bounds the run); else none
+    cmd += ["--scenario", scenario, "--duration", "600"] if scenario else ["--time-scale", "0"]
     cmd += ["--sessions", str(sessions)] if sessions else []
     cap = int(cap_gb * 1e9)
     peak = 0
@@ -357,6 +365,7 @@ def replay_step(
         records = read_requests(out / "r" / "requests.parquet")
         first = min(r.start_wall_ns for r in records)
         row["first_s"] = (first - launched_ns) / 1e9
+        row["warmup"] = summary["requests"].get("warmup", 0)
         row["ok"] = summary["requests"]["ok"]
         row["errors"] = summary["requests"]["errors"]
         row["rps"] = summary["throughput"]["requests_per_s"]
@@ -365,14 +374,22 @@ def replay_step(
         row["ttft_p50_ms"] = summary["latency_ms"]["ttft"]["p50"]
     except (orjson.JSONDecodeError, OSError, KeyError, ValueError) as exc:
         row["error"] = (lines[-1][:120] if lines else type(exc).__name__).replace("|", "/")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     return row
 
 
 def bench_replay(
-    corpora: list[Path], before: str | None, requests: int, cap_gb: float, sessions: int | None
+    corpora: list[Path],
+    before: str | None,
+    requests: int,
+    cap_gb: float,
+    sessions: int | None,
+    scenario: str | None = None,
 ) -> None:
+    how = f"--scenario {scenario} --duration 600" if scenario else "--time-scale 0"
     print(
-        f"\n4. replay --concurrency 64 --max-requests {requests} --time-scale 0 vs serve-sim "
+        f"\n4. replay --concurrency 64 --max-requests {requests} {how} vs serve-sim "
         f"--fast --profile agentx (own process); client capped at {cap_gb:g} GB"
     )
     print(
@@ -384,7 +401,7 @@ def bench_replay(
         runs = [("this", AGENTX)] + ([("before", [before])] if before else [])
         for name, agentx in runs:
             load = loadavg().removeprefix("load average ")
-            r = replay_step(agentx, corpus, requests, cap_gb, sessions)
+            r = replay_step(agentx, corpus, requests, cap_gb, sessions, scenario)
             if "error" in r:
                 print(
                     f"| {corpus.name} | {name} | exit {r['exit']} ({r['error']}) after "
@@ -393,7 +410,8 @@ def bench_replay(
                 continue
             print(
                 f"| {corpus.name} | {name} | {r['first_s']:.1f} s | {r['peak_rss'] / 2**30:.2f} GiB "
-                f"| {r['wall_s']:.1f} s | {r['ok']}/{r['ok'] + r['errors']} | {r['rps']:.1f} "
+                f"| {r['wall_s']:.1f} s | {r['ok']}/{r['ok'] + r['errors']} ({r['warmup']} warm-up) "
+                f"| {r['rps']:.1f} "
                 f"| {r['ttft_p50_ms']:.0f} ms | {r['hit']:.3f} | {r['verdict']} | {load} |"
             )
 
@@ -406,6 +424,7 @@ def main() -> int:
     ap.add_argument("--cap-gb", type=float, default=4.0, help="client RLIMIT_AS [4]")
     ap.add_argument("--before", help="another agentx executable for part 4 side by side")
     ap.add_argument("--replay-sessions", type=int, help="replay --sessions N in part 4")
+    ap.add_argument("--replay-scenario", help="replay --scenario in part 4 (e.g. agentx)")
     ap.add_argument("--parts", default="synth,count,serve-sim,replay")
     args = ap.parse_args()
     corpora = args.corpus or [example_path("weka")]
@@ -418,7 +437,14 @@ def main() -> int:
     if "serve-sim" in parts:
         bench_serve_sim(first, args.sessions, args.before)
     if "replay" in parts:
-        bench_replay(corpora, args.before, args.requests, args.cap_gb, args.replay_sessions)
+        bench_replay(
+            corpora,
+            args.before,
+            args.requests,
+            args.cap_gb,
+            args.replay_sessions,
+            args.replay_scenario,
+        )
     return 0
 
 
