@@ -24,12 +24,12 @@ import orjson
 
 from agentx.errors import FormatError
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
-from agentx.formats.weka import LOCAL_SCOPE_STRIDE, parse_weka
+from agentx.formats.weka import parse_weka
+from agentx.formats.weka.read import checked_ids, file_id_offset
 from agentx.models import Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
 
 _HASH_IDS = re.compile(rb'"hash_ids"\s*:\s*(\[[^\]]*\])')
 _SPAN_BITS = 32  # a locator packs (offset, length): lengths below 4 GiB
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def pack_span(offset: int, length: int) -> int:
@@ -106,7 +106,6 @@ def index_weka_file(path: Path, file_index: int = 0) -> WekaSession:
         doc = orjson.loads(b"".join(parts))
     except orjson.JSONDecodeError as exc:
         raise FormatError(str(path), f"not valid JSON ({exc})") from None
-    scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
     trace = parse_weka(doc, path)  # ids are the ordinals: the real ones are checked when read
     metas = []
     for ex in trace.exchanges:
@@ -115,7 +114,7 @@ def index_weka_file(path: Path, file_index: int = 0) -> WekaSession:
     return WekaSession(
         path=path,
         file_index=file_index,
-        id_offset=file_index * LOCAL_SCOPE_STRIDE if scope != "global" else 0,
+        id_offset=file_id_offset(doc, file_index),
         block_size=trace.block_size,
         exchanges=tuple(metas),
     )
@@ -125,23 +124,13 @@ def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
     """The block ids of one request, read back from its file (validated as the importer does)."""
     offset, length = unpack_span(meta.locator)
     raw = _pread(session.path, offset, length)
-    where = f"request {meta.request_id}: hash_ids"
     try:
         ids = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise FormatError(str(session.path), f"{where}: changed since it was indexed") from None
-    if not isinstance(ids, list) or not all(type(x) is int for x in ids):
-        raise FormatError(str(session.path), f"{where}: expected a list of integers")
-    off = session.id_offset
-    if ids and (min(ids) < _INT64[0] or max(ids) + off > _INT64[1]):
-        raise FormatError(str(session.path), f"{where}: ids must fit in 64 bits")
-    if off:
-        if max(ids, default=0) >= LOCAL_SCOPE_STRIDE or min(ids, default=0) < 0:
-            raise FormatError(
-                str(session.path), f"{where}: local-scope ids must be in [0, 2^32) to mix files"
-            )
-        return tuple(x + off for x in ids)
-    return tuple(ids)
+        raise FormatError(
+            str(session.path), f"request {meta.request_id}: changed since it was indexed"
+        ) from None
+    return checked_ids(ids, f"request {meta.request_id}", session.id_offset, session.path)
 
 
 # -- Mooncake -------------------------------------------------------------------------------------

@@ -433,14 +433,27 @@ def weka_files(path: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def read_nth_file(path: Path, k: int) -> WekaTrace:
-    """The k-th file of a directory (in name order): ``local``-scope ids offset by
-    ``k * 2**32`` (the first file keeps its ids), so blocks of different sessions never look
-    shared; ``global``-scope ids are kept as they are."""
-    doc = _load(path)
+def file_id_offset(doc: JSON, k: int) -> int:
+    """The id offset of the k-th file of a directory (in name order): ``local``-scope ids are
+    offset by ``k * 2**32`` (the first file keeps its ids), so blocks of different sessions
+    never look shared; ``global``-scope ids are kept as they are."""
     scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
-    offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
-    return parse_weka(doc, path, id_offset=offset)
+    return k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
+
+
+def checked_ids(ids: object, where: str, offset: int, path: Path) -> tuple[int, ...]:
+    """One record's ``hash_ids`` checked as the importer checks them, plus ``offset`` (for a
+    reader that parses a record's ids apart from the record). Raises :class:`FormatError`."""
+    try:
+        return _hash_ids({"hash_ids": ids}, where, offset, None)[1]
+    except _Bad as exc:
+        raise FormatError(str(path), str(exc)) from None
+
+
+def read_nth_file(path: Path, k: int) -> WekaTrace:
+    """The k-th file of a directory, ids offset as :func:`file_id_offset` says."""
+    doc = _load(path)
+    return parse_weka(doc, path, id_offset=file_id_offset(doc, k))
 
 
 def iter_weka(
