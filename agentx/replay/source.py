@@ -22,10 +22,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from agentx.formats import detect_format
 from agentx.models import API_OPENAI_CHAT, Exchange, ExchangeMeta, exchange_meta
+
+if TYPE_CHECKING:
+    from agentx.store.select import TraceIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,23 +116,56 @@ class _RowsLoader:
         return self.rows[meta.locator]
 
 
-class ParquetSource:
-    """An agentx trace file: metadata columns first, a session's rows when it starts."""
+FILE_ROWS = 1 << 40  # a dataset file's rows are located at k * FILE_ROWS + row
 
-    candidates = None
+
+class ParquetSource:
+    """An agentx trace (a file, or a dataset directory of files): metadata columns first, a
+    session's rows when it starts. A dataset whose files hold one session each (known from
+    their footers, e.g. imported from a Weka directory) is indexed file by file when its
+    sessions are wanted (:attr:`candidates`); otherwise every file's index is read first."""
+
     apis = None
 
     def __init__(self, path: Path) -> None:
+        from agentx.store.select import dataset_files, sessions_per_file_known
+
+        self._files = dataset_files(path)
+        self._per_file = len(self._files) > 1 and sessions_per_file_known(self._files)
+        self._indexes: dict[int, TraceIndex] = {}
+
+    @property
+    def candidates(self) -> int | None:
+        return len(self._files) if self._per_file else None
+
+    def _file(self, k: int) -> TraceIndex:
         from agentx.store.select import read_index
 
-        self._index = read_index(path)
+        found = self._indexes.get(k)
+        if found is None:
+            found = self._indexes[k] = read_index(self._files[k], k * FILE_ROWS)
+        return found
 
     def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
-        return _grouped(self._index.rows)
+        if not self._per_file:
+            rows = [m for k in range(len(self._files)) for m in self._file(k).rows]
+            yield from _grouped(rows)
+            return
+        for k in selection if selection is not None else range(len(self._files)):
+            metas = self._file(k).rows
+            if metas:
+                yield SessionIndex(metas[0].session_id, metas, k)
 
     def load_session(self, session: SessionIndex) -> SessionLoader:
-        rows = [m.locator for m in session.exchanges]
-        return _RowsLoader(dict(zip(rows, self._index.read_rows(rows), strict=True)))
+        by_file: dict[int, list[int]] = {}
+        for m in session.exchanges:
+            by_file.setdefault(m.locator // FILE_ROWS, []).append(m.locator)
+        rows: dict[int, Exchange] = {}
+        for k, locators in by_file.items():
+            index = self._file(k)
+            found = index.read_rows([loc - k * FILE_ROWS for loc in locators])
+            rows.update(zip(locators, found, strict=True))
+        return _RowsLoader(rows)
 
 
 # -- Weka and Mooncake (hash-only) ----------------------------------------------------------------

@@ -1,11 +1,15 @@
 """Reading a trace in parts: the metadata of every row, then chosen rows on demand.
 
 :func:`read_index` reads only the small per-row columns (ids, structure, timings, token counts,
-flags: no request bodies, no response text, no block ids) into
+flags: no request bodies, no response text, no block ids) of one trace file into
 :class:`~agentx.models.ExchangeMeta` values whose ``locator`` is the row number.
-:meth:`TraceIndex.read_rows` decodes chosen rows with their full bodies: a row stored as a delta
-over an earlier row needs that row too, so the rows it extends (transitively) are decoded with
-it, and only the row groups holding them are read.
+:meth:`TraceIndex.read_rows` decodes chosen rows with their full bodies and block ids: a row
+stored as a delta over an earlier row (its conversation, ``conversation_base_id``; its block
+ids, ``hash_ids_base_id`` in format v1.1) needs that row too, so the rows it extends
+(transitively, through either column) are decoded with it, and only the row groups holding them
+are read. Files of format v1 (full ``hash_ids``) and v1.1 are read alike.
+
+A dataset directory is a list of such files (:func:`dataset_files`); each is indexed on its own.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import pyarrow.parquet as pq
 from agentx.errors import TraceError
 from agentx.models import Exchange, ExchangeMeta
 from agentx.store.codec import DeltaDecoder
-from agentx.store.reader import _first_line, open_trace
+from agentx.store.dataset import trace_files
+from agentx.store.reader import _first_line, _open_file, open_trace
 from agentx.store.schema import COLUMNS
 from agentx.store.writer import REPEATED_COLUMNS
 
@@ -46,8 +51,8 @@ INDEX_COLUMNS = (
     "flags",
     "hash_block_size",
     "conversation_key",
-    "conversation_base_id",
 )
+BASE_COLUMNS = ("conversation_base_id", "hash_ids_base_id")  # the second one: v1.1 only
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,58 +61,99 @@ class TraceIndex:
 
     path: Path
     rows: tuple[ExchangeMeta, ...]
-    bases: npt.NDArray[np.int64]  # row number of each row's delta base, -1 for none
+    bases: tuple[npt.NDArray[np.int64], ...]  # per base column: each row's base row, -1: none
     group_starts: tuple[int, ...]  # first row number of each row group
+    columns: tuple[str, ...]  # the trace columns the file has
 
     def read_rows(self, rows: Sequence[int]) -> list[Exchange]:
         """The exchanges of rows ``rows`` (row numbers), in that order, with full bodies."""
         needed: set[int] = set()
-        for r in rows:
-            while r >= 0 and r not in needed:
-                needed.add(r)
-                r = int(self.bases[r])
+        todo = list(rows)
+        while todo:
+            r = todo.pop()
+            if r < 0 or r in needed:
+                continue
+            needed.add(r)
+            todo.extend(int(b[r]) for b in self.bases)
         ordered = sorted(needed)
-        refs = Counter(
-            self.rows[int(self.bases[r])].request_id for r in ordered if self.bases[r] >= 0
-        )
+        refs = [
+            Counter(self.rows[int(b[r])].request_id for r in ordered if b[r] >= 0)
+            for b in self.bases
+        ]
         decoded: dict[int, Exchange] = {}
+        present = list(self.columns)
+        nulls = {c: None for c in COLUMNS if c not in self.columns}  # a v1 file's v1.1 ones
         try:
             pf = pq.ParquetFile(self.path, read_dictionary=list(REPEATED_COLUMNS))
-            decoder = DeltaDecoder(dict(refs), shared=True)
+            decoder = DeltaDecoder(
+                dict(refs[0]), shared=True, hash_refcounts=dict(refs[1]) if len(refs) > 1 else {}
+            )
             starts = np.asarray(self.group_starts, dtype=np.int64)
             by_group: dict[int, list[int]] = {}
             for r in ordered:
                 by_group.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
             for g, members in sorted(by_group.items()):
-                table = pf.read_row_group(g, columns=list(COLUMNS))
+                table = pf.read_row_group(g, columns=present)
                 local = pa.array([r - self.group_starts[g] for r in members], type=pa.int64())
                 for r, row in zip(members, table.take(local).to_pylist(), strict=True):
-                    decoded[r] = decoder.decode(row)
+                    decoded[r] = decoder.decode(row | nulls if nulls else row)
         except (pa.ArrowException, OSError, KeyError, ValueError, TypeError) as exc:
             raise TraceError(f"{self.path}: corrupt trace ({_first_line(exc)})") from None
         return [decoded[r] for r in rows]
 
 
-def read_index(path: str | os.PathLike[str]) -> TraceIndex:
-    """The metadata of every row of an agentx trace file (recovered first if its writer died)."""
-    info = open_trace(path)
+def dataset_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The trace files of a trace argument (a file, or a dataset directory's files in order),
+    recovered first if a writer died."""
+    open_trace(path)  # checks every file (and recovers a dataset's)
+    return trace_files(path)
+
+
+def sessions_per_file_known(files: Sequence[Path]) -> bool:
+    """Whether every file holds exactly one session, by its footer's ``session_id`` statistics
+    alone (a dataset imported from Weka files: one file per session)."""
+    seen: set[str] = set()
+    for f in files:
+        try:
+            md = pq.ParquetFile(f).metadata
+            col = md.schema.to_arrow_schema().get_field_index("session_id")
+            ids = set()
+            for g in range(md.num_row_groups):
+                stats = md.row_group(g).column(col).statistics
+                if stats is None or not stats.has_min_max or stats.min != stats.max:
+                    return False
+                ids.add(stats.min)
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceError(f"{f}: not a readable Parquet trace ({_first_line(exc)})") from None
+        if len(ids) != 1 or not ids.isdisjoint(seen):
+            return False
+        seen |= ids
+    return True
+
+
+def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceIndex:
+    """The metadata of every row of one agentx trace file (recovered first if its writer died);
+    row ``i``'s ``locator`` is ``first_locator + i`` (a dataset's files number theirs apart)."""
+    fi = _open_file(Path(path))
+    present = [c for c in BASE_COLUMNS if c in fi.columns]
     try:
-        pf = pq.ParquetFile(info.path)
-        table = pf.read(columns=list(INDEX_COLUMNS))
+        pf = pq.ParquetFile(fi.info.path)
+        table = pf.read(columns=[*INDEX_COLUMNS, *present])
         starts = []
         n = 0
         for g in range(pf.num_row_groups):
             starts.append(n)
             n += pf.metadata.row_group(g).num_rows
-        cols = {name: table.column(name).to_pylist() for name in INDEX_COLUMNS}
+        cols = {name: table.column(name).to_pylist() for name in (*INDEX_COLUMNS, *present)}
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
-        raise TraceError(f"{info.path}: corrupt trace ({_first_line(exc)})") from None
+        raise TraceError(f"{fi.info.path}: corrupt trace ({_first_line(exc)})") from None
     del table
     row_of = {rid: i for i, rid in enumerate(cols["request_id"])}
-    bases = np.fromiter(
-        (row_of.get(b, -1) if b is not None else -1 for b in cols["conversation_base_id"]),
-        dtype=np.int64,
-        count=n,
+    bases = tuple(
+        np.fromiter(
+            (row_of.get(b, -1) if b is not None else -1 for b in cols[c]), dtype=np.int64, count=n
+        )
+        for c in present
     )
     metas = []
     for i in range(n):
@@ -131,7 +177,7 @@ def read_index(path: str | os.PathLike[str]) -> TraceIndex:
                 flags=tuple(cols["flags"][i] or ()),
                 hash_only=hash_only,
                 has_prompt=hash_only or cols["conversation_key"][i] is not None,
-                locator=i,
+                locator=first_locator + i,
             )
         )
-    return TraceIndex(info.path, tuple(metas), bases, tuple(starts))
+    return TraceIndex(fi.info.path, tuple(metas), bases, tuple(starts), fi.columns)

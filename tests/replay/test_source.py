@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from agentx.errors import FormatError
@@ -18,6 +20,8 @@ from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.source import MooncakeSource, ParquetSource, WekaSource, open_source
 from agentx.replay.trees import tree_of
 from agentx.store import write_trace
+from agentx.store.dataset import DatasetWriter
+from agentx.store.schema import SCHEMA_V1
 
 from .factory import T0, chat_session
 
@@ -50,6 +54,20 @@ def _materialise(source: WekaSource | MooncakeSource | ParquetSource) -> list[Ex
         loader = source.load_session(session)
         out.extend(loader.exchange(m) for m in session.exchanges)
     return out
+
+
+def _rows_equal_eager(source: ParquetSource, path: Path) -> int:
+    eager = {ex.request_id: ex for ex in load_exchanges(path)}
+    n = 0
+    for session in reversed(list(source.index())):  # any order: each loads on its own
+        loader = source.load_session(session)
+        for m in session.exchanges:
+            ex = loader.exchange(m)
+            _same_row(ex, eager[m.request_id])
+            assert ex.request == eager[m.request_id].request
+            n += 1
+    assert n == len(eager)
+    return n
 
 
 def _weka_dir(tmp_path: Path) -> Path:
@@ -136,15 +154,9 @@ def test_parquet_sessions_decode_with_the_rows_they_extend(tmp_path: Path) -> No
     path = tmp_path / "t.parquet"
     write_trace(path, rows)
     source = ParquetSource(path)
-    index = source._index
-    assert index.rows[int(index.bases[4])].request_id == "a-main-2"  # across sessions
-    eager = {ex.request_id: ex for ex in load_exchanges(path)}
-    for session in reversed(list(source.index())):  # any order: each loads on its own
-        loader = source.load_session(session)
-        for m in session.exchanges:
-            ex = loader.exchange(m)
-            _same_row(ex, eager[m.request_id])
-            assert ex.request == eager[m.request_id].request
+    index = source._file(0)
+    assert index.rows[int(index.bases[0][4])].request_id == "a-main-2"  # across sessions
+    _rows_equal_eager(source, path)
 
 
 def _shape(plan: ReplayPlan) -> list[object]:
@@ -230,3 +242,80 @@ def test_lazy_and_eager_weka_subagents_keep_the_spawning_turn_and_duration() -> 
         assert th.after is not None and th.after[0] == 0
         # the main request written just before the entry spawned it
         assert first.parent_request_id == main.turns[th.after[1]].meta.request_id
+
+
+def test_hash_only_rows_decode_their_delta_encoded_block_ids(tmp_path: Path) -> None:
+    """Format v1.1: a row's ids are its base's prefix plus a delta; a session's rows bring the
+    rows they extend (through either base column)."""
+    path = tmp_path / "w.parquet"
+    write_trace(path, list(load_exchanges(WEKA)))
+    source = ParquetSource(path)
+    index = source._file(0)
+    assert "hash_ids_delta" in index.columns and len(index.bases) == 2
+    assert (index.bases[1] >= 0).sum() > len(index.rows) // 2  # most rows extend another
+    assert _rows_equal_eager(source, path) == len(index.rows)
+    (one,) = [s for s in source.index() if len(s.exchanges) > 3][:1]
+    last = one.exchanges[-1]
+    assert (
+        source.load_session(dataclasses.replace(one, exchanges=(last,))).exchange(last).hash_ids
+        == next(e for e in load_exchanges(path) if e.request_id == last.request_id).hash_ids
+    )
+
+
+def test_a_v1_trace_file_reads_lazily_too(tmp_path: Path) -> None:
+    path = tmp_path / "v1.parquet"
+    exs = list(load_exchanges(WEKA / "trace_0001.json"))
+    write_trace(path, exs)
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    for row, ex in zip(rows, exs, strict=True):
+        row["hash_ids"] = list(ex.hash_ids or ())
+    meta = dict(table.schema.metadata)
+    meta[b"agentx.format"] = b"agentx.trace/1"
+    pq.write_table(pa.Table.from_pylist(rows, SCHEMA_V1.with_metadata(meta)), path)
+    source = ParquetSource(path)
+    assert len(source._file(0).bases) == 1  # no hash_ids_base_id in v1
+    assert _rows_equal_eager(source, path) == len(exs)
+
+
+def test_a_dataset_of_one_session_per_file_is_indexed_file_by_file(tmp_path: Path) -> None:
+    d = tmp_path / "ds"
+    d.mkdir()
+    files = [*sorted(WEKA.glob("*.json")), *sorted(SHARED_WEKA.glob("*.json"))]
+    for k, f in enumerate(files):
+        exs = list(load_exchanges(f))
+        exs = [  # files may repeat a session: made distinct
+            dataclasses.replace(
+                ex,
+                session_id=f"{ex.session_id}.{k}",
+                thread_id=f"{ex.thread_id}.{k}",
+                request_id=f"{ex.request_id}.{k}",
+                parent_request_id=ex.parent_request_id and f"{ex.parent_request_id}.{k}",
+            )
+            for ex in exs
+        ]
+        write_trace(d / f"part-{k:05d}.parquet", exs)
+    source = open_source(d)
+    assert isinstance(source, ParquetSource) and source.candidates == len(files)
+    plan = build_plan(source, sessions=len(files) - 1, seed=1)
+    assert plan.sessions.lazy and len(plan.sessions) == len(files) - 1
+    assert source._indexes.keys() == set()  # nothing read until a lane wants it
+    picked = [s.session_id for s in plan.sessions]
+    assert len(source._indexes) == len(files) - 1
+    eager = build_plan(list(load_exchanges(d)))
+    assert set(picked) <= {s.session_id for s in eager.sessions}
+    assert _shape(build_plan(open_source(d))) == _shape(eager)
+    _rows_equal_eager(source, d)
+
+
+def test_a_dataset_with_sessions_across_files_is_indexed_whole(tmp_path: Path) -> None:
+    d = tmp_path / "ds"
+    rows = [*chat_session("a", turns=4), *chat_session("b", turns=3, start_ns=T0 + 10**10)]
+    with DatasetWriter(d, part_rows=3) as w:  # a session split over two files
+        for ex in rows:
+            w.append(ex)
+    source = open_source(d)
+    assert isinstance(source, ParquetSource) and source.candidates is None
+    assert [s.session_id for s in source.index()] == ["a", "b"]
+    assert _shape(build_plan(source)) == _shape(build_plan(list(load_exchanges(d))))
+    _rows_equal_eager(source, d)
