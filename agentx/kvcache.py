@@ -159,6 +159,11 @@ class KVCache:
     def offload_blocks(self) -> int:
         return len(self._offload.lru)
 
+    @property
+    def named_blocks(self) -> int:
+        """Resident blocks cached under a hash (O(resident): for the end of a run)."""
+        return sum(1 for b in self._ref if b >= 0)
+
     def __contains__(self, block: int) -> bool:
         """Whether ``block`` is resident in the GPU tier."""
         return block in self._ref

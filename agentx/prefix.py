@@ -90,6 +90,14 @@ def chain_ids(hash_ids: npt.ArrayLike, group: int = 1) -> HashArray:
     return chained if group == 1 else chained[group - 1 :: group]
 
 
+def salted(hashes: HashArray, salt: int) -> HashArray:
+    """Chained hashes as a prompt that starts with a per-``salt`` marker would have them: every
+    block differs from the unsalted one and from every other salt's (a mixed salt, XORed)."""
+    key: HashArray = _mix(np.array([salt * 2 + 1], dtype=np.uint64))
+    out: HashArray = hashes ^ key[0]
+    return out
+
+
 def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     """Length of the longest common prefix of two id tuples, by C-level slice comparisons
     (fast when the tuples share their int objects, as consecutive rows of a thread do)."""

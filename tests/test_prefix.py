@@ -204,3 +204,13 @@ def test_id_chainer_equals_chain_ids(rows: list[tuple[str, int, list[int]]]) -> 
         ids = last[thread][:keep] + tuple(new)
         last[thread] = ids
         assert chainer.chain(thread, ids).tolist() == chain_ids(ids).tolist()
+
+
+def test_salted_hashes_differ_per_salt_and_keep_equal_blocks_equal() -> None:
+    from agentx.prefix import salted
+
+    h = chain_ids([1, 2, 3, 4])
+    a, b = salted(h, 0), salted(h, 1)
+    assert len(set(a.tolist()) | set(b.tolist()) | set(h.tolist())) == 12
+    assert (salted(h, 0) == a).all()  # deterministic: an instance's turns share their prefix
+    assert (salted(chain_ids([1, 2, 9]), 0)[:2] == a[:2]).all()

@@ -11,8 +11,9 @@ from typing import Any
 from agentx.errors import AgentxError, UsageError
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefix import DEFAULT_BLOCK_SIZE
+from agentx.progress import Progress
 from agentx.replay.build import BuildConfig
-from agentx.replay.plan import build_plan
+from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.source import open_source
 from agentx.replay.translate import to_chat
 from agentx.simulate.options import SCHEMA, SimulateOptions, default_capacities
@@ -51,8 +52,23 @@ def _point(cap: int, offload: int, run: EngineRun, bs: int) -> dict[str, Any]:
     }
 
 
-def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
-    """The ``agentx.simulate/1`` object of the replay timeline (or of ``--from-results``)."""
+def _hash_block_size(plan: ReplayPlan) -> int | None:
+    """The block size of a hash-only trace's ids (its first session's first row), else None."""
+    for i in range(len(plan.sessions)):
+        session = plan.sessions.plan(i)
+        if session is None:
+            continue
+        meta = session.threads[0].turns[0].meta
+        if not meta.hash_only:
+            return None
+        return plan.source.load_session(session.source).exchange(meta).hash_block_size
+    return None
+
+
+def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dict[str, Any]:
+    """The ``agentx.simulate/1`` object of the replay timeline (or of ``--from-results``).
+    ``progress`` counts the requests of each pass (one per capacity)."""
+    prog = progress or Progress()
     kv = read_kv_capacity(o.kv_from) if o.kv_from else None
     bs = o.block_size or (kv.block_size if kv else None) or DEFAULT_BLOCK_SIZE
     if kv is not None and kv.block_size and o.block_size and kv.block_size != o.block_size:
@@ -73,12 +89,18 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
         extra_body = cfg.get("extra_body") or extra_body
         ignore_eos = bool(cfg.get("ignore_eos", ignore_eos))
     plan = build_plan(open_source(o.trace), sessions=sessions, seed=seed, api_mode=api)
+    native = _hash_block_size(plan) if o.tokenizer is None else None
+    if native is not None and o.block_size is None and kv is None:
+        bs = native  # as `stats` and the recorded timeline count a hash-only trace
+    hash_level = native is not None and bs % native == 0
     tokenizer = resolve_tokenizer(
         o.tokenizer, server_url=o.server_url, model=o.model, to_chat=to_chat
     )
     build = BuildConfig(api, o.model or SIM_MODEL, extra_body, ignore_eos, False)
     hasher = make_hasher(tokenizer, bs, max_threads=4096)
-    source = PromptSource(build, hasher, plan.source, salt=salt)
+    source = PromptSource(
+        build, hasher, plan.source, salt=salt, hash_block_size=bs if hash_level else None
+    )
 
     def sends() -> Sends:
         if recorded is not None:
@@ -86,24 +108,29 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
         return SharedSchedule(plan.sessions, o.schedule, seed)
 
     params = dataclasses.replace(o.engine_params, block_size=bs)
-    unbounded = run_engine(sends(), source, dataclasses.replace(params, kv_tokens=UNBOUNDED_TOKENS))
+
+    def run(label: str, kv_tokens: int, offload_tokens: int = 0) -> EngineRun:
+        prog.phase(label, total=known, unit="requests")
+        at = dataclasses.replace(params, kv_tokens=kv_tokens, offload_tokens=offload_tokens)
+        return run_engine(sends(), source, at, prog.advance)
+
+    known = None
+    unbounded = run("simulating: unbounded cache", UNBOUNDED_TOKENS)
     if not unbounded.records:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
-    footprint = source.distinct_blocks() * bs
+    known = len(unbounded.records)  # every pass sends the same requests (their times differ)
+    footprint = unbounded.named_blocks * bs
     largest = max(-(-(r.prompt_tokens + r.output_tokens) // bs) * bs for r in unbounded.records)
     caps = _capacities(o, bs, kv.tokens_at(bs) if kv else None)
     if caps is None:
         caps = tuple(c for c in default_capacities(bs, footprint) if c >= largest) or (largest,)
     offload = o.offload_tokens or 0
     points: list[dict[str, Any]] = []
-    for cap in caps:
-        run = run_engine(sends(), source, dataclasses.replace(params, kv_tokens=cap))
-        points.append(_point(cap, 0, run, bs))
+    for i, cap in enumerate(caps, 1):
+        label = f"simulating: capacity {i}/{len(caps)} ({cap:,} tokens)"
+        points.append(_point(cap, 0, run(label, cap), bs))
         if offload:
-            both = run_engine(
-                sends(), source, dataclasses.replace(params, kv_tokens=cap, offload_tokens=offload)
-            )
-            points.append(_point(cap, offload, both, bs))
+            points.append(_point(cap, offload, run(f"{label} + offload", cap, offload), bs))
     measured = [r for r in unbounded.records if not r.warmup]
     engine = dataclasses.asdict(params)
     for key in ("block_size", "kv_tokens", "offload_tokens"):
@@ -116,6 +143,7 @@ def simulate_replay(o: SimulateOptions) -> dict[str, Any]:
         # extras
         "timeline": "results" if recorded is not None else "replay",
         "tokenizer": tokenizer.name,
+        "prompts": "hash ids" if source.hash_level else "built and tokenised",
         "requests": len(measured),
         "warmup_requests": len(unbounded.records) - len(measured),
         "sessions": len(plan.sessions),

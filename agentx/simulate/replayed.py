@@ -26,10 +26,11 @@ from typing import Protocol
 import orjson
 
 from agentx.engine import Admission, EngineParams, ServingEngine
+from agentx.hitrate import hash_only_blocks
 from agentx.models import Exchange, ExchangeMeta
-from agentx.prefix import HashArray, UnboundedPrefixCache
+from agentx.prefix import HashArray, UnboundedPrefixCache, salted
 from agentx.record import RequestRecord
-from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
+from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder, max_tokens_of
 from agentx.replay.lanes import marker_salt
 from agentx.replay.plan import SessionPlan
 from agentx.replay.source import SessionLoader, TraceSource
@@ -51,8 +52,7 @@ class Sends(Protocol):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Prompt:
-    array: HashArray  # chained block hashes
-    hashes: list[int]  # the same, as the engine takes them
+    array: HashArray  # chained block hashes (the engine takes them as a list when sent)
     prompt_tokens: int
     output_tokens: int
 
@@ -60,15 +60,29 @@ class Prompt:
 class PromptSource:
     """The prompt of each send, built as replay builds it, hashed with one tokenizer. Memoised
     by (session copy, thread, turn), so several capacities cost one tokenisation. Rows are
-    read from ``trace`` as replay's lanes read them (a few sessions' loaders kept)."""
+    read from ``trace`` as replay's lanes read them (a few sessions' loaders kept).
+
+    With ``hash_block_size``, a hash-only row (Weka, Mooncake) is not built as text: its
+    prompt is its own block ids at that block size (a multiple of the row's), salted per tree
+    instance as replay's marker salts the text, and its token count is the trace's. Replay's
+    synthetic text gives equal ids equal text, so this is the prefix structure a server sees,
+    without building and tokenising ~100K-token bodies (and nothing is memoised: it is cheap)."""
 
     def __init__(
-        self, build: BuildConfig, hasher: Hasher, trace: TraceSource, *, salt: bool = True
+        self,
+        build: BuildConfig,
+        hasher: Hasher,
+        trace: TraceSource,
+        *,
+        salt: bool = True,
+        hash_block_size: int | None = None,
     ) -> None:
         self.build = build
         self.hasher = hasher
         self.trace = trace
         self.salt = salt
+        self.hash_block_size = hash_block_size
+        self.hash_level = 0  # prompts taken from block ids
         self.synth = SynthCache()
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
         self._memo: dict[tuple[int, int, int, int | None], Prompt] = {}
@@ -84,16 +98,15 @@ class PromptSource:
             self._loaders.move_to_end(session.index)
         return loader.exchange(meta)
 
-    def distinct_blocks(self) -> int:
-        """Distinct block hashes of every prompt built so far (the footprint)."""
-        return len({h for p in self._memo.values() for h in p.hashes})
-
     def prompt(self, send: Send) -> Prompt:
+        th = send.session.threads[send.thread]
+        meta = th.turns[send.turn].meta
+        if self.hash_block_size is not None and meta.hash_only:
+            return self._hashed(self._exchange(send.session, meta), send)
         key = (send.instance, send.thread, send.turn, send.max_tokens)
         got = self._memo.get(key)
         if got is not None:
             return got
-        th = send.session.threads[send.thread]
         builder = self._builders.get(key[:2])
         if builder is None:
             builder = self._builders[key[:2]] = ThreadBuilder(
@@ -104,8 +117,16 @@ class PromptSource:
         built = builder.build(ex, salt, max_tokens=send.max_tokens)
         thread: Hashable = f"{send.session_id}\x1f{th.thread_id}"
         hashes, n = self.hasher.hash_request(built.api, orjson.loads(built.body), thread)
-        got = self._memo[key] = Prompt(hashes, hashes.tolist(), n, built.max_tokens)
+        got = self._memo[key] = Prompt(hashes, n, built.max_tokens)
         return got
+
+    def _hashed(self, ex: Exchange, send: Send) -> Prompt:
+        hashes, n, _ = hash_only_blocks(ex, self.hash_block_size)
+        if self.salt:
+            hashes = salted(hashes, send.instance)
+        self.hash_level += 1
+        out = max_tokens_of(ex) if send.max_tokens is None else send.max_tokens
+        return Prompt(hashes, n, out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +160,7 @@ class EngineRun:
     duration_s: float
     peak_waiting: int
     evicted_blocks: int
+    named_blocks: int  # distinct blocks cached at the end (every one sent, when unbounded)
 
     def _measured(self) -> list[SimRecord]:
         return [r for r in self.records if not r.warmup]
@@ -178,8 +200,14 @@ class _Decode:
         return self.at_s + max(0.0, self.heap[0][0] - self.clock) * itl_s
 
 
-def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> EngineRun:
-    """Drive the engine with ``sends`` in virtual time; every request's fate."""
+def run_engine(
+    sends: Sends,
+    source: PromptSource,
+    params: EngineParams,
+    progress: Callable[[], None] | None = None,
+) -> EngineRun:
+    """Drive the engine with ``sends`` in virtual time; every request's fate. ``progress`` is
+    called as each request finishes."""
     engine = ServingEngine(params)
     theory = UnboundedPrefixCache(params.block_size)
     tie = itertools.count()
@@ -213,12 +241,16 @@ def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> Engi
         if t == t_end and decode.heap:
             _, _, live = heapq.heappop(decode.heap)
             _finish(live, now, engine, sends, records)
+            if progress is not None:
+                progress()
             admit(now)
         elif t == t_first:
             _, _, live = heapq.heappop(firsts)
             left = live.prompt.output_tokens - 1
             if fast or left <= 0:
                 _finish(live, now, engine, sends, records)
+                if progress is not None:
+                    progress()
                 admit(now)
             else:
                 heapq.heappush(decode.heap, (decode.clock + left, next(tie), live))
@@ -227,12 +259,13 @@ def run_engine(sends: Sends, source: PromptSource, params: EngineParams) -> Engi
                 prompt = source.prompt(send)
                 hit = theory.observe(prompt.array, prompt.prompt_tokens).hit_tokens
                 ticket = engine.submit(
-                    prompt.hashes, prompt.prompt_tokens, prompt.output_tokens, now
+                    prompt.array.tolist(), prompt.prompt_tokens, prompt.output_tokens, now
                 )
                 pending[id(ticket)] = _Live(send, prompt, hit)
                 admit(now)
             peak_waiting = max(peak_waiting, engine.waiting)
-    return EngineRun(records, now, peak_waiting, engine.cache.counters.evicted_blocks)
+    cache = engine.cache
+    return EngineRun(records, now, peak_waiting, cache.counters.evicted_blocks, cache.named_blocks)
 
 
 def _finish(

@@ -148,8 +148,7 @@ def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) 
     if options.timeline == "replay":
         from agentx.simulate.predict import simulate_replay
 
-        prog.phase("simulating", total=None, unit="")
-        data = simulate_replay(options)
+        data = simulate_replay(options, prog)
         data["trace"] = str(options.trace)
         data["format"] = fmt
         curve = tuple(

@@ -210,3 +210,36 @@ def test_cli_replay_timeline_table_and_kv_from(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "12,288" in res.stdout and "replay's schedule: 2 lane(s)" in res.stdout
+
+
+def test_hash_only_prompts_from_block_ids_match_the_built_text() -> None:
+    """A Weka trace: prompts taken from its block ids (the default) and prompts built as replay
+    sends them (synthetic text, tokenised) give the same hit rates at a binding capacity."""
+    weka = example_path("weka")
+
+    def sim(tokenizer: str | None) -> dict:  # type: ignore[type-arg]
+        return run_simulate(
+            SimulateOptions(
+                weka,
+                block_size=64,
+                capacities_tokens=(200_000, 300_000),
+                schedule=ScheduleRules(concurrency=2, time_scale=0),
+                tokenizer=tokenizer,
+            )
+        ).data
+
+    ids, text = sim(None), sim("cl100k_base")
+    assert (ids["prompts"], text["prompts"]) == ("hash ids", "built and tokenised")
+    assert ids["requests"] == text["requests"] > 0
+    assert ids["theoretical_hit_rate"] == pytest.approx(text["theoretical_hit_rate"], abs=0.005)
+    assert ids["footprint_tokens"] == pytest.approx(text["footprint_tokens"], rel=0.01)
+    for a, b in zip(ids["points"], text["points"], strict=True):
+        assert a["hit_rate"] == pytest.approx(b["hit_rate"], abs=0.01)
+    assert ids["points"][0]["hit_rate"] < ids["theoretical_hit_rate"] - 0.05  # it binds
+
+
+def test_hash_only_trace_defaults_to_its_own_block_size() -> None:
+    data = run_simulate(
+        SimulateOptions(example_path("weka"), schedule=ScheduleRules(time_scale=0))
+    ).data
+    assert (data["block_size"], data["prompts"]) == (64, "hash ids")
