@@ -11,7 +11,8 @@ from agentx.store.reader import (
     recover,
 )
 from agentx.store.schema import FORMAT, METADATA_COLUMNS
-from agentx.store.writer import TraceWriter, new_trace, spool_path, write_trace
+from agentx.store.spool import spool_path
+from agentx.store.writer import TraceWriter, new_trace, write_trace
 
 __all__ = [
     "FORMAT",

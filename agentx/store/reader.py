@@ -40,14 +40,8 @@ from agentx.store.schema import (
     META_WRITER,
     READABLE_FORMATS,
 )
-from agentx.store.writer import (
-    REPEATED_COLUMNS,
-    Compacted,
-    compact,
-    spool_header,
-    spool_path,
-    try_lock,
-)
+from agentx.store.spool import REPEATED_COLUMNS, spool_header, spool_path, try_lock
+from agentx.store.writer import Compacted, compact
 
 READ_BATCH_ROWS = 256
 FORMAT_PREFIX = "agentx.trace/"

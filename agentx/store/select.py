@@ -31,7 +31,7 @@ from agentx.store.codec import DeltaDecoder
 from agentx.store.dataset import trace_files
 from agentx.store.reader import _first_line, _open_file, open_trace
 from agentx.store.schema import COLUMNS
-from agentx.store.writer import REPEATED_COLUMNS
+from agentx.store.spool import REPEATED_COLUMNS
 
 INDEX_COLUMNS = (
     "session_id",

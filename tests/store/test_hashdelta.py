@@ -25,7 +25,7 @@ from agentx.store import (
 )
 from agentx.store.hashdelta import HashDeltaDecoder, HashDeltaEncoder, from_runs, to_runs
 from agentx.store.schema import SCHEMA_V1
-from agentx.store.writer import spool_path
+from agentx.store.spool import spool_path
 
 IDS = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30).map(tuple)
 

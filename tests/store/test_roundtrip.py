@@ -18,7 +18,7 @@ from agentx import DISTRIBUTION, __version__
 from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Timing
 from agentx.store import TraceWriter, iter_exchanges, open_trace, read_trace, write_trace
 from agentx.store.codec import DeltaDecoder, DeltaEncoder
-from agentx.store.writer import _line_row, _row_line
+from agentx.store.spool import line_row, row_line
 
 from .strategies import exchange_sequences
 
@@ -48,7 +48,7 @@ def test_codec_round_trips_any_request_sequence(exchanges: list[Exchange]) -> No
     rows = []
     encoder = DeltaEncoder()
     for ex in exchanges:
-        rows.append(_line_row(orjson.loads(_row_line(encoder.encode(replace(ex, trace_id="T"))))))
+        rows.append(line_row(orjson.loads(row_line(encoder.encode(replace(ex, trace_id="T"))))))
     refs = Counter(r["conversation_base_id"] for r in rows if r["conversation_base_id"])
     hash_refs = Counter(r["hash_ids_base_id"] for r in rows if r["hash_ids_base_id"])
     for shared in (False, True):
