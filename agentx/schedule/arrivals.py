@@ -115,6 +115,14 @@ class OpenLoop:
         self._missed = 0
         self._window: tuple[float | None, float | None] = (None, None)
 
+    def accept(self, trees: int, *, recycle: bool) -> bool:
+        """Whether an arrival is due now (a tree still to start: ``trees`` of them, or any
+        number with ``recycle``); counts it when it is."""
+        if trees == 0 or (not recycle and self.accepted >= trees):
+            return False  # the trace is over: no more arrivals
+        self.accepted += 1
+        return True
+
     def begin(self, now_s: float) -> float:
         """The window starts at ``now_s``; returns when the first arrival is due."""
         self._window = (now_s, None)
