@@ -25,7 +25,8 @@ import orjson
 from agentx.errors import FormatError
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
 from agentx.formats.weka import parse_weka
-from agentx.formats.weka.read import checked_ids, file_id_offset
+from agentx.formats.weka.checks import checked_ids
+from agentx.formats.weka.read import file_id_offset
 from agentx.models import Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
 
 _HASH_IDS = re.compile(rb'"hash_ids"\s*:\s*(\[[^\]]*\])')

@@ -1,8 +1,9 @@
-"""Weka JSON (SemiAnalysis AgentX, kv-cache-tester ``traces/``): import (:mod:`.read`), the
-record mapping both ways (:mod:`.record`), export (:mod:`.write`)."""
+"""Weka JSON (SemiAnalysis AgentX, kv-cache-tester ``traces/``): import (:mod:`.read`; the
+checks of its values, :mod:`.checks`), the record mapping both ways (:mod:`.record`), export
+(:mod:`.write`)."""
 
+from agentx.formats.weka.checks import LOCAL_SCOPE_STRIDE
 from agentx.formats.weka.read import (
-    LOCAL_SCOPE_STRIDE,
     SUBAGENT,
     WekaTrace,
     iter_weka,

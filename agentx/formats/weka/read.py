@@ -29,12 +29,22 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import orjson
 
 from agentx.errors import FormatError
 from agentx.flags import FLAG_SUBAGENT, weka_flag
+from agentx.formats.weka.checks import (
+    LOCAL_SCOPE_STRIDE,
+    Invalid,
+    hash_ids_at,
+    int_at,
+    num_at,
+    show,
+    str_at,
+    strs_at,
+)
 from agentx.formats.weka.record import (
     ABSOLUTE,
     EMPTY,
@@ -50,13 +60,9 @@ from agentx.formats.weka.record import (
     to_ns,
 )
 from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
-from agentx.prefix import common_prefix
 from agentx.progress import Progress
 
 SUBAGENT = "subagent"  # the Weka record type of a child thread
-LOCAL_SCOPE_STRIDE = 1 << 32  # per-file id offset when a directory mixes local-scope files
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-_MAX_SECONDS = 4e9  # t + subagent start must still fit in int64 nanoseconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,88 +78,6 @@ class WekaTrace:
     system_tokens: int | None
     totals: JSON
     exchanges: tuple[Exchange, ...]
-
-
-class _Bad(Exception):
-    """A validation failure at a JSON path inside the document."""
-
-
-def _is_int(v: object) -> TypeGuard[int]:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _int(obj: dict[str, Any], key: str, where: str, *, required: bool = True) -> int | None:
-    v = obj.get(key)
-    if v is None and not required:
-        return None
-    if not _is_int(v) or not 0 <= v <= _INT64[1]:
-        raise _Bad(f"{where}.{key}: expected a non-negative integer, got {_show(v)}")
-    return int(v)
-
-
-def _num(obj: dict[str, Any], key: str, where: str, *, required: bool = False) -> float | None:
-    v = obj.get(key)
-    if v is None and not required:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < _MAX_SECONDS:
-        raise _Bad(f"{where}.{key}: expected a non-negative number of seconds, got {_show(v)}")
-    return float(v)
-
-
-def _str(obj: dict[str, Any], key: str, where: str) -> str | None:
-    v = obj.get(key)
-    if v is not None and not isinstance(v, str):
-        raise _Bad(f"{where}.{key}: expected a string, got {_show(v)}")
-    return v
-
-
-def _strs(obj: dict[str, Any], key: str, where: str) -> list[str]:
-    v = obj.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _Bad(f"{where}.{key}: expected a list of strings, got {_show(v)}")
-    return v
-
-
-def _show(v: object) -> str:
-    try:
-        text = orjson.dumps(v, default=str).decode()
-    except TypeError:  # integers beyond 64 bits, lone surrogates
-        text = repr(v)
-    if v is None:
-        text = "nothing"
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-_IDS = {int}  # the one type a block id may have (not bool, not float)
-
-
-def _hash_ids(
-    req: dict[str, Any], where: str, offset: int, prev: tuple[list[int], tuple[int, ...]] | None
-) -> tuple[list[int], tuple[int, ...]]:
-    """(the record's ids, as stored: plus ``offset``). ``prev`` is the previous record's pair
-    in the thread: the prefix they share was checked already and reuses its stored ids (the
-    same int objects, so rows share memory and compare fast). The checks are C-level passes:
-    a corpus holds ~100M ids."""
-    ids = req.get("hash_ids")
-    if not isinstance(ids, list) or not set(map(type, ids)) <= _IDS:
-        raise _Bad(f"{where}.hash_ids: expected a list of integers, got {_show(ids)}")
-    k = 0
-    if prev is not None:
-        raw = prev[0]
-        k = min(len(raw), len(ids))
-        if raw[:k] != ids[:k]:
-            k = common_prefix(tuple(raw[:k]), tuple(ids[:k]))
-    tail = ids[k:]
-    if tail:
-        low, high = min(tail), max(tail)
-        if low < _INT64[0] or high + offset > _INT64[1]:
-            raise _Bad(f"{where}.hash_ids: ids must fit in 64 bits")
-        if offset and (high >= LOCAL_SCOPE_STRIDE or low < 0):
-            raise _Bad(f"{where}.hash_ids: local-scope ids must be in [0, 2^32) to mix files")
-    new = tuple(map(offset.__add__, tail)) if offset else tuple(tail)
-    return ids, (prev[1][:k] + new if prev is not None else new)
 
 
 @dataclass(slots=True)
@@ -190,18 +114,18 @@ class _Builder:
         spawned_by: str | None = None,
     ) -> None:
         if not isinstance(requests, list):
-            raise _Bad(f"{where}: expected a list of requests, got {_show(requests)}")
+            raise Invalid(f"{where}: expected a list of requests, got {show(requests)}")
         parent: str | None = spawned_by
         prev: tuple[list[int], tuple[int, ...]] | None = None  # the last record's block ids
         n = 0
         for i, req in enumerate(requests):
             here = f"{where}[{i}]"
             if not isinstance(req, dict):
-                raise _Bad(f"{here}: expected an object, got {_show(req)}")
-            kind = _str(req, "type", here)
+                raise Invalid(f"{here}: expected an object, got {show(req)}")
+            kind = str_at(req, "type", here)
             if kind == SUBAGENT:
                 if flags:
-                    raise _Bad(f"{here}: subagents nested in a subagent are not supported")
+                    raise Invalid(f"{here}: subagents nested in a subagent are not supported")
                 self.subagent(req, here, i, parent)
                 continue
             row = self.request(req, here, thread, n, base_ns, parent, flags, i, prev)
@@ -215,21 +139,21 @@ class _Builder:
     def subagent(
         self, entry: dict[str, Any], where: str, position: int, spawned_by: str | None
     ) -> None:
-        start = _num(entry, "t", where, required=True) or 0.0
+        start = num_at(entry, "t", where, required=True) or 0.0
         requests = entry.get("requests")
         if isinstance(requests, list) and not requests:
             self.empty.append([position, entry])  # kept whole: its requests are []
             return
-        agent = _str(entry, "agent_id", where) or f"subagent{len(self.agents) + 1}"
+        agent = str_at(entry, "agent_id", where) or f"subagent{len(self.agents) + 1}"
         while agent in self.agents or agent == "main":  # thread ids stay unique
             agent += "'"
         self.agents.add(agent)
         flags = [FLAG_SUBAGENT, weka_flag("agent_id", agent)]
         for key in ("subagent_type", "status"):
-            value = _str(entry, key, where)
+            value = str_at(entry, key, where)
             if value is not None:
                 flags.append(weka_flag(key, value))
-        duration = _num(entry, "duration_ms", where)
+        duration = num_at(entry, "duration_ms", where)
         if duration is not None:
             flags.append(
                 weka_flag("duration_ms", int(duration) if duration.is_integer() else duration)
@@ -255,21 +179,21 @@ class _Builder:
         position: int,
         prev: tuple[list[int], tuple[int, ...]] | None,
     ) -> _Row:
-        t = _num(req, "t", where, required=True) or 0.0
-        api_time = _num(req, "api_time", where)
-        ttft = _num(req, "ttft", where)
-        kind = _str(req, "type", where)
-        stop = _str(req, "stop", where)
+        t = num_at(req, "t", where, required=True) or 0.0
+        api_time = num_at(req, "api_time", where)
+        ttft = num_at(req, "ttft", where)
+        kind = str_at(req, "type", where)
+        stop = str_at(req, "stop", where)
         flags = [*thread_flags]
         if kind is not None:
             flags.append(weka_flag("type", kind))
-        input_types = _strs(req, "input_types", where)
-        output_types = _strs(req, "output_types", where)
+        input_types = strs_at(req, "input_types", where)
+        output_types = strs_at(req, "output_types", where)
         flags.extend(weka_flag("in", x) for x in input_types)
         flags.extend(weka_flag("out", x) for x in output_types)
-        n_in = _int(req, "in", where)
-        out = _int(req, "out", where)
-        ids = _hash_ids(req, where, self.id_offset, prev)
+        n_in = int_at(req, "in", where)
+        out = int_at(req, "out", where)
+        ids = hash_ids_at(req, where, self.id_offset, prev)
         kw: dict[str, Any] = {
             "request_id": f"{thread}/{n}",
             "session_id": self.session,
@@ -282,10 +206,10 @@ class _Builder:
                 e2e_ns=to_ns(api_time) if api_time is not None else None,
             ),
             "parent_request_id": parent,
-            "model": _str(req, "model", where),
+            "model": str_at(req, "model", where),
             "response": Response(stop_reason=stop or None),
             "usage": Usage(prompt_tokens=n_in, completion_tokens=out),
-            "think_time_s": _num(req, "think_time", where),
+            "think_time_s": num_at(req, "think_time", where),
             "api_time_s": api_time,
             "flags": tuple(flags),
             "hash_ids": ids[1],
@@ -372,26 +296,28 @@ def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -
     p = Path(path)
     try:
         if not isinstance(doc, dict):
-            raise _Bad(f"expected a JSON object with 'block_size' and 'requests', got {_show(doc)}")
+            raise Invalid(
+                f"expected a JSON object with 'block_size' and 'requests', got {show(doc)}"
+            )
         if "requests" not in doc:
-            raise _Bad("no 'requests' list: not a Weka trace")
-        block_size = _int(doc, "block_size", "$")
+            raise Invalid("no 'requests' list: not a Weka trace")
+        block_size = int_at(doc, "block_size", "$")
         if not block_size:
-            raise _Bad("$.block_size: must be a positive integer")
+            raise Invalid("$.block_size: must be a positive integer")
         sid = doc.get("id")
         session = (
             str(sid)
             if isinstance(sid, str | int) and not isinstance(sid, bool) and str(sid)
             else p.stem
         )
-        models = tuple(_strs(doc, "models", "$"))
-        scope = _str(doc, "hash_id_scope", "$")
+        models = tuple(strs_at(doc, "models", "$"))
+        scope = str_at(doc, "hash_id_scope", "$")
         builder = _Builder(session, block_size, id_offset)
         builder.thread(doc["requests"], "requests", f"{session}/main", 0, ())
-        tool_tokens = _int(doc, "tool_tokens", "$", required=False)
-        system_tokens = _int(doc, "system_tokens", "$", required=False)
+        tool_tokens = int_at(doc, "tool_tokens", "$", required=False)
+        system_tokens = int_at(doc, "system_tokens", "$", required=False)
         exchanges = builder.exchanges(doc)
-    except _Bad as exc:
+    except Invalid as exc:
         raise FormatError(str(p), str(exc)) from None
     return WekaTrace(
         path=p,
@@ -439,15 +365,6 @@ def file_id_offset(doc: JSON, k: int) -> int:
     never look shared; ``global``-scope ids are kept as they are."""
     scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
     return k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
-
-
-def checked_ids(ids: object, where: str, offset: int, path: Path) -> tuple[int, ...]:
-    """One record's ``hash_ids`` checked as the importer checks them, plus ``offset`` (for a
-    reader that parses a record's ids apart from the record). Raises :class:`FormatError`."""
-    try:
-        return _hash_ids({"hash_ids": ids}, where, offset, None)[1]
-    except _Bad as exc:
-        raise FormatError(str(path), str(exc)) from None
 
 
 def read_nth_file(path: Path, k: int) -> WekaTrace:
