@@ -15,8 +15,10 @@ seconds from launch to the first replayed request).
 Steps: ``stats`` (of the JSON directory), ``convert`` (to an agentx Parquet trace, ``--jobs``
 processes), ``convert-dataset`` (to a dataset directory, one file per source),
 ``stats-parquet``, ``simulate-load-parquet`` (the trace read into simulate's workload, no
-sweep), ``simulate-parquet`` and ``export-weka`` (``convert --to weka``) of that trace, when
-convert finished, ``simulate`` (of the JSON directory), ``replay`` (the directory against
+sweep), ``simulate-parquet`` (the recorded timeline's one-pass sweep),
+``simulate-replay-parquet`` (replay's timeline, one engine pass per capacity: ~25 min on the
+1x corpus) and ``export-weka`` (``convert --to weka``) of that trace, when convert finished,
+``simulate`` (of the JSON directory, recorded timeline), ``replay`` (the directory against
 ``serve-sim --fast --profile agentx`` at ``--concurrency`` lanes for ``--max-requests``
 requests, think times at 0; ``--replay-scenario agentx`` replays with the AgentX scenario's
 schedule instead: snapshot start, primers, warm-up, idle caps). Writing steps report the
@@ -63,6 +65,7 @@ STEPS = (
     "simulate-load-parquet",
     "simulate",
     "simulate-parquet",
+    "simulate-replay-parquet",
     "export-weka",
     "replay",
 )
@@ -425,8 +428,10 @@ def main() -> int:
                 step.figures["same_files"] = same_files(corpus, back)
             else:
                 source = trace if name.endswith("-parquet") else corpus
-                command = name.removesuffix("-parquet")
-                step = Step(name, [*AGENTX, command, str(source), "--json"])
+                command = name.removesuffix("-parquet").removesuffix("-replay")
+                timeline = "replay" if "-replay" in name else "recorded"
+                how = ["--timeline", timeline] if command == "simulate" else []
+                step = Step(name, [*AGENTX, command, str(source), *how, "--json"])
                 data = run(step, **caps)
                 step.figures.update(
                     json_figures(data, STATS_KEYS if command == "stats" else SIMULATE_KEYS)
