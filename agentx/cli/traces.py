@@ -159,11 +159,17 @@ def simulate(
     sessions: r.Sessions = None,
     time_scale: r.TimeScale = 1.0,
     max_think: r.MaxThink = None,
-    salt: r.Salt = True,
-    warmup: r.Warmup = 0,
+    salt: r.Salt = None,
+    warmup: r.Warmup = None,
+    scenario: r.Scenario = None,
+    start_ratio: r.StartRatio = None,
+    burst: r.Burst = False,
+    spawn_join: r.SpawnJoin = None,
+    trace_idle_cap: r.TraceIdleCap = None,
+    system_idle_cap: r.SystemIdleCap = None,
     api: r.Api = "chat",
     extra_body: r.ExtraBody = None,
-    seed: r.Seed = 0,
+    seed: r.Seed = None,
     prefill_tps: e.PrefillTps = e.ENGINE.prefill_tps,
     decode_tps: e.DecodeTps = e.ENGINE.decode_tps,
     batch_slowdown: e.BatchSlowdown = e.ENGINE.batch_slowdown,
@@ -186,20 +192,30 @@ def simulate(
     from agentx import simulate as so
     from agentx.engine import EngineParams
     from agentx.progress import progress_for
-    from agentx.replay.options import parse_extra_body
+    from agentx.replay.options import parse_extra_body, parse_ratio
+    from agentx.replay.scenario import scenario_values
     from agentx.simulate.schedule import ScheduleRules
 
     try:
         if plot is not None:
             so.check_plot(plot, force=force)
-        rules = ScheduleRules(
+        given = scenario_values(
+            scenario,
             concurrency=concurrency,
             time_scale=time_scale,
             max_think_s=max_think,
-            warmup=warmup or 0,  # replay's flags leave None for a scenario preset to fill
+            warmup=warmup,
             max_requests=max_requests,
             duration_s=duration,
+            start_ratio=parse_ratio(start_ratio) if start_ratio else None,
+            burst=burst or None,
+            spawn_join=spawn_join,
+            trace_idle_cap_s=trace_idle_cap,
+            system_idle_cap_s=system_idle_cap,
+            seed=seed,
+            salt=salt,
         )
+        rules = ScheduleRules.of(given)
         params = EngineParams(
             prefill_tps=prefill_tps,
             decode_tps=decode_tps,
@@ -223,8 +239,8 @@ def simulate(
             timeline=timeline,  # type: ignore[arg-type]
             schedule=rules,
             sessions=sessions,
-            seed=seed or 0,
-            salt=salt is not False,
+            seed=given.get("seed") or 0,
+            salt=given.get("salt") is not False,
             api=api,
             extra_body=parse_extra_body(extra_body),
             tokenizer=tokenizer,

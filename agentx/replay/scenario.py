@@ -68,18 +68,25 @@ def scenario_name(name: str) -> str:
     return canonical
 
 
-def scenario_options(scenario: str | None, **explicit: Any) -> ReplayOptions:
-    """``ReplayOptions`` from a preset and the options given explicitly (``None`` = not given;
-    explicit values win)."""
+def scenario_values(scenario: str | None, **explicit: Any) -> dict[str, Any]:
+    """``ReplayOptions`` fields from a preset and the options given explicitly (``None`` = not
+    given; explicit values win), with ``scenario`` set to the preset's name. ``simulate`` takes
+    the schedule's share of them."""
     given = {k: v for k, v in explicit.items() if v is not None}
     if scenario is None:
-        return ReplayOptions(**given)
+        return given
     name = scenario_name(scenario)
     values: dict[str, Any] = dict(PRESETS[name])
     values.update(given)
     if values.get("seed") == RANDOM_SEED:
         values["seed"] = secrets.randbits(63)
-    return ReplayOptions(scenario=name, **values)
+    return values | {"scenario": name}
+
+
+def scenario_options(scenario: str | None, **explicit: Any) -> ReplayOptions:
+    """``ReplayOptions`` from a preset and the options given explicitly (see
+    :func:`scenario_values`)."""
+    return ReplayOptions(**scenario_values(scenario, **explicit))
 
 
 def describe(o: ReplayOptions) -> str:

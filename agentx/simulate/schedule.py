@@ -16,11 +16,12 @@ options ``simulate`` takes today (the other rules keep their replay defaults).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from agentx.replay.plan import SessionPlan, Sessions
 from agentx.replay.trees import tree_of
-from agentx.schedule import Phase, Schedule, ScheduleOptions
+from agentx.schedule import Phase, Schedule, ScheduleOptions, SpawnJoin
 from agentx.schedule import Send as ScheduledSend
 
 
@@ -34,6 +35,19 @@ class ScheduleRules:
     warmup: int = 0  # requests per lane
     max_requests: int | None = None  # measured requests
     duration_s: float | None = None  # no sends after this long
+    start_ratio: tuple[float, float] = (0.0, 0.0)
+    burst: bool = False
+    spawn_join: SpawnJoin = "recorded"
+    trace_idle_cap_s: float | None = None
+    system_idle_cap_s: float | None = None
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> ScheduleRules:
+        """The rules among ``ReplayOptions`` fields (:func:`agentx.replay.scenario.scenario_values`:
+        a preset and the flags given); the fields not given keep replay's defaults."""
+        names = {f.name for f in fields(cls)} - {"warmup"}
+        rules = {k: v for k, v in values.items() if k in names}
+        return cls(warmup=values.get("warmup") or 0, **rules)
 
     @property
     def recycle(self) -> bool:
@@ -43,12 +57,17 @@ class ScheduleRules:
         return ScheduleOptions(
             lanes=tuple(range(self.concurrency)),
             recycle=self.recycle,
+            start_ratio=self.start_ratio,
             seed=seed,
             time_scale=self.time_scale,
             max_think_s=self.max_think_s,
             warmup_per_lane=self.warmup,
+            burst=self.burst,
             duration_s=self.duration_s,
             max_requests=self.max_requests,
+            trace_idle_cap_s=self.trace_idle_cap_s,
+            system_idle_cap_s=self.system_idle_cap_s,
+            spawn_join=self.spawn_join,
         )
 
 

@@ -243,3 +243,42 @@ def test_hash_only_trace_defaults_to_its_own_block_size() -> None:
         SimulateOptions(example_path("weka"), schedule=ScheduleRules(time_scale=0))
     ).data
     assert (data["block_size"], data["prompts"]) == (64, "hash ids")
+
+
+@pytest.mark.parametrize("scenario", [None, "agentx", "agentx-mvp"])
+def test_simulate_schedules_with_replays_options(scenario: str | None) -> None:
+    """simulate's rules from a preset and flags are the very ScheduleOptions replay's lanes get
+    from the same preset and flags (one worker, no shard)."""
+    from types import SimpleNamespace
+
+    from agentx.replay.scenario import scenario_options, scenario_values
+    from agentx.replay.setup import engine_config
+    from agentx.simulate.schedule import ScheduleRules
+
+    flags = {
+        "concurrency": 3,
+        "time_scale": 0.5,
+        "max_requests": 40,
+        "burst": True,
+        "spawn_join": "harness",
+        "trace_idle_cap_s": 30.0,
+        "seed": None if scenario == "agentx" else 7,  # agentx-mvp draws one otherwise
+    }
+    given = scenario_values(scenario, **flags)
+    ro = scenario_options(scenario, trace=EXAMPLE, endpoint="http://127.0.0.1:1/v1", **flags)
+    setup = SimpleNamespace(options=ro, build=None, nonce="n")
+    replays = engine_config(setup, (0, 1, 2), ro.max_requests, 0).schedule  # type: ignore[arg-type]
+    assert ScheduleRules.of(given).options(given["seed"]) == replays
+    if scenario == "agentx":
+        assert replays.start_ratio == (0.25, 0.75) and replays.warmup_per_lane == 10
+
+
+def test_cli_simulate_takes_a_scenario() -> None:
+    args = "simulate weka --scenario agentx --concurrency 2 --duration 120 --capacity-tokens 1M"
+    res = runner.invoke(app, [*args.split(), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    sched = data["schedule"]
+    assert sched["start_ratio"] == [0.25, 0.75] and sched["warmup"] == 10
+    assert (sched["duration_s"], sched["seed"], sched["system_idle_cap_s"]) == (120.0, 42, 10.0)
+    assert data["warmup_requests"] > 0 and data["requests"] > 0
