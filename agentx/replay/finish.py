@@ -194,9 +194,9 @@ def finish_run(
         )
     if plan.synthesized and o.salt:
         warnings.append(
-            f"{plan.synthesized} hash-only requests were given synthetic text (one user message "
-            "each): the salt at its start also keeps different sessions from sharing a prefix; "
-            "--no-salt keeps the trace's sharing"
+            f"the trace is hash-only ({plan.synthesized} requests in the sessions read): requests "
+            "are sent as synthetic text (one user message each), and the salt at its start also "
+            "keeps different sessions from sharing a prefix; --no-salt keeps the trace's sharing"
         )
     if cache_reset is not None and not cache_reset.ok:
         warnings.append(
