@@ -85,8 +85,14 @@ def session(
     out: list[Exchange] = []
     t = t0
     for i in range(turns):
-        body = {"model": "claude-sonnet-4", "max_tokens": 8192, "system": system, "tools": tools,
-                "messages": list(msgs), "stream": True}  # fmt: skip
+        body = {
+            "model": "claude-sonnet-4",
+            "max_tokens": 8192,
+            "system": system,
+            "tools": tools,
+            "messages": list(msgs),
+            "stream": True,
+        }
         status = 529 if rng.random() < 0.01 else 200
         ex = Exchange(
             request_id=f"{sid}-{i}",
@@ -103,19 +109,58 @@ def session(
         )
         out.append(ex)
         if status != 200 or rng.random() < 0.01:  # the client retries the same body
-            out.append(Exchange(**{**{f: getattr(ex, f) for f in ex.__dataclass_fields__},
-                                   "request_id": f"{sid}-{i}r", "status": 200,
-                                   "timing": Timing(start_wall_ns=t + 1_000_000)}))  # fmt: skip
+            out.append(
+                Exchange(
+                    **{
+                        **{f: getattr(ex, f) for f in ex.__dataclass_fields__},
+                        "request_id": f"{sid}-{i}r",
+                        "status": 200,
+                        "timing": Timing(start_wall_ns=t + 1_000_000),
+                    }
+                )
+            )
         t += 10_000_000_000
         tid = f"toolu_{sid}_{i}"
-        msgs.append({"role": "assistant", "content": [{"type": "text", "text": ex.response.text or ""},
-                     {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": f"src/m{i}.py"}}]})  # fmt: skip
-        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
-                                                  "content": _blob(rng, rng.randint(1500, 6000))}]})  # fmt: skip
-    title = Exchange(request_id=f"{sid}-title", session_id=sid, thread_id=f"{sid}/title",
-                     api=API_ANTHROPIC_MESSAGES, status=200, timing=Timing(start_wall_ns=t0 + 1),
-                     request={"model": "claude-haiku", "max_tokens": 32, "system": "Generate a title for this conversation.",
-                              "messages": [msgs[0]]})  # fmt: skip
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": ex.response.text or ""},
+                    {
+                        "type": "tool_use",
+                        "id": tid,
+                        "name": "Read",
+                        "input": {"file_path": f"src/m{i}.py"},
+                    },
+                ],
+            }
+        )
+        msgs.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tid,
+                        "content": _blob(rng, rng.randint(1500, 6000)),
+                    }
+                ],
+            }
+        )
+    title = Exchange(
+        request_id=f"{sid}-title",
+        session_id=sid,
+        thread_id=f"{sid}/title",
+        api=API_ANTHROPIC_MESSAGES,
+        status=200,
+        timing=Timing(start_wall_ns=t0 + 1),
+        request={
+            "model": "claude-haiku",
+            "max_tokens": 32,
+            "system": "Generate a title for this conversation.",
+            "messages": [msgs[0]],
+        },
+    )
     return [out[0], title, *out[1:]]
 
 
@@ -131,8 +176,10 @@ def make_trace(path: Path, sessions: int, turns: int, seed: int) -> int:
         # a few sessions interleaved at a time, like concurrent users
         live = 4
         for start in range(0, sessions, live):
-            batch = [session(rng, f"s{start + k}", turns, (start + k) * 10**9, system, tools)
-                     for k in range(min(live, sessions - start))]  # fmt: skip
+            batch = [
+                session(rng, f"s{start + k}", turns, (start + k) * 10**9, system, tools)
+                for k in range(min(live, sessions - start))
+            ]
             rows = sorted((e for s in batch for e in s), key=lambda e: e.timing.start_wall_ns)
             for ex in rows:
                 w.append(ex)
@@ -183,8 +230,11 @@ def main() -> int:
             for extra in ([], ["--no-hit-rate"]):
                 wall, rss = run_scrub(trace, work / f"clean-{label}.parquet", extra)
                 rows.append((label, " ".join(extra) or "(default)", n, size, wall, rss))
-                print(f"  scrub {' '.join(extra) or '(default)'}: {wall:.1f} s, {n / wall:.0f} exchanges/s, "
-                      f"{size / 1e6 / wall:.1f} MB/s, peak RSS {rss / 2**20:.0f} MiB", flush=True)  # fmt: skip
+                print(
+                    f"  scrub {' '.join(extra) or '(default)'}: {wall:.1f} s, {n / wall:.0f} exchanges/s, "
+                    f"{size / 1e6 / wall:.1f} MB/s, peak RSS {rss / 2**20:.0f} MiB",
+                    flush=True,
+                )
         print(
             "\n| trace | options | exchanges | Parquet MB | wall s | exchanges/s | peak RSS MiB |"
         )

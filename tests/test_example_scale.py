@@ -275,8 +275,11 @@ def test_submit_sends_an_array_then_a_merge_after_it(tmp_path: Path) -> None:
         str(SLURM / "shards.sbatch"),
     ]
     assert merge.split() == [
-        "--parsable", "--dependency=afterok:4242", "--export=ALL", str(SLURM / "merge.sbatch"),
-    ]  # fmt: skip
+        "--parsable",
+        "--dependency=afterok:4242",
+        "--export=ALL",
+        str(SLURM / "merge.sbatch"),
+    ]
     exported = dict(
         line.split("=", 1) for line in (tmp_path / "sbatch.log.env.0").read_text().splitlines()
     )

@@ -38,8 +38,9 @@ def test_weka_flags_round_trip() -> None:
 
 def _secret_row(rid: str, row_flags: tuple[str, ...]) -> Exchange:
     body = {"messages": [{"role": "user", "content": f"my token is {SECRET}"}]}
-    return Exchange(rid, "s", rid, API_OPENAI_CHAT, body, Timing(start_wall_ns=1), status=200,
-                    flags=row_flags)  # fmt: skip
+    return Exchange(
+        rid, "s", rid, API_OPENAI_CHAT, body, Timing(start_wall_ns=1), status=200, flags=row_flags
+    )
 
 
 @pytest.mark.parametrize("old", [(), ("redacted",), (FLAG_SECRET_REDACTED,)])

@@ -17,21 +17,33 @@ def _text(i: int, n_turns: int) -> Exchange:
     ]
     body = {"model": "m", "system": "You are an agent. " * 30, "messages": msgs}
     return Exchange(
-        request_id=f"t{i}", session_id="s", thread_id="main", api=API_ANTHROPIC_MESSAGES,
-        request=body, timing=Timing(start_wall_ns=i),
-    )  # fmt: skip
+        request_id=f"t{i}",
+        session_id="s",
+        thread_id="main",
+        api=API_ANTHROPIC_MESSAGES,
+        request=body,
+        timing=Timing(start_wall_ns=i),
+    )
 
 
 def test_text_and_hash_rows_each_at_their_own_block_size() -> None:
     texts = [_text(i, i + 1) for i in range(4)]
     hashed = [
-        replace(texts[0], request_id=f"h{i}", request=None, hash_ids=tuple(range(i + 2)),
-                hash_block_size=32, usage=Usage(prompt_tokens=32 * (i + 2)))
+        replace(
+            texts[0],
+            request_id=f"h{i}",
+            request=None,
+            hash_ids=tuple(range(i + 2)),
+            hash_block_size=32,
+            usage=Usage(prompt_tokens=32 * (i + 2)),
+        )
         for i in range(3)
-    ]  # fmt: skip
-    noise = [replace(texts[0], request_id="x", api=API_OTHER),
-             replace(texts[0], request_id="y", flags=(NON_MODEL_FLAG,)),
-             replace(hashed[0], request_id="z", hash_block_size=None)]  # fmt: skip
+    ]
+    noise = [
+        replace(texts[0], request_id="x", api=API_OTHER),
+        replace(texts[0], request_id="y", flags=(NON_MODEL_FLAG,)),
+        replace(hashed[0], request_id="z", hash_block_size=None),
+    ]
     meter = HitRateMeter(16)
     counted = [meter.observe(ex) for ex in texts + hashed + noise]
     sizes = [int(request_tokens(ex.api, ex.request).size) for ex in texts]

@@ -75,8 +75,14 @@ def scrub(
     from agentx.progress import progress_for
     from agentx.scrub import ScrubOptions, render_report, scrub_trace
 
-    options = ScrubOptions(max_context=max_context, keep_side_calls=keep_side_calls, keep_non_model=keep_non_model,
-                           redact_emails=redact_emails, block_size=block_size, hit_rate=hit_rate)  # fmt: skip
+    options = ScrubOptions(
+        max_context=max_context,
+        keep_side_calls=keep_side_calls,
+        keep_non_model=keep_non_model,
+        redact_emails=redact_emails,
+        block_size=block_size,
+        hit_rate=hit_rate,
+    )
     dst, dataset = output_target(output)
     try:
         if report_file is not None:
@@ -135,8 +141,11 @@ def anonymize(
         print_json(result.to_json())
     else:
         inexact = f", {result.inexact_segments} not token-exact" if result.inexact_segments else ""
-        out.print(f"anonymized {result.exchanges} exchanges ({result.segments} distinct segments, "
-                  f"{result.leaves} texts{inexact}) -> {result.output}", markup=False)  # fmt: skip
+        out.print(
+            f"anonymized {result.exchanges} exchanges ({result.segments} distinct segments, "
+            f"{result.leaves} texts{inexact}) -> {result.output}",
+            markup=False,
+        )
 
 
 @app.command()

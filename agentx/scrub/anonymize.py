@@ -71,9 +71,15 @@ class AnonymizeReport:
     inexact_segments: int  # token count or alignment could not be kept exactly
 
     def to_json(self) -> dict[str, object]:
-        return {"schema": "agentx.anonymize/1", "input": self.input, "output": self.output,
-                "exchanges": self.exchanges, "segments": self.segments, "leaves": self.leaves,
-                "inexact_segments": self.inexact_segments}  # fmt: skip
+        return {
+            "schema": "agentx.anonymize/1",
+            "input": self.input,
+            "output": self.output,
+            "exchanges": self.exchanges,
+            "segments": self.segments,
+            "leaves": self.leaves,
+            "inexact_segments": self.inexact_segments,
+        }
 
 
 Render = Callable[[JSON], str]

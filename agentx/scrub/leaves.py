@@ -24,9 +24,25 @@ from agentx.models import JSON
 from agentx.provider_fields import OPAQUE_KEYS
 
 STRUCTURAL_KEYS = frozenset(
-    {"role", "type", "id", "tool_call_id", "tool_use_id", "call_id", "name", "status",
-     "media_type", "model", "format", "$schema", "$ref", "required", "pattern", "detail"}
-)  # fmt: skip
+    {
+        "role",
+        "type",
+        "id",
+        "tool_call_id",
+        "tool_use_id",
+        "call_id",
+        "name",
+        "status",
+        "media_type",
+        "model",
+        "format",
+        "$schema",
+        "$ref",
+        "required",
+        "pattern",
+        "detail",
+    }
+)
 JSON_STRING_KEYS = frozenset({"arguments"})
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _CONTENT = re.compile(r"[^\W_]")  # a letter or a digit

@@ -193,8 +193,18 @@ class Scrubber:
 
     def _exchange_fp(self, ex: Exchange, body_fp: bytes) -> bytes:
         r = ex.response
-        tail = dumps([ex.session_id, ex.thread_id, ex.timing.start_wall_ns, ex.status, r.text,
-                             r.reasoning, list(r.tool_calls), r.stop_reason])  # fmt: skip
+        tail = dumps(
+            [
+                ex.session_id,
+                ex.thread_id,
+                ex.timing.start_wall_ns,
+                ex.status,
+                r.text,
+                r.reasoning,
+                list(r.tool_calls),
+                r.stop_reason,
+            ]
+        )
         return hashlib.blake2b(body_fp + tail, digest_size=16).digest()
 
     def _body_digest(self, ex: Exchange) -> bytes:

@@ -46,14 +46,22 @@ class ScrubReport:
             "schema": SCHEMA,
             "input": self.input,
             "output": self.output,
-            "exchanges": {"in": self.exchanges_in, "out": self.exchanges_out,
-                          "dropped": self.exchanges_in - self.exchanges_out},
-            "rules": [{"name": r.name, "action": r.action, "count": r.count, "reason": r.reason}
-                      for r in self.rules],
+            "exchanges": {
+                "in": self.exchanges_in,
+                "out": self.exchanges_out,
+                "dropped": self.exchanges_in - self.exchanges_out,
+            },
+            "rules": [
+                {"name": r.name, "action": r.action, "count": r.count, "reason": r.reason}
+                for r in self.rules
+            ],
             "secrets": {"replaced": self.secrets, "distinct": self.secrets_distinct},
-            "theoretical_hit_rate": {"block_size": self.block_size, "before": self.hit_rate_before,
-                                     "after": self.hit_rate_after},
-        }  # fmt: skip
+            "theoretical_hit_rate": {
+                "block_size": self.block_size,
+                "before": self.hit_rate_before,
+                "after": self.hit_rate_after,
+            },
+        }
 
 
 def _pct(x: float | None) -> str:

@@ -30,21 +30,33 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("duplicate", DROP, "exact duplicate of an earlier exchange (same request id, or same request, response and start)"),
+    Rule(
+        "duplicate",
+        DROP,
+        "exact duplicate of an earlier exchange (same request id, or same request, response and start)",
+    ),
     Rule("transport_error", DROP, "no HTTP response: connection refused or reset, timeout"),
     Rule("http_error", DROP, "non-2xx response status"),
     Rule("partial", DROP, "aborted or truncated stream"),
     Rule("unparseable", DROP, "request body is not a JSON object, or a body could not be parsed"),
     Rule("non_model", DROP, "not a model call: count_tokens, model list, health, telemetry"),
     Rule("side_call", DROP, "utility side call: title/topic generation, max_tokens=1 quota probe"),
-    Rule("retry", DROP, "client retry: same request body as the previous kept request of its thread"),
+    Rule(
+        "retry", DROP, "client retry: same request body as the previous kept request of its thread"
+    ),
     Rule("orphan_tools", DROP, "orphaned tool call/result that cannot be removed unambiguously"),
     Rule("over_max_context", DROP, "prompt longer than --max-context tokens"),
-    Rule("orphan_tools_repaired", REPAIR, "orphaned tool calls/results removed from the conversation"),
+    Rule(
+        "orphan_tools_repaired", REPAIR, "orphaned tool calls/results removed from the conversation"
+    ),
     Rule("reparented", REPAIR, "parent was dropped: parent set to the nearest kept ancestor"),
-    Rule("provider_fields", FLAG, "provider-only fields (cache_control, signatures, encrypted reasoning) kept; flagged for replay to strip"),
+    Rule(
+        "provider_fields",
+        FLAG,
+        "provider-only fields (cache_control, signatures, encrypted reasoning) kept; flagged for replay to strip",
+    ),
     Rule("secrets", REDACT, "secrets replaced by consistent placeholders"),
-)  # fmt: skip
+)
 RULE_BY_NAME = {r.name: r for r in RULES}
 
 

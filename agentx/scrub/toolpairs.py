@@ -16,8 +16,11 @@ from dataclasses import dataclass
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, JSON
 
-_CALL_ITEMS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
-               "local_shell_call": "local_shell_call_output"}  # fmt: skip
+_CALL_ITEMS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "local_shell_call": "local_shell_call_output",
+}
 _RESULT_ITEMS = frozenset(_CALL_ITEMS.values())
 
 

@@ -160,13 +160,34 @@ class Tool:
 
 def _vllm_argv(load: Load, requests: int, work: Path) -> list[str]:
     return [
-        str(VLLM_PY), "-c", _VLLM_MAIN, "--backend", "openai-chat", "--base-url", load.url,
-        "--endpoint", "/v1/chat/completions", "--model", "bench", "--tokenizer", str(TINY_MODEL),
-        "--dataset-name", "random", "--random-input-len", str(load.input_len),
-        "--random-output-len", str(load.output_len), "--num-prompts", str(requests),
-        "--max-concurrency", str(load.concurrency), "--ignore-eos", "--disable-tqdm",
-        "--seed", "42",
-    ]  # fmt: skip
+        str(VLLM_PY),
+        "-c",
+        _VLLM_MAIN,
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        load.url,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        "bench",
+        "--tokenizer",
+        str(TINY_MODEL),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(load.input_len),
+        "--random-output-len",
+        str(load.output_len),
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        str(load.concurrency),
+        "--ignore-eos",
+        "--disable-tqdm",
+        "--seed",
+        "42",
+    ]
 
 
 def _vllm_rate(run: Run, _work: Path, unit: str) -> float | None:
@@ -190,15 +211,41 @@ def vllm_available() -> bool:
 def _aiperf_argv(venv: Path) -> Callable[[Load, int, Path], list[str]]:
     def argv(load: Load, requests: int, work: Path) -> list[str]:
         return [
-            str(venv / "bin" / "aiperf"), "profile", "-m", "bench", "--url", load.url,
-            "--endpoint-type", "chat", "--streaming", "--tokenizer", "agentx/tiny-llama",
-            "--concurrency", str(load.concurrency), "--request-count", str(requests),
-            "--synthetic-input-tokens-mean", str(load.input_len),
-            "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(load.output_len),
-            "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
-            "--use-server-token-count", "--ui", "none", "--no-server-metrics",
-            "--no-gpu-telemetry", "--random-seed", "42", "--artifact-dir", str(work / "artifacts"),
-        ]  # fmt: skip
+            str(venv / "bin" / "aiperf"),
+            "profile",
+            "-m",
+            "bench",
+            "--url",
+            load.url,
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--tokenizer",
+            "agentx/tiny-llama",
+            "--concurrency",
+            str(load.concurrency),
+            "--request-count",
+            str(requests),
+            "--synthetic-input-tokens-mean",
+            str(load.input_len),
+            "--synthetic-input-tokens-stddev",
+            "0",
+            "--output-tokens-mean",
+            str(load.output_len),
+            "--output-tokens-stddev",
+            "0",
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--use-server-token-count",
+            "--ui",
+            "none",
+            "--no-server-metrics",
+            "--no-gpu-telemetry",
+            "--random-seed",
+            "42",
+            "--artifact-dir",
+            str(work / "artifacts"),
+        ]
 
     return argv
 
@@ -237,10 +284,21 @@ def agentx_replay_tool(trace: Path, extra_env: dict[str, str] | None = None) -> 
 
     def argv(load: Load, requests: int, work: Path) -> list[str]:
         return [
-            str(agentx), "replay", str(trace), "--endpoint", load.url,
-            "--concurrency", str(load.concurrency), "--max-requests", str(requests),
-            "--time-scale", "0", "--no-metrics", "-o", str(work / "out"),
-        ]  # fmt: skip
+            str(agentx),
+            "replay",
+            str(trace),
+            "--endpoint",
+            load.url,
+            "--concurrency",
+            str(load.concurrency),
+            "--max-requests",
+            str(requests),
+            "--time-scale",
+            "0",
+            "--no-metrics",
+            "-o",
+            str(work / "out"),
+        ]
 
     def rate(_run: Run, work: Path, unit: str) -> float | None:
         path = work / "out" / "summary.json"

@@ -55,10 +55,23 @@ def start_capture(
 ) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     proc = subprocess.Popen(
-        [*AGENTX, "capture", "--upstream", upstream.url, "--port", str(port), "-o", str(out),
-         "--confdir", str(confdir), "--no-status"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            *AGENTX,
+            "capture",
+            "--upstream",
+            upstream.url,
+            "--port",
+            str(port),
+            "-o",
+            str(out),
+            "--confdir",
+            str(confdir),
+            "--no-status",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:  # ready when the proxy answers
@@ -130,11 +143,15 @@ def test_sigkill_keeps_one_shot_sessions_and_every_exchange_under_mixed_load(
         httpx.post(  # Claude Code's title call: tool-less, first in its session
             url + "/v1/messages",
             headers={"x-api-key": "sk-ant-test-0000000000"},
-            json={"model": "claude-haiku", "max_tokens": 32, "stream": True,
-                  "metadata": {"user_id": session},
-                  "messages": [{"role": "user", "content": "title for: list the files"}]},
+            json={
+                "model": "claude-haiku",
+                "max_tokens": 32,
+                "stream": True,
+                "metadata": {"user_id": session},
+                "messages": [{"role": "user", "content": "title for: list the files"}],
+            },
             timeout=30,
-        ).raise_for_status()  # fmt: skip
+        ).raise_for_status()
         loops = [
             threading.Thread(target=run_anthropic, args=(url, "sk-ant-test-0000000000"))
             for _ in range(2)
@@ -183,10 +200,25 @@ def capture_agent(
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
     return subprocess.run(
-        [*AGENTX, "capture", "--upstream", upstream.url, "-o", str(out), "--confdir",
-         str(confdir), "--no-status", "--", sys.executable, str(script)],
-        capture_output=True, text=True, timeout=120, preexec_fn=limit,
-    )  # fmt: skip
+        [
+            *AGENTX,
+            "capture",
+            "--upstream",
+            upstream.url,
+            "-o",
+            str(out),
+            "--confdir",
+            str(confdir),
+            "--no-status",
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+    )
 
 
 def test_file_size_limit_is_exit_1_with_the_reason(
@@ -207,9 +239,19 @@ def test_output_directory_is_refused_before_the_agent_runs(tmp_path: Path, confd
     marker = tmp_path / "ran"
     res = CliRunner().invoke(
         app,
-        ["capture", "-o", str(out), "--confdir", str(confdir), "--no-status", "--",
-         sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"],
-    )  # fmt: skip
+        [
+            "capture",
+            "-o",
+            str(out),
+            "--confdir",
+            str(confdir),
+            "--no-status",
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(marker)!r}, 'w').close()",
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "is a directory" in res.stderr and res.stderr.count("\n") == 1
     assert not marker.exists()  # refused up front: the agent never ran

@@ -36,11 +36,27 @@ def test_a_billion_lanes_for_two_requests_is_two_lanes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with FaultServer() as server:
         proc = subprocess.run(
-            [*AGENTX, "replay", "example", "--endpoint", server.url, "--concurrency",
-             "1000000000", "--max-requests", "2", "--time-scale", "0", "--no-metrics",
-             "-o", str(out)],
-            capture_output=True, text=True, timeout=120, preexec_fn=limit,
-        )  # fmt: skip
+            [
+                *AGENTX,
+                "replay",
+                "example",
+                "--endpoint",
+                server.url,
+                "--concurrency",
+                "1000000000",
+                "--max-requests",
+                "2",
+                "--time-scale",
+                "0",
+                "--no-metrics",
+                "-o",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=limit,
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = orjson.loads((out / "summary.json").read_bytes())
     assert summary["requests"]["total"] == 2
@@ -54,9 +70,17 @@ def test_more_lanes_than_any_run_needs_is_refused_up_front() -> None:
 
     res = CliRunner().invoke(
         app,
-        ["replay", "example", "--endpoint", "http://127.0.0.1:9", "--concurrency", "10000000",
-         "--duration", "10"],
-    )  # fmt: skip
+        [
+            "replay",
+            "example",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--concurrency",
+            "10000000",
+            "--duration",
+            "10",
+        ],
+    )
     assert res.exit_code == 2 and "--shard" in res.stderr and res.stderr.count("\n") == 1
 
 

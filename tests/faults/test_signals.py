@@ -115,10 +115,25 @@ def test_sigterm_writes_partial_results_and_exits_143(
 ) -> None:
     out = tmp_path / "out"
     proc = start(
-        ["replay", str(trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
-         "600", "--time-scale", "0", "--workers", str(workers), "--no-metrics", "-o", str(out)],
+        [
+            "replay",
+            str(trace),
+            "--endpoint",
+            server.url,
+            "--concurrency",
+            "2",
+            "--duration",
+            "600",
+            "--time-scale",
+            "0",
+            "--workers",
+            str(workers),
+            "--no-metrics",
+            "-o",
+            str(out),
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     wait_requests(server, proc, 4)
     kids = children(proc.pid)
     assert len(kids) == (workers if workers > 1 else 0)
@@ -135,10 +150,25 @@ def test_sigint_to_the_parent_alone_stops_the_workers(
     """``kill -INT <parent>`` (no terminal to deliver it to the workers too)."""
     out = tmp_path / "out"
     proc = start(
-        ["replay", str(trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
-         "600", "--time-scale", "0", "--workers", "2", "--no-metrics", "-o", str(out)],
+        [
+            "replay",
+            str(trace),
+            "--endpoint",
+            server.url,
+            "--concurrency",
+            "2",
+            "--duration",
+            "600",
+            "--time-scale",
+            "0",
+            "--workers",
+            "2",
+            "--no-metrics",
+            "-o",
+            str(out),
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     wait_requests(server, proc, 4)
     kids = children(proc.pid)
     assert len(kids) == 2
@@ -159,10 +189,16 @@ def test_sigterm_before_the_run_cleans_up(tmp_path: Path) -> None:
     port = listener.getsockname()[1]
     try:
         proc = start(
-            ["replay", "example", "--endpoint", f"http://127.0.0.1:{port}", "-o",
-             str(tmp_path / "out")],
+            [
+                "replay",
+                "example",
+                "--endpoint",
+                f"http://127.0.0.1:{port}",
+                "-o",
+                str(tmp_path / "out"),
+            ],
             tmp_path,
-        )  # fmt: skip
+        )
         conn, _ = listener.accept()  # the probe connected
         proc.send_signal(signal.SIGTERM)
         err = finish(proc)
@@ -178,10 +214,23 @@ def test_sigterm_during_a_sweep_keeps_the_levels_measured(
 ) -> None:
     out = tmp_path / "sweep"
     proc = start(
-        ["sweep", str(trace), "--endpoint", server.url, "--concurrency", "1,2", "--duration",
-         "600", "--time-scale", "0", "--no-metrics", "-o", str(out)],
+        [
+            "sweep",
+            str(trace),
+            "--endpoint",
+            server.url,
+            "--concurrency",
+            "1,2",
+            "--duration",
+            "600",
+            "--time-scale",
+            "0",
+            "--no-metrics",
+            "-o",
+            str(out),
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     wait_requests(server, proc, 3)
     proc.send_signal(signal.SIGTERM)
     err = finish(proc)
@@ -212,11 +261,27 @@ def test_sigterm_during_the_warmup_writes_partial_results(
     """Stopped before the measured window started: the warm-up rows are written, exit 143."""
     out = tmp_path / "out"
     proc = start(
-        ["replay", str(long_trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
-         "600", "--warmup", "15", "--time-scale", "0", "--workers", str(workers), "--no-metrics",
-         "-o", str(out)],
+        [
+            "replay",
+            str(long_trace),
+            "--endpoint",
+            server.url,
+            "--concurrency",
+            "2",
+            "--duration",
+            "600",
+            "--warmup",
+            "15",
+            "--time-scale",
+            "0",
+            "--workers",
+            str(workers),
+            "--no-metrics",
+            "-o",
+            str(out),
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     wait_requests(server, proc, 3)
     kids = children(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -239,11 +304,27 @@ def test_sigterm_after_the_warmup_keeps_both_kinds_of_rows(
     """Stopped in the measured window that followed a warm-up (the workers met at its start)."""
     out = tmp_path / "out"
     proc = start(
-        ["replay", str(long_trace), "--endpoint", server.url, "--concurrency", "2", "--duration",
-         "600", "--warmup", "2", "--time-scale", "0", "--workers", str(workers), "--no-metrics",
-         "-o", str(out)],
+        [
+            "replay",
+            str(long_trace),
+            "--endpoint",
+            server.url,
+            "--concurrency",
+            "2",
+            "--duration",
+            "600",
+            "--warmup",
+            "2",
+            "--time-scale",
+            "0",
+            "--workers",
+            str(workers),
+            "--no-metrics",
+            "-o",
+            str(out),
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 60
     while warmup_sent(server).count(False) < 2:  # measured requests are being sent
         assert proc.poll() is None, proc.communicate()

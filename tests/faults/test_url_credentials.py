@@ -29,17 +29,24 @@ PASSWORD = "hunter2-secret-pw"
 @pytest.mark.parametrize(
     ("url", "redacted"),
     [
-        (f"https://u:{PASSWORD}@h:8443/v1?api_key={KEY}&x=1",
-         "https://REDACTED@h:8443/v1?api_key=REDACTED&x=1"),
-        (f"https://generativelanguage.googleapis.com/?key={KEY}",
-         "https://generativelanguage.googleapis.com/?key=REDACTED"),
-        ("http://h/v1?api-version=2024-02-01&sig=abc#f", "http://h/v1?api-version=2024-02-01&sig=REDACTED#f"),
+        (
+            f"https://u:{PASSWORD}@h:8443/v1?api_key={KEY}&x=1",
+            "https://REDACTED@h:8443/v1?api_key=REDACTED&x=1",
+        ),
+        (
+            f"https://generativelanguage.googleapis.com/?key={KEY}",
+            "https://generativelanguage.googleapis.com/?key=REDACTED",
+        ),
+        (
+            "http://h/v1?api-version=2024-02-01&sig=abc#f",
+            "http://h/v1?api-version=2024-02-01&sig=REDACTED#f",
+        ),
         (f"http://h/?X-Goog-Credential={KEY}", "http://h/?X-Goog-Credential=REDACTED"),
         ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
         (f"http://[::1?token={KEY}", "http://[::1?token=REDACTED"),  # malformed: still redacted
         ("anthropic", "anthropic"),
     ],
-)  # fmt: skip
+)
 def test_redact_url(url: str, redacted: str) -> None:
     assert redact_url(url) == redacted
     assert redact_url(redacted) == redacted
@@ -69,9 +76,19 @@ def test_replay_and_sweep_keep_endpoint_keys_out_of_results(
     runner = CliRunner()
     res = runner.invoke(
         app,
-        ["replay", str(trace), "--endpoint", endpoint, "--metrics-url", metrics,
-         "--time-scale", "0", "-o", str(tmp_path / "out")],
-    )  # fmt: skip
+        [
+            "replay",
+            str(trace),
+            "--endpoint",
+            endpoint,
+            "--metrics-url",
+            metrics,
+            "--time-scale",
+            "0",
+            "-o",
+            str(tmp_path / "out"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert all(q == f"api_key={KEY}" or q == f"token={KEY}" for q in server.queries)  # sent
     out = tmp_path / "out"
@@ -82,9 +99,20 @@ def test_replay_and_sweep_keep_endpoint_keys_out_of_results(
     )  # summary.json, requests.parquet, report.html
     sweep = runner.invoke(
         app,
-        ["sweep", str(trace), "--endpoint", endpoint, "--concurrency", "1", "--time-scale", "0",
-         "--no-metrics", "-o", str(tmp_path / "sw")],
-    )  # fmt: skip
+        [
+            "sweep",
+            str(trace),
+            "--endpoint",
+            endpoint,
+            "--concurrency",
+            "1",
+            "--time-scale",
+            "0",
+            "--no-metrics",
+            "-o",
+            str(tmp_path / "sw"),
+        ],
+    )
     assert sweep.exit_code == 0, sweep.output
     files = [p.read_bytes() for p in (tmp_path / "sw").rglob("*") if p.is_file()]
     assert not leaks(sweep.stdout, sweep.stderr, *files)
@@ -131,9 +159,21 @@ def test_capture_keeps_upstream_credentials_out_of_the_trace(
     )
     res = CliRunner().invoke(
         app,
-        ["capture", "--upstream", url, "-o", str(out), "--confdir", str(tmp_path / "conf"),
-         "--no-status", "--", sys.executable, "-c", agent],
-    )  # fmt: skip
+        [
+            "capture",
+            "--upstream",
+            url,
+            "-o",
+            str(out),
+            "--confdir",
+            str(tmp_path / "conf"),
+            "--no-status",
+            "--",
+            sys.executable,
+            "-c",
+            agent,
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert len(read_trace(out)) == 1  # the proxy forwarded the agent's call
     assert upstream.seen[0].path == "/v1/messages"  # the URL's key was not forwarded either

@@ -248,14 +248,27 @@ def test_scrub_and_anonymize_commands(tmp_path: Path) -> None:
 
     src = tmp_path / "raw.parquet"
     write_trace(src, capture())
-    code, stdout, stderr = run("scrub", str(src), "-o", str(tmp_path / "clean.parquet"), "--report",
-                               str(tmp_path / "r.json"))  # fmt: skip
+    code, stdout, stderr = run(
+        "scrub",
+        str(src),
+        "-o",
+        str(tmp_path / "clean.parquet"),
+        "--report",
+        str(tmp_path / "r.json"),
+    )
     assert code == 0, stderr
     assert "theoretical hit rate" in stdout and "provider_fields" in stdout
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["schema"] == "agentx.scrub/1" and report["exchanges"]["in"] == 18
-    code, stdout, stderr = run("anonymize", str(tmp_path / "clean.parquet"), "-o", str(tmp_path / "anon.parquet"),
-                               "--key", "k", "--json")  # fmt: skip
+    code, stdout, stderr = run(
+        "anonymize",
+        str(tmp_path / "clean.parquet"),
+        "-o",
+        str(tmp_path / "anon.parquet"),
+        "--key",
+        "k",
+        "--json",
+    )
     assert code == 0, stderr
     assert json.loads(stdout)["inexact_segments"] == 0
     code, _, stderr = run(

@@ -26,8 +26,20 @@ from agentx.stats import compute_stats
 from agentx.tokens import request_tokens
 
 DATA = example_path("weka")
-REQUEST_FIELDS = ("t", "type", "model", "in", "out", "hash_ids", "input_types", "output_types", "stop",
-                  "api_time", "ttft", "think_time")  # fmt: skip
+REQUEST_FIELDS = (
+    "t",
+    "type",
+    "model",
+    "in",
+    "out",
+    "hash_ids",
+    "input_types",
+    "output_types",
+    "stop",
+    "api_time",
+    "ttft",
+    "think_time",
+)
 SUBAGENT_FIELDS = ("t", "type", "agent_id", "subagent_type", "status")
 
 
@@ -74,8 +86,16 @@ def test_mooncake_from_a_capture_has_chained_512_blocks(tmp_path: Path) -> None:
             common = next(
                 (k for k in range(min(hi.size, hj.size)) if hi[k] != hj[k]), min(hi.size, hj.size)
             )
-            ids_common = next((k for k, (a, b) in enumerate(zip(lines[i]["hash_ids"], lines[j]["hash_ids"], strict=False))
-                               if a != b), min(len(lines[i]["hash_ids"]), len(lines[j]["hash_ids"])))  # fmt: skip
+            ids_common = next(
+                (
+                    k
+                    for k, (a, b) in enumerate(
+                        zip(lines[i]["hash_ids"], lines[j]["hash_ids"], strict=False)
+                    )
+                    if a != b
+                ),
+                min(len(lines[i]["hash_ids"]), len(lines[j]["hash_ids"])),
+            )
             assert min(ids_common, min(hi.size, hj.size)) == common
 
 
@@ -122,9 +142,18 @@ def test_threads_become_subagents(tmp_path: Path) -> None:
 
     exs = capture()
     main = [e for e in exs if e.session_id == "a"]
-    sub = [replace(e, session_id="a", thread_id="a/agent_1", request_id="s" + e.request_id, flags=("subagent",),
-                   timing=replace(e.timing, start_wall_ns=e.timing.start_wall_ns + 7_000_000_000))
-           for e in exs if e.session_id == "o"]  # fmt: skip
+    sub = [
+        replace(
+            e,
+            session_id="a",
+            thread_id="a/agent_1",
+            request_id="s" + e.request_id,
+            flags=("subagent",),
+            timing=replace(e.timing, start_wall_ns=e.timing.start_wall_ns + 7_000_000_000),
+        )
+        for e in exs
+        if e.session_id == "o"
+    ]
     write_weka(main + sub, tmp_path / "a.json")
     doc = orjson.loads((tmp_path / "a.json").read_bytes())
     entries = [r for r in doc["requests"] if r["type"] == "subagent"]
@@ -147,8 +176,16 @@ def weka_requests(draw: st.DrawFn, subagents: bool) -> list[dict[str, Any]]:
     t = 0.0
     for i in range(draw(st.integers(1, 6))):
         if subagents and draw(st.integers(0, 4)) == 0:
-            rows.append({"t": t, "type": "subagent", "agent_id": f"agent_{i}", "subagent_type": "Explore",
-                         "status": "completed", "requests": draw(weka_requests(False))})  # fmt: skip
+            rows.append(
+                {
+                    "t": t,
+                    "type": "subagent",
+                    "agent_id": f"agent_{i}",
+                    "subagent_type": "Explore",
+                    "status": "completed",
+                    "requests": draw(weka_requests(False)),
+                }
+            )
             continue
         n = draw(st.integers(0, 64 * 6))
         row: dict[str, Any] = {

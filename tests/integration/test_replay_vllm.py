@@ -49,9 +49,21 @@ def test_replay_example_trace_against_vllm(
     vllm_url: str, fresh_trace: Path, tmp_path: Path
 ) -> None:
     code, s, stderr = replay(
-        str(fresh_trace), "--endpoint", vllm_url + "/v1", "--json", "-o", str(tmp_path / "r"),
-        "--sessions", SESSIONS, "--concurrency", "2", "--time-scale", "0", "--timeout", "300",
-    )  # fmt: skip
+        str(fresh_trace),
+        "--endpoint",
+        vllm_url + "/v1",
+        "--json",
+        "-o",
+        str(tmp_path / "r"),
+        "--sessions",
+        SESSIONS,
+        "--concurrency",
+        "2",
+        "--time-scale",
+        "0",
+        "--timeout",
+        "300",
+    )
     assert code == 0, stderr
     assert s["schema"] == "agentx.summary/1"
     assert s["requests"]["errors"] == 0 and s["requests"]["ok"] == s["requests"]["total"] > 0
@@ -74,9 +86,19 @@ def test_replay_example_trace_against_vllm(
 
 def test_unmeetable_slo_exits_3(vllm_url: str, fresh_trace: Path, tmp_path: Path) -> None:
     code, s, stderr = replay(
-        str(fresh_trace), "--endpoint", vllm_url, "--json", "-o", str(tmp_path / "r"),
-        "--max-requests", "2", "--time-scale", "0", "--slo", "ttft_p99<=1us",
-    )  # fmt: skip
+        str(fresh_trace),
+        "--endpoint",
+        vllm_url,
+        "--json",
+        "-o",
+        str(tmp_path / "r"),
+        "--max-requests",
+        "2",
+        "--time-scale",
+        "0",
+        "--slo",
+        "ttft_p99<=1us",
+    )
     assert code == 3, stderr
     assert s["slo"]["passed"] is False
     assert s["slo"]["checks"][0]["metric"].startswith("ttft")

@@ -38,15 +38,38 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_json_summary_and_results_dir(server: FaultServer, trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "res"
     code, stdout, stderr = run(
-        str(trace), "--endpoint", server.url, "--json", "-o", str(out), "--time-scale", "0",
-        "--concurrency", "2", "--api-key", SECRET, "--no-metrics",
-    )  # fmt: skip
+        str(trace),
+        "--endpoint",
+        server.url,
+        "--json",
+        "-o",
+        str(out),
+        "--time-scale",
+        "0",
+        "--concurrency",
+        "2",
+        "--api-key",
+        SECRET,
+        "--no-metrics",
+    )
     assert code == 0, stderr
     summary = orjson.loads(stdout)
     assert summary["schema"] == "agentx.summary/1"
     assert summary["requests"]["total"] == 4 and summary["slo"]["passed"] is None
-    for key in ("endpoint", "model", "started_at", "duration_s", "sessions", "tokens", "throughput",
-                "latency_ms", "per_user_output_tokens_per_s", "cache", "schedule", "client"):  # fmt: skip
+    for key in (
+        "endpoint",
+        "model",
+        "started_at",
+        "duration_s",
+        "sessions",
+        "tokens",
+        "throughput",
+        "latency_ms",
+        "per_user_output_tokens_per_s",
+        "cache",
+        "schedule",
+        "client",
+    ):
         assert key in summary
     assert {p.name for p in out.iterdir()} >= {"requests.parquet", "summary.json"}
     assert server.auth[-1] == f"Bearer {SECRET}"  # sent to the server...
@@ -56,9 +79,18 @@ def test_json_summary_and_results_dir(server: FaultServer, trace: Path, tmp_path
 
 def test_unmet_slo_exits_3(server: FaultServer, trace: Path, tmp_path: Path) -> None:
     code, stdout, _ = run(
-        str(trace), "--endpoint", server.url, "--json", "-o", str(tmp_path / "r"), "--time-scale", "0",
-        "--slo", "ttft_p99<=0.001us", "--no-metrics",
-    )  # fmt: skip
+        str(trace),
+        "--endpoint",
+        server.url,
+        "--json",
+        "-o",
+        str(tmp_path / "r"),
+        "--time-scale",
+        "0",
+        "--slo",
+        "ttft_p99<=0.001us",
+        "--no-metrics",
+    )
     assert code == 3
     assert orjson.loads(stdout)["slo"]["passed"] is False
 
@@ -157,10 +189,22 @@ def test_bad_config_files_are_usage_errors(
 
 def test_open_loop_and_workers_auto_flags(server: FaultServer, trace: Path, tmp_path: Path) -> None:
     code, stdout, stderr = run(
-        str(trace), "--endpoint", server.url, "--json", "-o", str(tmp_path / "res"),
-        "--session-rate", "20", "--arrival", "gamma", "--burstiness", "2", "--workers", "auto",
+        str(trace),
+        "--endpoint",
+        server.url,
+        "--json",
+        "-o",
+        str(tmp_path / "res"),
+        "--session-rate",
+        "20",
+        "--arrival",
+        "gamma",
+        "--burstiness",
+        "2",
+        "--workers",
+        "auto",
         "--no-metrics",
-    )  # fmt: skip
+    )
     assert code == 0, stderr
     s = orjson.loads(stdout)
     assert s["schedule"]["offered_session_rate"] == 20.0

@@ -22,8 +22,28 @@ from agentx.models import (
     Usage,
 )
 
-WORDS = ("file", "parser", "the", "bug", "fails", "when", "input", "is", "empty", "fix", "test",
-         "return", "value", "None", "list", "index", "error", "module", "import", "path")  # fmt: skip
+WORDS = (
+    "file",
+    "parser",
+    "the",
+    "bug",
+    "fails",
+    "when",
+    "input",
+    "is",
+    "empty",
+    "fix",
+    "test",
+    "return",
+    "value",
+    "None",
+    "list",
+    "index",
+    "error",
+    "module",
+    "import",
+    "path",
+)
 
 TOOLS_ANTHROPIC = [
     {
@@ -75,8 +95,10 @@ def _code(rng: random.Random, lines: int) -> str:
 
 
 def system_prompt(variant: str) -> str:
-    base = ("You are an interactive CLI tool that helps users with software engineering tasks.\n"
-            "IMPORTANT: Refuse to write malicious code.\n# Tone\nBe concise, direct, and to the point.\n") * 6  # fmt: skip
+    base = (
+        "You are an interactive CLI tool that helps users with software engineering tasks.\n"
+        "IMPORTANT: Refuse to write malicious code.\n# Tone\nBe concise, direct, and to the point.\n"
+    ) * 6
     return base + f"<env>\nWorking directory: /home/user/project\nToday's date: {variant}\n</env>"
 
 
@@ -171,8 +193,13 @@ def openai_session(rng: random.Random, session: str, turns: int, *, t0: int = 0)
     out: list[Exchange] = []
     t = t0
     for i in range(turns):
-        body = {"model": "gpt-4.1", "messages": copy.deepcopy(msgs), "tools": TOOLS_OPENAI, "stream": True,
-                "stream_options": {"include_usage": True}}  # fmt: skip
+        body = {
+            "model": "gpt-4.1",
+            "messages": copy.deepcopy(msgs),
+            "tools": TOOLS_OPENAI,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         call_id = f"call_{session}_{i}"
         args = f'{{"file_path": "src/mod{i}.py", "note": "line \\"{i}\\""}}'
         out.append(
@@ -195,8 +222,19 @@ def openai_session(rng: random.Random, session: str, turns: int, *, t0: int = 0)
             )
         )
         t += 3_000_000_000
-        msgs.append({"role": "assistant", "content": None,
-                     "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "Read", "arguments": args}}]})  # fmt: skip
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "Read", "arguments": args},
+                    }
+                ],
+            }
+        )
         msgs.append(
             {"role": "tool", "tool_call_id": call_id, "content": _code(rng, rng.randint(1, 12))}
         )
@@ -216,9 +254,20 @@ def responses_session(
     out: list[Exchange] = []
     t = t0
     for i in range(turns):
-        body = {"model": "gpt-5-codex", "instructions": system_prompt("2025-06-03"), "input": copy.deepcopy(items),
-                "tools": [{"type": "function", "name": "shell", "description": "Run a command", "parameters": {"type": "object"}}],
-                "stream": True}  # fmt: skip
+        body = {
+            "model": "gpt-5-codex",
+            "instructions": system_prompt("2025-06-03"),
+            "input": copy.deepcopy(items),
+            "tools": [
+                {
+                    "type": "function",
+                    "name": "shell",
+                    "description": "Run a command",
+                    "parameters": {"type": "object"},
+                }
+            ],
+            "stream": True,
+        }
         call_id = f"fc_{session}_{i}"
         out.append(
             Exchange(

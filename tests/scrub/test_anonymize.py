@@ -22,8 +22,11 @@ KEY = b"test-key"
 
 
 def hit_rate(exchanges: list[Exchange], bs: int) -> float:
-    rows = [(block_hashes(request_tokens(e.api, e.request), bs), count_request_tokens(e.api, e.request))
-            for e in exchanges if e.api in MODEL_APIS and isinstance(e.request, dict)]  # fmt: skip
+    rows = [
+        (block_hashes(request_tokens(e.api, e.request), bs), count_request_tokens(e.api, e.request))
+        for e in exchanges
+        if e.api in MODEL_APIS and isinstance(e.request, dict)
+    ]
     return theoretical_hit_rate(rows, bs)
 
 

@@ -35,10 +35,27 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 MAX_CONTEXT = 5000
 
 
-def _ex(rid: str, thread: str, body: object, t: int, *, api: str = API_OPENAI_CHAT,
-        status: int | None = 200, **kw: Any) -> Exchange:  # fmt: skip
-    return Exchange(request_id=rid, session_id="f", thread_id=thread, api=api, request=body,
-                    timing=Timing(start_wall_ns=t), status=status, model="m", **kw)  # fmt: skip
+def _ex(
+    rid: str,
+    thread: str,
+    body: object,
+    t: int,
+    *,
+    api: str = API_OPENAI_CHAT,
+    status: int | None = 200,
+    **kw: Any,
+) -> Exchange:
+    return Exchange(
+        request_id=rid,
+        session_id="f",
+        thread_id=thread,
+        api=api,
+        request=body,
+        timing=Timing(start_wall_ns=t),
+        status=status,
+        model="m",
+        **kw,
+    )
 
 
 def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
@@ -154,11 +171,20 @@ def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
         ),
     ]
     expected = {
-        "x-transport": "transport_error", "x-http": "http_error", "x-partial": "partial",
-        "x-unparseable": "unparseable", "x-count": "non_model", "x-title": "side_call", "x-retry": "retry",
-        "x-orphan": "orphan_tools", "x-long": "over_max_context", "x-repair": "orphan_tools_repaired",
-        "x-provider": "provider_fields", "x-secret": "secrets", "x-child": "reparented",
-    }  # fmt: skip
+        "x-transport": "transport_error",
+        "x-http": "http_error",
+        "x-partial": "partial",
+        "x-unparseable": "unparseable",
+        "x-count": "non_model",
+        "x-title": "side_call",
+        "x-retry": "retry",
+        "x-orphan": "orphan_tools",
+        "x-long": "over_max_context",
+        "x-repair": "orphan_tools_repaired",
+        "x-provider": "provider_fields",
+        "x-secret": "secrets",
+        "x-child": "reparented",
+    }
     trace = [*clean[:2], faults[0], *clean[2:], *faults[1:]]
     return trace, clean, expected
 
@@ -175,15 +201,40 @@ def test_one_fault_per_rule_removes_exactly_those_and_reports_each(tmp_path: Pat
 
     counts = {r.name: r.count for r in report.rules}
     assert counts.pop("duplicate") == 1
-    for rule in ("transport_error", "http_error", "partial", "unparseable", "non_model", "side_call",
-                 "retry", "orphan_tools", "over_max_context", "orphan_tools_repaired",
-                 "provider_fields", "secrets", "reparented"):  # fmt: skip
+    for rule in (
+        "transport_error",
+        "http_error",
+        "partial",
+        "unparseable",
+        "non_model",
+        "side_call",
+        "retry",
+        "orphan_tools",
+        "over_max_context",
+        "orphan_tools_repaired",
+        "provider_fields",
+        "secrets",
+        "reparented",
+    ):
         assert counts.pop(rule) == 1, rule
     assert not any(counts.values())
     assert {r.name for r in report.rules} == {r.name for r in RULES}
-    dropped = {rid for rid, rule in expected.items() if rule in
-               {"transport_error", "http_error", "partial", "unparseable", "non_model", "side_call", "retry",
-                "orphan_tools", "over_max_context"}}  # fmt: skip
+    dropped = {
+        rid
+        for rid, rule in expected.items()
+        if rule
+        in {
+            "transport_error",
+            "http_error",
+            "partial",
+            "unparseable",
+            "non_model",
+            "side_call",
+            "retry",
+            "orphan_tools",
+            "over_max_context",
+        }
+    }
     assert report.exchanges_in == len(trace)
     assert report.exchanges_out == len(trace) - len(dropped) - 1
     assert not dropped & set(by_id)
@@ -236,8 +287,16 @@ def test_secrets_keep_prefix_sharing_and_hit_rate() -> None:
     # the key appears in the first user message, so every request of the session carries it
     first = exs[0].request["messages"][1]
     leaked = {"role": "user", "content": first["content"] + f" my key is sk-proj-{'Zz9' * 12}"}
-    exs = [replace(e, request={**e.request, "messages": [e.request["messages"][0], leaked, *e.request["messages"][2:]]})
-           for e in exs]  # fmt: skip
+    exs = [
+        replace(
+            e,
+            request={
+                **e.request,
+                "messages": [e.request["messages"][0], leaked, *e.request["messages"][2:]],
+            },
+        )
+        for e in exs
+    ]
     out, report = scrub_exchanges(exs)
     assert report.secrets_distinct == {"openai_api_key": 1}
     assert report.count("secrets") == 5

@@ -110,8 +110,23 @@ def test_unchanged_json_is_the_same_object() -> None:
     assert SecretRedactor().json(value) is value
 
 
-_pieces = st.sampled_from([*SAMPLES.values(), *(b + s for b, s in CONTEXTS.values()), " ", "\n", '"', "=",
-                           "REDACTED", "_x", "sk-", "@", "user@example.org", "Bearer ", "plain words"])  # fmt: skip
+_pieces = st.sampled_from(
+    [
+        *SAMPLES.values(),
+        *(b + s for b, s in CONTEXTS.values()),
+        " ",
+        "\n",
+        '"',
+        "=",
+        "REDACTED",
+        "_x",
+        "sk-",
+        "@",
+        "user@example.org",
+        "Bearer ",
+        "plain words",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None)

@@ -9,8 +9,13 @@ from agentx.scrub.toolpairs import check
 
 
 def chat_call(cid: str) -> dict[str, object]:
-    return {"role": "assistant", "content": "calling",
-            "tool_calls": [{"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}  # fmt: skip
+    return {
+        "role": "assistant",
+        "content": "calling",
+        "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
 
 
 def test_paired_chat_conversation_is_ok() -> None:
@@ -23,8 +28,11 @@ def test_paired_chat_conversation_is_ok() -> None:
 
 
 def test_chat_orphan_result_is_removed_and_input_untouched() -> None:
-    conv = [{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": "zz", "content": "1"},
-            {"role": "user", "content": "more"}]  # fmt: skip
+    conv = [
+        {"role": "user", "content": "go"},
+        {"role": "tool", "tool_call_id": "zz", "content": "1"},
+        {"role": "user", "content": "more"},
+    ]
     before = copy.deepcopy(conv)
     c = check(API_OPENAI_CHAT, conv)
     assert (c.orphan_results, c.unanswered_calls) == (1, 0)
@@ -93,8 +101,11 @@ def test_responses_items_are_paired_by_call_id() -> None:
 
 
 def test_repair_is_deterministic_across_requests_of_a_thread() -> None:
-    base = [{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": "zz", "content": "1"},
-            {"role": "user", "content": "more"}]  # fmt: skip
+    base = [
+        {"role": "user", "content": "go"},
+        {"role": "tool", "tool_call_id": "zz", "content": "1"},
+        {"role": "user", "content": "more"},
+    ]
     longer = [
         *base,
         {"role": "assistant", "content": "done"},

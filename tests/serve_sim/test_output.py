@@ -188,12 +188,32 @@ def test_parse_json_only_ever_raises_request_error(raw: bytes) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["messages", "max_tokens", "stream", "n", "min_tokens",
-                                        "stream_options", "model", "max_completion_tokens"]),
-                       st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3)
-                       | st.lists(st.dictionaries(st.sampled_from(["role", "content"]),
-                                                  st.sampled_from(["user", "bogus", "x"])),
-                                  max_size=2)))  # fmt: skip
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "messages",
+                "max_tokens",
+                "stream",
+                "n",
+                "min_tokens",
+                "stream_options",
+                "model",
+                "max_completion_tokens",
+            ]
+        ),
+        st.none()
+        | st.booleans()
+        | st.integers(-3, 3)
+        | st.text(max_size=3)
+        | st.lists(
+            st.dictionaries(
+                st.sampled_from(["role", "content"]), st.sampled_from(["user", "bogus", "x"])
+            ),
+            max_size=2,
+        ),
+    )
+)
 def test_parsers_accept_or_refuse_with_400(body: dict[str, object]) -> None:
     for parse in (parse_chat, parse_messages):
         try:
