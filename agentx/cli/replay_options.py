@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
-from agentx.cli.app import BUNDLED_HELP, trace_path
+from agentx.cli.app import BUNDLED_HELP, err, trace_path
+from agentx.cli.report_options import cost_from_flags
 from agentx.errors import UsageError
 
 Trace = Annotated[
@@ -284,3 +285,37 @@ def concurrency_or_default(concurrency: int | None, open_loop: bool) -> int:
     if concurrency is not None:
         return concurrency
     return OPEN_LOOP_CAP if open_loop else 1
+
+
+def shared_values(ctx: typer.Context) -> dict[str, Any]:
+    """The ``ReplayOptions`` values of the flags `replay` and `sweep` share, from the command's
+    parsed flags (``ctx.params``, by parameter name); ``None`` = not given."""
+    from agentx.metrics.percentiles import parse_percentiles
+    from agentx.replay.options import parse_extra_body
+
+    flags = ctx.params
+    return {
+        "trace": flags["trace"],
+        "endpoint": flags["endpoint"],
+        "model": flags["model"],
+        "duration_s": flags["duration"],
+        "max_requests": flags["max_requests"],
+        "sessions": flags["sessions"],
+        "time_scale": flags["time_scale"],
+        "max_think_s": flags["max_think"],
+        "assistant": flags["assistant"],
+        "salt": flags["salt"],
+        "warmup": flags["warmup"],
+        "api": flags["api"],
+        "extra_body": parse_extra_body(flags["extra_body"]),
+        "ignore_eos": flags["ignore_eos"],
+        "scrape_metrics": not flags["no_metrics"],
+        "seed": flags["seed"],
+        "timeout_s": flags["timeout"],
+        "block_size": flags["block_size"],
+        "api_key": flags["api_key"],
+        "progress": not flags["json_out"] and err.is_terminal,
+        "percentiles": parse_percentiles(flags["percentiles"] or ""),
+        "reset_cache": flags["reset_cache"],
+        "cost": cost_from_flags(flags),
+    }

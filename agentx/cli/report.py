@@ -1,0 +1,172 @@
+"""`agentx report` and `agentx merge`: saved results re-rendered, compared, merged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentx.cli import report_options as ro
+from agentx.cli.app import Force, app, err, fail, out, print_json
+from agentx.errors import AgentxError
+
+if TYPE_CHECKING:
+    from agentx.report.command import ReportOptions
+
+
+MergeOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write the merged results directory here (summary.json, requests.parquet, ...)",
+        show_default=False,
+    ),
+]
+MergeSlo = Annotated[
+    str | None,
+    typer.Option(
+        "--slo",
+        help="check the merged rows against these SLOs (default: the shards' own --slo); "
+        "exit 3 when one fails",
+    ),
+]
+
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    results_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="a results directory (`agentx replay -o`) or a sweep directory (`agentx sweep -o`); "
+            "several results directories (the shards of a `replay --shard I/N` split) are merged",
+            show_default=False,
+        ),
+    ],
+    compare_dir: Annotated[
+        Path | None, typer.Option("--compare", help="a base results directory to diff against")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="also write a self-contained HTML report here (with --compare: the comparison)",
+        ),
+    ] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option("--png", metavar="DIR", help="also write every chart as DIR/CHART.png"),
+    ] = None,
+    csv: Annotated[
+        Path | None,
+        typer.Option(
+            "--csv",
+            metavar="DIR",
+            help="also write CSV: requests, summary, sessions, turns, time series (sweep: levels)",
+        ),
+    ] = None,
+    output: MergeOutput = None,
+    slo: MergeSlo = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="print the summary (the agentx.compare/1 diff, the sweep) as JSON"
+        ),
+    ] = False,
+    percentiles: ro.Percentiles = None,
+    config: ro.Config = None,
+    gpu_hour_cost: ro.GpuHourCost = None,
+    capex_per_hour: ro.CapexPerHour = None,
+    power_kw: ro.PowerKw = None,
+    usd_per_kwh: ro.UsdPerKwh = None,
+    pue: ro.Pue = None,
+    hosting_per_hour: ro.HostingPerHour = None,
+    gpus: ro.Gpus = 1,
+    utilization: ro.Utilization = 1.0,
+    price: ro.Price = None,
+    price_preset: ro.PricePreset = None,
+    price_file: ro.PriceFile = None,
+    license_fraction: ro.LicenseFraction = 0.0,
+    force: Force = False,
+) -> None:
+    """Re-render saved results; --compare diffs against a base run; several dirs are merged."""
+    from agentx.metrics.percentiles import parse_percentiles
+    from agentx.report.command import ReportOptions
+
+    try:
+        options = ReportOptions(
+            results_dirs[0],
+            more_dirs=tuple(results_dirs[1:]),
+            base_dir=compare_dir,
+            html_path=html,
+            csv_dir=csv,
+            png_dir=png,
+            cost=ro.cost_from_flags(ctx.params),
+            percentiles=None if percentiles is None else parse_percentiles(percentiles),
+            output_dir=output,
+            slo=slo,
+            force=force,
+        )
+    except AgentxError as exc:
+        fail(exc)
+    _report(options, json_out)
+
+
+@app.command()
+def merge(
+    results_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="results directories of the shards of one `replay --shard I/N` split",
+            show_default=False,
+        ),
+    ],
+    output: MergeOutput = None,
+    slo: MergeSlo = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="FILE", help="also write the merged HTML report here"),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print the merged summary.json to stdout")
+    ] = False,
+    force: Force = False,
+) -> None:
+    """Merge the shards of a `replay --shard I/N` split exactly, from their rows (not averages)."""
+    from agentx.report.command import ReportOptions
+
+    _report(
+        ReportOptions(
+            results_dirs[0],
+            more_dirs=tuple(results_dirs[1:]),
+            html_path=html,
+            output_dir=output,
+            slo=slo,
+            merge=True,
+            force=force,
+        ),
+        json_out,
+    )
+
+
+def _report(options: ReportOptions, json_out: bool) -> None:
+    from agentx.report.command import build_report
+
+    try:
+        result = build_report(options)
+    except AgentxError as exc:
+        fail(exc)
+    for warning in result.warnings:
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        print_json(result.data)
+    else:
+        out.print(result.renderable)
+    for path in result.written:
+        err.print(f"agentx: wrote {path}", markup=False, highlight=False, soft_wrap=True)
+    if result.slo_failed:
+        raise typer.Exit(3)
