@@ -22,17 +22,16 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import orjson
 from aiohttp import web
 
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, JSON
 from agentx.prefix import HashArray, block_hashes
 from agentx.replay.translate import to_chat
 from agentx.serve_sim.config import SimConfig
-from agentx.serve_sim.output import OutputPlan, plan_output
+from agentx.serve_sim.delivery import complete, json_response, stream
+from agentx.serve_sim.output import plan_output
 from agentx.serve_sim.requests import (
     RequestError,
-    SimRequest,
     context_error,
     parse_chat,
     parse_json,
@@ -42,11 +41,10 @@ from agentx.serve_sim.responses import (
     AnthropicEmitter,
     Emitter,
     OpenAIChatEmitter,
-    UsageCounts,
     anthropic_error,
     openai_error,
 )
-from agentx.serve_sim.scheduler import Admission, Engine
+from agentx.serve_sim.scheduler import Engine
 from agentx.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.tokens import set_encode_memo_tokens
 
@@ -57,10 +55,7 @@ TOKENIZE_IN_THREAD_BYTES = 16 * 1024  # bodies above this are tokenized off the 
 # Encodings remembered (agentx.tokens: long messages in pieces): dozens of ~100K-token contexts
 # in flight each re-send what they sent before plus a little; ~12 bytes per token held.
 ENCODE_MEMO_TOKENS = 16 << 20
-FAST_WRITE_TOKENS = 512  # tokens per write in --fast mode
-NONSTREAM_SLICE_S = 0.05  # non-streaming requests re-read the batch size this often
 _WARMUP: dict[str, JSON] = {"messages": [{"role": "user", "content": "warm up"}]}
-SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
 @dataclass(slots=True)
@@ -77,17 +72,17 @@ class _State:
 STATE = web.AppKey("agentx_sim_state", _State)
 
 
-def _json(data: JSON, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(data), status=status, content_type="application/json", headers=headers
-    )
-
-
-def _error(api: str, status: int, message: str, param: str | None = None,
-           code: str | None = None, kind: str | None = None) -> web.Response:  # fmt: skip
+def _error(
+    api: str,
+    status: int,
+    message: str,
+    param: str | None = None,
+    code: str | None = None,
+    kind: str | None = None,
+) -> web.Response:
     if api == API_ANTHROPIC_MESSAGES:
-        return _json(anthropic_error(status, message, kind), status)
-    return _json(openai_error(status, message, param, code), status)
+        return json_response(anthropic_error(status, message, kind), status)
+    return json_response(openai_error(status, message, param, code), status)
 
 
 def _api_of(path: str) -> str:
@@ -137,20 +132,6 @@ async def _prompt(
     return await loop.run_in_executor(state.executor, _tokenize, state.tokenizer, api, body, bs)
 
 
-async def _sleep_until(clock: Callable[[], float], when: float) -> None:
-    delay = when - clock()
-    if delay > 0:
-        await asyncio.sleep(delay)
-
-
-def _timing(t0: float, ttft_s: float | None, adm: Admission, end: float) -> dict[str, float | None]:
-    return {
-        "ttft_ms": None if ttft_s is None else round(ttft_s * 1000.0, 3),
-        "queue_ms": round(adm.queue_s * 1000.0, 3),
-        "e2e_ms": round((end - t0) * 1000.0, 3),
-    }
-
-
 async def _generate(request: web.Request, api: str) -> web.StreamResponse:
     state = request.app[STATE]
     engine = state.engine
@@ -185,132 +166,8 @@ async def _generate(request: web.Request, api: str) -> web.StreamResponse:
     else:
         emitter = AnthropicEmitter(rid, sreq.model, plan, cfg.seed)
     if sreq.stream:
-        return await _stream(request, engine, sreq, plan, emitter, hashes, n_prompt, t0, rid)
-    return await _complete(engine, plan, emitter, hashes, n_prompt, t0, rid)
-
-
-def _reason(plan: OutputPlan) -> str:
-    return "stop" if plan.finish == "tool" else plan.finish
-
-
-async def _stream(
-    request: web.Request,
-    engine: Engine,
-    sreq: SimRequest,
-    plan: OutputPlan,
-    emitter: Emitter,
-    hashes: HashArray,
-    n_prompt: int,
-    t0: float,
-    rid: str,
-) -> web.StreamResponse:
-    clock = engine.clock
-    resp = web.StreamResponse(headers={**SSE_HEADERS, "x-request-id": rid})
-    await resp.prepare(request)  # headers go out now, as vLLM does, before queueing
-    adm = await engine.admit(hashes, n_prompt, plan.tokens)
-    usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
-    n = plan.tokens
-    sent = 0
-    finished = False
-    ttft_s: float | None = None
-    itls: list[float] = []
-    try:
-        if engine.config.fast:
-            ttft_s = clock() - t0
-            stop = min(n, FAST_WRITE_TOKENS)
-            await resp.write(emitter.opening(usage) + emitter.tokens(0, stop))
-            sent = stop
-            while sent < n:
-                stop = min(n, sent + FAST_WRITE_TOKENS)
-                await resp.write(emitter.tokens(sent, stop))
-                sent = stop
-        else:
-            await _sleep_until(clock, adm.first_token_s)
-            ttft_s = clock() - t0
-            await resp.write(emitter.opening(usage) + emitter.token(0))
-            sent = 1
-            due = adm.first_token_s
-            while sent < n:
-                itl = engine.itl_s()
-                due += itl
-                await _sleep_until(clock, due)
-                itls.append(itl)
-                stop = sent + 1
-                now = clock()
-                while stop < n:  # the loop fell behind: send every token already due
-                    itl = engine.itl_s()
-                    if due + itl > now:
-                        break
-                    due += itl
-                    itls.append(itl)
-                    stop += 1
-                await resp.write(
-                    emitter.token(sent) if stop == sent + 1 else emitter.tokens(sent, stop)
-                )
-                sent = stop
-        # the request is done: free its slot and blocks before the last bytes go out (as an
-        # engine does), so a client's next request never finds them still held
-        finished = True
-        engine.finish(adm, _reason(plan), sent)
-        end = clock()
-        engine.observe_latency(ttft_s, end - t0, itls)
-        closing = emitter.closing(usage)
-        # the timing comment goes before the terminator so clients that stop there still get it
-        marker = b"data: [DONE]" if sreq.api == API_OPENAI_CHAT else b"event: message_stop"
-        cut = closing.rfind(marker)
-        comment = b": agentx-server-timing " + orjson.dumps(_timing(t0, ttft_s, adm, end)) + b"\n\n"
-        await resp.write(closing[:cut] + comment + closing[cut:])
-        await resp.write_eof()
-    except ConnectionError as exc:
-        log.debug("serve-sim: stream %s aborted: %r", rid, exc)
-    finally:
-        if not finished:  # client gone (or handler cancelled) mid-stream
-            engine.finish(adm, "abort", sent)
-    return resp
-
-
-async def _complete(
-    engine: Engine,
-    plan: OutputPlan,
-    emitter: Emitter,
-    hashes: HashArray,
-    n_prompt: int,
-    t0: float,
-    rid: str,
-) -> web.Response:
-    clock = engine.clock
-    adm = await engine.admit(hashes, n_prompt, plan.tokens)
-    reason = "abort"
-    sent = 0
-    try:
-        itls: list[float] = []
-        if not engine.config.fast:
-            await _sleep_until(clock, adm.first_token_s)
-            remaining = plan.tokens - 1
-            due = adm.first_token_s
-            while remaining > 0:
-                itl = engine.itl_s()
-                k = min(remaining, max(1, int(NONSTREAM_SLICE_S / itl)))
-                due += k * itl
-                itls.extend([itl] * k)
-                remaining -= k
-                await _sleep_until(clock, due)
-        ttft_s = adm.first_token_s - t0
-        end = clock()
-        reason = _reason(plan)
-        sent = plan.tokens
-    finally:
-        engine.finish(adm, reason, sent)
-    engine.observe_latency(ttft_s, end - t0, itls)
-    timing = _timing(t0, ttft_s, adm, end)
-    usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
-    headers = {
-        "x-request-id": rid,
-        "x-agentx-server-ttft-ms": str(timing["ttft_ms"]),
-        "x-agentx-server-queue-ms": str(timing["queue_ms"]),
-        "x-agentx-server-e2e-ms": str(timing["e2e_ms"]),
-    }
-    return _json(emitter.body(usage), headers=headers)
+        return await stream(request, engine, sreq, plan, emitter, hashes, n_prompt, t0, rid)
+    return await complete(engine, plan, emitter, hashes, n_prompt, t0, rid)
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
@@ -330,7 +187,7 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
     except RequestError as exc:
         return _error(API_ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
     n, _ = await _prompt(state, API_ANTHROPIC_MESSAGES, body, len(raw))
-    return _json({"input_tokens": n})
+    return json_response({"input_tokens": n})
 
 
 async def _models(request: web.Request) -> web.StreamResponse:
@@ -345,7 +202,7 @@ async def _models(request: web.Request) -> web.StreamResponse:
         "parent": None,
         "max_model_len": cfg.max_model_len,
     }
-    return _json({"object": "list", "data": [model]})
+    return json_response({"object": "list", "data": [model]})
 
 
 async def _metrics(request: web.Request) -> web.StreamResponse:
@@ -357,7 +214,7 @@ async def _metrics(request: web.Request) -> web.StreamResponse:
 
 async def _reset_prefix_cache(request: web.Request) -> web.StreamResponse:
     """vLLM's ``POST /reset_prefix_cache``: ``{"success": false}`` while requests hold blocks."""
-    return _json({"success": request.app[STATE].engine.reset_prefix_cache()})
+    return json_response({"success": request.app[STATE].engine.reset_prefix_cache()})
 
 
 async def _flush_cache(request: web.Request) -> web.StreamResponse:

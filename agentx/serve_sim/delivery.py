@@ -1,0 +1,172 @@
+"""The tokens of an admitted request, delivered on the engine's clock: a stream (SSE) or, for a
+non-streaming request, one JSON body when the last token is due. Either way the server-side timing
+goes with it (see :mod:`agentx.serve_sim.app`) and the engine learns the request's end and latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import orjson
+from aiohttp import web
+
+from agentx.models import API_OPENAI_CHAT, JSON
+from agentx.prefix import HashArray
+from agentx.serve_sim.output import OutputPlan
+from agentx.serve_sim.requests import SimRequest
+from agentx.serve_sim.responses import Emitter, UsageCounts
+from agentx.serve_sim.scheduler import Admission, Engine
+
+log = logging.getLogger("agentx.serve_sim")
+
+FAST_WRITE_TOKENS = 512  # tokens per write in --fast mode
+NONSTREAM_SLICE_S = 0.05  # non-streaming requests re-read the batch size this often
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+def json_response(
+    data: JSON, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(data), status=status, content_type="application/json", headers=headers
+    )
+
+
+async def _sleep_until(clock: Callable[[], float], when: float) -> None:
+    delay = when - clock()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+def _timing(t0: float, ttft_s: float | None, adm: Admission, end: float) -> dict[str, float | None]:
+    return {
+        "ttft_ms": None if ttft_s is None else round(ttft_s * 1000.0, 3),
+        "queue_ms": round(adm.queue_s * 1000.0, 3),
+        "e2e_ms": round((end - t0) * 1000.0, 3),
+    }
+
+
+def _reason(plan: OutputPlan) -> str:
+    return "stop" if plan.finish == "tool" else plan.finish
+
+
+async def stream(
+    request: web.Request,
+    engine: Engine,
+    sreq: SimRequest,
+    plan: OutputPlan,
+    emitter: Emitter,
+    hashes: HashArray,
+    n_prompt: int,
+    t0: float,
+    rid: str,
+) -> web.StreamResponse:
+    clock = engine.clock
+    resp = web.StreamResponse(headers={**SSE_HEADERS, "x-request-id": rid})
+    await resp.prepare(request)  # headers go out now, as vLLM does, before queueing
+    adm = await engine.admit(hashes, n_prompt, plan.tokens)
+    usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
+    n = plan.tokens
+    sent = 0
+    finished = False
+    ttft_s: float | None = None
+    itls: list[float] = []
+    try:
+        if engine.config.fast:
+            ttft_s = clock() - t0
+            stop = min(n, FAST_WRITE_TOKENS)
+            await resp.write(emitter.opening(usage) + emitter.tokens(0, stop))
+            sent = stop
+            while sent < n:
+                stop = min(n, sent + FAST_WRITE_TOKENS)
+                await resp.write(emitter.tokens(sent, stop))
+                sent = stop
+        else:
+            await _sleep_until(clock, adm.first_token_s)
+            ttft_s = clock() - t0
+            await resp.write(emitter.opening(usage) + emitter.token(0))
+            sent = 1
+            due = adm.first_token_s
+            while sent < n:
+                itl = engine.itl_s()
+                due += itl
+                await _sleep_until(clock, due)
+                itls.append(itl)
+                stop = sent + 1
+                now = clock()
+                while stop < n:  # the loop fell behind: send every token already due
+                    itl = engine.itl_s()
+                    if due + itl > now:
+                        break
+                    due += itl
+                    itls.append(itl)
+                    stop += 1
+                await resp.write(
+                    emitter.token(sent) if stop == sent + 1 else emitter.tokens(sent, stop)
+                )
+                sent = stop
+        # the request is done: free its slot and blocks before the last bytes go out (as an
+        # engine does), so a client's next request never finds them still held
+        finished = True
+        engine.finish(adm, _reason(plan), sent)
+        end = clock()
+        engine.observe_latency(ttft_s, end - t0, itls)
+        closing = emitter.closing(usage)
+        # the timing comment goes before the terminator so clients that stop there still get it
+        marker = b"data: [DONE]" if sreq.api == API_OPENAI_CHAT else b"event: message_stop"
+        cut = closing.rfind(marker)
+        comment = b": agentx-server-timing " + orjson.dumps(_timing(t0, ttft_s, adm, end)) + b"\n\n"
+        await resp.write(closing[:cut] + comment + closing[cut:])
+        await resp.write_eof()
+    except ConnectionError as exc:
+        log.debug("serve-sim: stream %s aborted: %r", rid, exc)
+    finally:
+        if not finished:  # client gone (or handler cancelled) mid-stream
+            engine.finish(adm, "abort", sent)
+    return resp
+
+
+async def complete(
+    engine: Engine,
+    plan: OutputPlan,
+    emitter: Emitter,
+    hashes: HashArray,
+    n_prompt: int,
+    t0: float,
+    rid: str,
+) -> web.Response:
+    clock = engine.clock
+    adm = await engine.admit(hashes, n_prompt, plan.tokens)
+    reason = "abort"
+    sent = 0
+    try:
+        itls: list[float] = []
+        if not engine.config.fast:
+            await _sleep_until(clock, adm.first_token_s)
+            remaining = plan.tokens - 1
+            due = adm.first_token_s
+            while remaining > 0:
+                itl = engine.itl_s()
+                k = min(remaining, max(1, int(NONSTREAM_SLICE_S / itl)))
+                due += k * itl
+                itls.extend([itl] * k)
+                remaining -= k
+                await _sleep_until(clock, due)
+        ttft_s = adm.first_token_s - t0
+        end = clock()
+        reason = _reason(plan)
+        sent = plan.tokens
+    finally:
+        engine.finish(adm, reason, sent)
+    engine.observe_latency(ttft_s, end - t0, itls)
+    timing = _timing(t0, ttft_s, adm, end)
+    usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
+    headers = {
+        "x-request-id": rid,
+        "x-agentx-server-ttft-ms": str(timing["ttft_ms"]),
+        "x-agentx-server-queue-ms": str(timing["queue_ms"]),
+        "x-agentx-server-e2e-ms": str(timing["e2e_ms"]),
+    }
+    return json_response(emitter.body(usage), headers=headers)
