@@ -143,7 +143,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
         # extras
         "timeline": "results" if recorded is not None else "replay",
         "tokenizer": tokenizer.name,
-        "prompts": "hash ids" if source.hash_level else "built and tokenised",
+        "prompts": "hash ids" if source.hashed_prompts else "built and tokenised",
         "requests": len(measured),
         "warmup_requests": len(unbounded.records) - len(measured),
         "sessions": len(plan.sessions),

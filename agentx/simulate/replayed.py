@@ -82,7 +82,7 @@ class PromptSource:
         self.trace = trace
         self.salt = salt
         self.hash_block_size = hash_block_size
-        self.hash_level = 0  # prompts taken from block ids
+        self.hashed_prompts = 0  # prompts taken from block ids
         self.synth = SynthCache()
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
         self._memo: dict[tuple[int, int, int, int | None], Prompt] = {}
@@ -124,7 +124,7 @@ class PromptSource:
         hashes, n, _ = hash_only_blocks(ex, self.hash_block_size)
         if self.salt:
             hashes = salted(hashes, send.instance)
-        self.hash_level += 1
+        self.hashed_prompts += 1
         out = max_tokens_of(ex) if send.max_tokens is None else send.max_tokens
         return Prompt(hashes, n, out)
 
