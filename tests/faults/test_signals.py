@@ -48,6 +48,16 @@ def start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
     )
 
 
+def start_run(
+    command: str, trace: Path, server: FaultServer, out: Path, tmp_path: Path, *flags: str
+) -> subprocess.Popen[str]:
+    """``agentx COMMAND TRACE`` against the fault server, long enough to be stopped (a 600 s
+    window, no think time, no metrics scrapes), with ``flags`` added."""
+    args = [command, str(trace), "--endpoint", server.url, "--duration", "600"]
+    args += ["--time-scale", "0", "--no-metrics", "-o", str(out), *flags]
+    return start(args, tmp_path)
+
+
 def wait_requests(server: FaultServer, proc: subprocess.Popen[str], n: int) -> None:
     deadline = time.monotonic() + 60
     while len(server.requests) < n:
@@ -114,25 +124,8 @@ def test_sigterm_writes_partial_results_and_exits_143(
     server: FaultServer, trace: Path, tmp_path: Path, workers: int
 ) -> None:
     out = tmp_path / "out"
-    proc = start(
-        [
-            "replay",
-            str(trace),
-            "--endpoint",
-            server.url,
-            "--concurrency",
-            "2",
-            "--duration",
-            "600",
-            "--time-scale",
-            "0",
-            "--workers",
-            str(workers),
-            "--no-metrics",
-            "-o",
-            str(out),
-        ],
-        tmp_path,
+    proc = start_run(
+        "replay", trace, server, out, tmp_path, "--concurrency", "2", "--workers", str(workers)
     )
     wait_requests(server, proc, 4)
     kids = children(proc.pid)
@@ -149,26 +142,7 @@ def test_sigint_to_the_parent_alone_stops_the_workers(
 ) -> None:
     """``kill -INT <parent>`` (no terminal to deliver it to the workers too)."""
     out = tmp_path / "out"
-    proc = start(
-        [
-            "replay",
-            str(trace),
-            "--endpoint",
-            server.url,
-            "--concurrency",
-            "2",
-            "--duration",
-            "600",
-            "--time-scale",
-            "0",
-            "--workers",
-            "2",
-            "--no-metrics",
-            "-o",
-            str(out),
-        ],
-        tmp_path,
-    )
+    proc = start_run("replay", trace, server, out, tmp_path, "--concurrency", "2", "--workers", "2")
     wait_requests(server, proc, 4)
     kids = children(proc.pid)
     assert len(kids) == 2
@@ -213,24 +187,7 @@ def test_sigterm_during_a_sweep_keeps_the_levels_measured(
     server: FaultServer, trace: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "sweep"
-    proc = start(
-        [
-            "sweep",
-            str(trace),
-            "--endpoint",
-            server.url,
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "600",
-            "--time-scale",
-            "0",
-            "--no-metrics",
-            "-o",
-            str(out),
-        ],
-        tmp_path,
-    )
+    proc = start_run("sweep", trace, server, out, tmp_path, "--concurrency", "1,2")
     wait_requests(server, proc, 3)
     proc.send_signal(signal.SIGTERM)
     err = finish(proc)
@@ -260,28 +217,8 @@ def test_sigterm_during_the_warmup_writes_partial_results(
 ) -> None:
     """Stopped before the measured window started: the warm-up rows are written, exit 143."""
     out = tmp_path / "out"
-    proc = start(
-        [
-            "replay",
-            str(long_trace),
-            "--endpoint",
-            server.url,
-            "--concurrency",
-            "2",
-            "--duration",
-            "600",
-            "--warmup",
-            "15",
-            "--time-scale",
-            "0",
-            "--workers",
-            str(workers),
-            "--no-metrics",
-            "-o",
-            str(out),
-        ],
-        tmp_path,
-    )
+    flags = f"--concurrency 2 --warmup 15 --workers {workers}".split()
+    proc = start_run("replay", long_trace, server, out, tmp_path, *flags)
     wait_requests(server, proc, 3)
     kids = children(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -303,28 +240,8 @@ def test_sigterm_after_the_warmup_keeps_both_kinds_of_rows(
 ) -> None:
     """Stopped in the measured window that followed a warm-up (the workers met at its start)."""
     out = tmp_path / "out"
-    proc = start(
-        [
-            "replay",
-            str(long_trace),
-            "--endpoint",
-            server.url,
-            "--concurrency",
-            "2",
-            "--duration",
-            "600",
-            "--warmup",
-            "2",
-            "--time-scale",
-            "0",
-            "--workers",
-            str(workers),
-            "--no-metrics",
-            "-o",
-            str(out),
-        ],
-        tmp_path,
-    )
+    flags = f"--concurrency 2 --warmup 2 --workers {workers}".split()
+    proc = start_run("replay", long_trace, server, out, tmp_path, *flags)
     deadline = time.monotonic() + 60
     while warmup_sent(server).count(False) < 2:  # measured requests are being sent
         assert proc.poll() is None, proc.communicate()
