@@ -193,8 +193,8 @@ def simulate(
     from agentx.engine import EngineParams
     from agentx.progress import progress_for
     from agentx.replay.options import parse_extra_body, parse_ratio
+    from agentx.replay.rules import ScheduleRules
     from agentx.replay.scenario import scenario_values
-    from agentx.simulate.schedule import ScheduleRules
 
     try:
         if plot is not None:

@@ -15,7 +15,7 @@ import ctypes.util
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import httpx
@@ -37,7 +37,7 @@ from agentx.replay.http1 import StreamClient
 from agentx.replay.lanes import EngineConfig
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan
-from agentx.schedule import ScheduleOptions
+from agentx.replay.rules import rules_of
 from agentx.urls import redact_url
 
 
@@ -151,21 +151,9 @@ def engine_config(
         arrivals = arrivals.share(shard * o.n_workers + worker, shards * o.n_workers)
     return EngineConfig(
         build=setup.build,
-        schedule=ScheduleOptions(
-            lanes=lanes,
-            recycle=o.duration_s is not None or o.max_requests is not None,
-            start_ratio=o.start_ratio,
-            seed=o.seed,
-            time_scale=o.time_scale,
-            max_think_s=o.max_think_s,
-            warmup_per_lane=o.warmup,
-            burst=o.burst,
-            duration_s=o.duration_s,
-            max_requests=max_requests,
-            trace_idle_cap_s=o.trace_idle_cap_s,
-            system_idle_cap_s=o.system_idle_cap_s,
-            spawn_join=o.spawn_join,
-            arrivals=arrivals,
+        # the run's rules (recycling follows the run's --max-requests), this worker's share
+        schedule=replace(
+            rules_of(o).options(o.seed, lanes=lanes, arrivals=arrivals), max_requests=max_requests
         ),
         timeout_s=o.timeout_s,
         salt=o.salt,

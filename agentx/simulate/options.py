@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from agentx.engine import EngineParams
 from agentx.errors import UsageError
-from agentx.simulate.schedule import ScheduleRules
+from agentx.replay.rules import ScheduleRules
 
 SCHEMA = "agentx.simulate/1"
 OffloadPolicy = Literal["inclusive", "exclusive"]

@@ -3,8 +3,8 @@ lanes drive in real time), driven by ``simulate`` in virtual time: the engine mo
 each request finishes, the schedule says what is sent next and when. One set of rules for both.
 
 Lanes, think-time scaling and caps, start ratios, warm-up primers, spawn/join, idle caps and
-stopping are the schedule's (docs/replay.md); :class:`ScheduleRules` is the part of replay's
-options ``simulate`` takes today (the other rules keep their replay defaults).
+stopping are the schedule's (docs/replay.md); :class:`agentx.replay.rules.ScheduleRules` is the
+part of replay's options that decides them, for both.
 
     sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
     sched.start(0.0)
@@ -16,59 +16,13 @@ options ``simulate`` takes today (the other rules keep their replay defaults).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 from agentx.replay.plan import SessionPlan, Sessions
+from agentx.replay.rules import ScheduleRules
 from agentx.replay.trees import tree_of
-from agentx.schedule import Phase, Schedule, ScheduleOptions, SpawnJoin
+from agentx.schedule import Phase, Schedule
 from agentx.schedule import Send as ScheduledSend
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRules:
-    """The subset of ``ReplayOptions`` that decides what is sent when."""
-
-    concurrency: int = 1
-    time_scale: float = 1.0
-    max_think_s: float | None = None
-    warmup: int = 0  # requests per lane
-    max_requests: int | None = None  # measured requests
-    duration_s: float | None = None  # no sends after this long
-    start_ratio: tuple[float, float] = (0.0, 0.0)
-    burst: bool = False
-    spawn_join: SpawnJoin = "recorded"
-    trace_idle_cap_s: float | None = None
-    system_idle_cap_s: float | None = None
-
-    @classmethod
-    def of(cls, values: dict[str, Any]) -> ScheduleRules:
-        """The rules among ``ReplayOptions`` fields (:func:`agentx.replay.scenario.scenario_values`:
-        a preset and the flags given); the fields not given keep replay's defaults."""
-        names = {f.name for f in fields(cls)} - {"warmup"}
-        rules = {k: v for k, v in values.items() if k in names}
-        return cls(warmup=values.get("warmup") or 0, **rules)
-
-    @property
-    def recycle(self) -> bool:
-        return self.duration_s is not None or self.max_requests is not None
-
-    def options(self, seed: int = 0) -> ScheduleOptions:
-        return ScheduleOptions(
-            lanes=tuple(range(self.concurrency)),
-            recycle=self.recycle,
-            start_ratio=self.start_ratio,
-            seed=seed,
-            time_scale=self.time_scale,
-            max_think_s=self.max_think_s,
-            warmup_per_lane=self.warmup,
-            burst=self.burst,
-            duration_s=self.duration_s,
-            max_requests=self.max_requests,
-            trace_idle_cap_s=self.trace_idle_cap_s,
-            system_idle_cap_s=self.system_idle_cap_s,
-            spawn_join=self.spawn_join,
-        )
 
 
 @dataclass(frozen=True, slots=True)

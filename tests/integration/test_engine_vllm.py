@@ -35,9 +35,9 @@ from agentx.engine import EngineParams
 from agentx.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.replay import ReplayOptions, run_replay
+from agentx.replay.rules import ScheduleRules
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
-from agentx.simulate.schedule import ScheduleRules
 from agentx.store import write_trace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,11 +15,12 @@ from agentx.examples import example_path
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.build import BuildConfig
 from agentx.replay.plan import build_plan
+from agentx.replay.rules import ScheduleRules
 from agentx.replay.source import open_source
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.simulate.replayed import PromptSource, run_engine
-from agentx.simulate.schedule import ScheduleRules, SharedSchedule
+from agentx.simulate.schedule import SharedSchedule
 from agentx.tokenizer import make_hasher
 
 EXAMPLE = example_path("example")
@@ -251,9 +252,9 @@ def test_simulate_schedules_with_replays_options(scenario: str | None) -> None:
     from the same preset and flags (one worker, no shard)."""
     from types import SimpleNamespace
 
+    from agentx.replay.rules import ScheduleRules
     from agentx.replay.scenario import scenario_options, scenario_values
     from agentx.replay.setup import engine_config
-    from agentx.simulate.schedule import ScheduleRules
 
     flags = {
         "concurrency": 3,
