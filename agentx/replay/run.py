@@ -73,13 +73,13 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         plan = for_arrivals(plan, options.request_rate)
         choice = None
         if options.workers == "auto":
-            options, choice = asyncio.run(resolve_workers(options, plan))
+            options, choice = stop.run(resolve_workers(options, plan))
         if options.n_workers > len(plan.sessions):
             raise UsageError(
                 f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
             )
-        setup = asyncio.run(probe_setup(options, plan))
-        cache_reset = asyncio.run(_reset_cache(setup)) if options.reset_cache else None
+        setup = stop.run(probe_setup(options, plan))
+        cache_reset = stop.run(_reset_cache(setup)) if options.reset_cache else None
         tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
         try:
             if options.n_workers == 1:

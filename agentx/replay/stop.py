@@ -15,11 +15,13 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
+from typing import Any, TypeVar
 
 from agentx.errors import Interrupted
 
+T = TypeVar("T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 __all__ = ["SIGNALS", "Interrupted", "StopSignals", "stop_signals"]
 
@@ -29,15 +31,18 @@ class StopSignals:
 
     def __init__(self) -> None:
         self.signum: int | None = None  # the first signal received
-        self._abort: Callable[[], None] | None = None
+        self._abort: Callable[[], object] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finishing = False
+        self._preparing = False  # an event loop of the set-up (probe, cache reset) is running
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         first = self.signum is None
         if first:
             self.signum = signum
-        if first and self._abort is not None and self._loop is not None:
+        if first and self._preparing and self._abort is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._abort)  # Interrupted once the loop is out
+        elif first and self._abort is not None and self._loop is not None:
             name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
             print(f"agentx: {name}: stopping; writing partial results", file=sys.stderr)
             self._loop.call_soon_threadsafe(self._abort)
@@ -57,6 +62,35 @@ class StopSignals:
         finally:
             self._abort = self._loop = None
             self._finishing = True
+
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        """``asyncio.run(main)`` for the set-up before the lanes (probing, resetting the cache):
+        a signal cancels ``main`` and raises :class:`Interrupted` once the loop is closed, rather
+        than raising inside whatever callback the loop happens to be running (where asyncio would
+        log it as a traceback and the command would end on the wrong error)."""
+        if self.signum is not None:
+            main.close()
+            raise Interrupted(self.signum)
+
+        async def guarded() -> T:
+            task = asyncio.current_task()
+            assert task is not None
+            self._loop, self._abort, self._preparing = asyncio.get_running_loop(), task.cancel, True
+            try:
+                return await main
+            finally:
+                self._abort = self._loop = None
+                self._preparing = False
+
+        try:
+            result = asyncio.run(guarded())
+        except asyncio.CancelledError:
+            if self.signum is None:
+                raise
+            raise Interrupted(self.signum) from None
+        if self.signum is not None:  # the signal came as ``main`` was returning
+            raise Interrupted(self.signum)
+        return result
 
     @property
     def exit_code(self) -> int | None:
