@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from agentx.kvcache import Allocation, KVCache
-from agentx.prefix import DEFAULT_BLOCK_SIZE
+from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class Admission:
 class Ticket:
     """A submitted request; ``admission`` is set when the engine admits it."""
 
-    hashes: list[int]
+    hashes: HashArray
     prompt_tokens: int
     output_tokens: int
     arrived_s: float
@@ -84,6 +84,7 @@ class ServingEngine:
         self.params = params
         self.cache = KVCache(params.kv_tokens, params.block_size, params.offload_tokens)
         self.running = 0
+        self.kv_waits = 0  # times the head of the queue waited for KV room
         self._waiting: deque[Ticket] = deque()
         self._lane_free_s = 0.0
 
@@ -97,7 +98,7 @@ class ServingEngine:
         return (1.0 + p.batch_slowdown * max(0, self.running - 1)) / p.decode_tps
 
     def submit(
-        self, hashes: list[int], prompt_tokens: int, output_tokens: int, now: float
+        self, hashes: HashArray, prompt_tokens: int, output_tokens: int, now: float
     ) -> Ticket:
         """Queue a request (call :meth:`schedule` to admit what fits)."""
         ticket = Ticket(hashes, prompt_tokens, output_tokens, now)
@@ -121,6 +122,7 @@ class ServingEngine:
                 waiting.popleft()
                 continue
             if self.running and not cache.can_allocate(head.hashes, head.prompt_tokens):
+                self.kv_waits += 1
                 break  # FCFS: the head waits for KV room, and so does everyone behind it
             waiting.popleft()
             head.admission = self.start(
@@ -130,7 +132,7 @@ class ServingEngine:
         return admitted
 
     def start(
-        self, hashes: list[int], prompt_tokens: int, output_tokens: int, arrived: float, now: float
+        self, hashes: HashArray, prompt_tokens: int, output_tokens: int, arrived: float, now: float
     ) -> Admission:
         """Admit a request at once (``fast`` mode, or a caller with its own queue)."""
         p = self.params

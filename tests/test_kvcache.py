@@ -195,7 +195,8 @@ def _requests(spec: list[tuple[list[int], int]]) -> list[tuple[np.ndarray, int]]
 @given(workloads)
 def test_a_cache_big_enough_is_the_unbounded_cache(spec: list[tuple[list[int], int]]) -> None:
     reqs = _requests(spec)
-    total_blocks = sum(h.size for h, _ in reqs)
+    # every block any request takes, the partial last ones too (freed, they stay in the LRU)
+    total_blocks = sum(-(-n // BS) for _, n in reqs)
     bounded = KVCache(capacity_tokens=(total_blocks + 1) * BS, block_size=BS)
     unbounded = UnboundedPrefixCache(BS)
     for h, n in reqs:

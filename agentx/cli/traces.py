@@ -131,6 +131,13 @@ def simulate(
             help="replay (the engine model on replay's schedule: lanes, think time, warm-up) or recorded (the trace's own start times; stack-distance curves)",
         ),
     ] = "replay",
+    run_all: Annotated[
+        bool,
+        typer.Option(
+            "--run-all",
+            help="--timeline replay: run every capacity, also those above one that already behaved as an unbounded cache (their points are derived otherwise; a cross-check)",
+        ),
+    ] = False,
     kv_blocks: Annotated[
         str | None,
         typer.Option(
@@ -237,6 +244,7 @@ def simulate(
             offload_policy=offload_policy,  # type: ignore[arg-type]  # validated by the options
             engine=engine,  # type: ignore[arg-type]
             timeline=timeline,  # type: ignore[arg-type]
+            derive_unbounded=not run_all,
             schedule=rules,
             sessions=sessions,
             seed=given.get("seed") or 0,

@@ -60,12 +60,11 @@ class Engine:
 
         Cancelling the wait (client gone) leaves no trace; a granted admission must be handed
         back with :meth:`finish`."""
-        blocks = hashes.tolist()
         now = self.clock()
         core = self.core
         if self.config.fast:
-            return self._admitted(core.start(blocks, prompt_tokens, output_tokens, now, now))
-        ticket = core.submit(blocks, prompt_tokens, output_tokens, now)
+            return self._admitted(core.start(hashes, prompt_tokens, output_tokens, now, now))
+        ticket = core.submit(hashes, prompt_tokens, output_tokens, now)
         future: asyncio.Future[Admission] = asyncio.get_running_loop().create_future()
         self._futures[id(ticket)] = future
         self._schedule()

@@ -80,6 +80,7 @@ class SimulateOptions:
     engine: EngineName = "stack"  # of the recorded timeline
     # the replay timeline: replay's schedule and request bodies, the engine model
     timeline: Timeline = "replay"
+    derive_unbounded: bool = True  # capacities above one that ran as unbounded are not run
     schedule: ScheduleRules = field(default_factory=ScheduleRules)
     sessions: int | None = None
     seed: int = 0

@@ -35,10 +35,12 @@ def _capacities(o: SimulateOptions, bs: int, kv_from_tokens: int | None) -> tupl
     return None
 
 
-def _point(cap: int, offload: int, run: EngineRun, bs: int) -> dict[str, Any]:
+def _point(
+    cap: int, offload: int, run: EngineRun, bs: int, evicted: int | None = None
+) -> dict[str, Any]:
     gpu = run.rate(lambda r: r.gpu_hit_tokens) or 0.0
     both = run.rate(lambda r: r.cached_tokens) or 0.0
-    return {
+    point = {
         "capacity_tokens": cap,
         "offload_tokens": offload,
         "hit_rate": both,
@@ -46,10 +48,26 @@ def _point(cap: int, offload: int, run: EngineRun, bs: int) -> dict[str, Any]:
         "offload_hit_rate": both - gpu,
         # extras
         "kv_blocks": cap // bs,
-        "evicted_blocks": run.evicted_blocks,
+        "evicted_blocks": run.evicted_blocks if evicted is None else evicted,
         "peak_waiting": run.peak_waiting,
         "duration_s": round(run.duration_s, 3),
     }
+    if evicted is not None:
+        point["as_unbounded"] = True
+    return point
+
+
+def _as_unbounded(cap: int, unbounded: EngineRun, bs: int) -> dict[str, Any]:
+    """The point of a GPU capacity at least as large as one whose run refilled nothing and kept
+    nobody waiting for KV room. Such a run had the unbounded cache's hits at every request, so
+    the same timeline; a larger LRU cache, fed the same events, holds a superset of a smaller
+    one's blocks, so it too has the unbounded run's records, and it need not be run. What it
+    evicted follows from the unbounded cache's final free queue: at the end it holds the
+    newest ``cap // bs`` entries, and every other named block was evicted once."""
+    newest = unbounded.named_among_newest
+    assert newest is not None
+    kept = int(newest[min(cap // bs, newest.size - 1)])
+    return _point(cap, 0, unbounded, bs, evicted=unbounded.named_blocks - kept)
 
 
 def _hash_block_size(plan: ReplayPlan) -> int | None:
@@ -109,13 +127,13 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
 
     params = dataclasses.replace(o.engine_params, block_size=bs)
 
-    def run(label: str, kv_tokens: int, offload_tokens: int = 0) -> EngineRun:
+    def run(label: str, kv_tokens: int, offload_tokens: int = 0, **kw: bool) -> EngineRun:
         prog.phase(label, total=known, unit="requests")
         at = dataclasses.replace(params, kv_tokens=kv_tokens, offload_tokens=offload_tokens)
-        return run_engine(sends(), source, at, prog.advance)
+        return run_engine(sends(), source, at, prog.advance, **kw)
 
     known = None
-    unbounded = run("simulating: unbounded cache", UNBOUNDED_TOKENS)
+    unbounded = run("simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=True)
     if not unbounded.records:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
     known = len(unbounded.records)  # every pass sends the same requests (their times differ)
@@ -125,12 +143,26 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
     if caps is None:
         caps = tuple(c for c in default_capacities(bs, footprint) if c >= largest) or (largest,)
     offload = o.offload_tokens or 0
-    points: list[dict[str, Any]] = []
-    for i, cap in enumerate(caps, 1):
-        label = f"simulating: capacity {i}/{len(caps)} ({cap:,} tokens)"
-        points.append(_point(cap, 0, run(label, cap), bs))
+    gpu_points: dict[int, dict[str, Any]] = {}
+    offload_points: dict[int, dict[str, Any]] = {}
+    exact_from: int | None = None  # the smallest capacity that ran as an unbounded cache
+    for i, cap in enumerate(sorted(set(caps)), 1):
+        label = f"simulating: capacity {i}/{len(set(caps))} ({cap:,} tokens)"
+        if exact_from is not None and o.derive_unbounded:
+            prog.phase(f"{label}: as unbounded (the {exact_from:,}-token cache refilled nothing)")
+            gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
+        else:
+            ran = run(label, cap)
+            gpu_points[cap] = _point(cap, 0, ran, bs)
+            if ran.as_unbounded:
+                exact_from = cap
         if offload:
-            points.append(_point(cap, offload, run(f"{label} + offload", cap, offload), bs))
+            offload_points[cap] = _point(cap, offload, run(f"{label} + offload", cap, offload), bs)
+    points: list[dict[str, Any]] = []
+    for cap in caps:
+        points.append(gpu_points[cap])
+        if offload:
+            points.append(offload_points[cap])
     measured = [r for r in unbounded.records if not r.warmup]
     engine = dataclasses.asdict(params)
     for key in ("block_size", "kv_tokens", "offload_tokens"):

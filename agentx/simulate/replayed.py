@@ -23,6 +23,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 from agentx.engine import Admission, EngineParams, ServingEngine
@@ -52,7 +54,7 @@ class Sends(Protocol):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Prompt:
-    array: HashArray  # chained block hashes (the engine takes them as a list when sent)
+    array: HashArray  # chained block hashes
     prompt_tokens: int
     output_tokens: int
 
@@ -161,6 +163,15 @@ class EngineRun:
     peak_waiting: int
     evicted_blocks: int
     named_blocks: int  # distinct blocks cached at the end (every one sent, when unbounded)
+    refilled_blocks: int  # blocks computed again after their eviction
+    kv_waits: int  # times a request waited for KV room
+    named_among_newest: npt.NDArray[np.int64] | None = None  # KVCache.named_among_newest
+
+    @property
+    def as_unbounded(self) -> bool:
+        """Nothing was evicted that was asked for again and nobody waited for KV room: every
+        request got the hits, and so the timeline, of an unbounded cache."""
+        return self.refilled_blocks == 0 and self.kv_waits == 0
 
     def _measured(self) -> list[SimRecord]:
         return [r for r in self.records if not r.warmup]
@@ -205,9 +216,12 @@ def run_engine(
     source: PromptSource,
     params: EngineParams,
     progress: Callable[[], None] | None = None,
+    *,
+    keep_order: bool = False,
 ) -> EngineRun:
     """Drive the engine with ``sends`` in virtual time; every request's fate. ``progress`` is
-    called as each request finishes."""
+    called as each request finishes; ``keep_order`` keeps the final free queue's make-up
+    (:attr:`EngineRun.named_among_newest`)."""
     engine = ServingEngine(params)
     theory = UnboundedPrefixCache(params.block_size)
     tie = itertools.count()
@@ -259,13 +273,22 @@ def run_engine(
                 prompt = source.prompt(send)
                 hit = theory.observe(prompt.array, prompt.prompt_tokens).hit_tokens
                 ticket = engine.submit(
-                    prompt.array.tolist(), prompt.prompt_tokens, prompt.output_tokens, now
+                    prompt.array, prompt.prompt_tokens, prompt.output_tokens, now
                 )
                 pending[id(ticket)] = _Live(send, prompt, hit)
                 admit(now)
             peak_waiting = max(peak_waiting, engine.waiting)
     cache = engine.cache
-    return EngineRun(records, now, peak_waiting, cache.counters.evicted_blocks, cache.named_blocks)
+    return EngineRun(
+        records,
+        now,
+        peak_waiting,
+        cache.counters.evicted_blocks,
+        cache.named_blocks,
+        cache.counters.refilled_blocks,
+        engine.kv_waits,
+        cache.named_among_newest() if keep_order else None,
+    )
 
 
 def _finish(

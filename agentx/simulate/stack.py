@@ -254,7 +254,6 @@ def kvcache_simulate(
     """Replay the schedule through serve-sim's :class:`KVCache` (its victim offload tier)."""
     cache = KVCache(capacity_tokens, workload.block_size, offload_tokens)
     reqs = workload.requests
-    lists = [r.blocks.tolist() for r in reqs]
     running: dict[int, Allocation] = {}
     for starts, i in schedule(workload, pin=pin):
         if not starts:
@@ -262,6 +261,6 @@ def kvcache_simulate(
             continue
         r = reqs[i]
         extra = r.output_tokens if reserve_output else 0
-        running[i] = cache.allocate(lists[i], r.prompt_tokens, extra_tokens=extra)
+        running[i] = cache.allocate(r.blocks, r.prompt_tokens, extra_tokens=extra)
     c = cache.counters
     return CacheResult(c.queries_tokens, c.gpu_hit_tokens, c.offload_hit_tokens)

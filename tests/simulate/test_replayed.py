@@ -283,3 +283,33 @@ def test_cli_simulate_takes_a_scenario() -> None:
     assert sched["start_ratio"] == [0.25, 0.75] and sched["warmup"] == 10
     assert (sched["duration_s"], sched["seed"], sched["system_idle_cap_s"]) == (120.0, 42, 10.0)
     assert data["warmup_requests"] > 0 and data["requests"] > 0
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_capacities_above_an_unbounded_behaving_one_are_derived_exactly(concurrency: int) -> None:
+    """Once a capacity refilled nothing and kept nobody waiting, larger ones are not run: their
+    points (hit rates, evictions, waiting, duration) equal what running them gives."""
+
+    def sim(derive: bool) -> dict:  # type: ignore[type-arg]
+        return run_simulate(
+            SimulateOptions(
+                example_path("weka"),
+                block_size=64,
+                capacities_tokens=(2_000_000, 100_000, 400_000, 250_000, 800_000),
+                offload_tokens=200_000,
+                schedule=ScheduleRules(concurrency=concurrency, time_scale=0),
+                derive_unbounded=derive,
+            )
+        ).data
+
+    derived, ran = sim(True), sim(False)
+    assert [p["capacity_tokens"] for p in derived["points"]] == [
+        p["capacity_tokens"] for p in ran["points"]
+    ]
+    shortcut = [p for p in derived["points"] if p.pop("as_unbounded", False)]
+    assert shortcut, "no capacity was derived: the test needs one"
+    assert derived["points"] == ran["points"]
+    gpu = [p for p in ran["points"] if not p["offload_tokens"]]
+    if concurrency == 1:  # one lane: the derived capacities still evict (the old sessions)
+        assert any(p["evicted_blocks"] for p in shortcut)
+    assert min(p["hit_rate"] for p in gpu) < max(p["hit_rate"] for p in gpu)  # some bind

@@ -1,43 +1,7 @@
-"""A bounded KV block cache with vLLM's prefix-caching rules and an optional offload tier.
-
-This is a model of a serving engine's KV-cache *bookkeeping*, not of its tensors: blocks are
-named by the chained prefix hashes of :func:`agentx.prefix.block_hashes` (plain ``int``s), so
-one 100K-token prompt is ~6K dictionary operations, not 100K Python objects.
-
-The rules, as vLLM's V1 KV-cache manager applies them:
-
-* A request hits the longest run of *leading* blocks that are resident, capped at
-  ``floor((n - 1) / block_size)`` blocks (:func:`agentx.prefix.hittable_blocks`): the last
-  prompt token is always computed.
-* A running request *pins* every block it uses (refcount > 0); pinned blocks are never evicted.
-* When a request finishes its blocks become evictable, in reverse order (its tail first), and
-  eviction takes the least recently freed block: a shared system prompt outlives the turns
-  built on it. The blocks without a prefix hash (the partial last prompt block, the output's
-  blocks) are freed first, as unique entries that never hit: like vLLM's free queue, they stay
-  in the LRU order and push older blocks out, rather than leaving holes.
-* Capacity is ``capacity_tokens // block_size`` blocks. Usage (``vllm:kv_cache_usage_perc``)
-  is the pinned fraction; cached-but-free blocks count as free, as in vLLM.
-
-The optional **offload tier** (CPU DRAM, as vLLM's CPU offloading connector or LMCache) is a
-victim cache: it receives every block evicted from the GPU tier and keeps its own LRU. A request
-whose GPU hit stops short can continue its hit from the offload tier; those tokens are loaded,
-not recomputed, and are reported apart (``external_kv_transfer`` in vLLM's metrics). A block
-loaded back keeps its offload copy.
-
-Admission is the caller's business (:meth:`KVCache.can_allocate`); when pinned demand alone
-exceeds the capacity, :meth:`KVCache.allocate` over-commits rather than fail, and the cache
-shrinks back to capacity as requests release.
-
-Typical use, online (serve-sim) and offline (simulate)::
-
-    cache = KVCache(capacity_tokens=160_000, block_size=16, offload_tokens=1_000_000)
-    hashes = block_hashes(tokens, 16)
-    alloc = cache.allocate(hashes, len(tokens), extra_tokens=max_output)  # admit: pin
-    ...  # alloc.gpu_hit_tokens, alloc.offload_hit_tokens drive the latency model
-    cache.release(alloc)  # finished: blocks become evictable
-    # or, for a trace simulation without concurrency:
-    gpu_hit, offload_hit = cache.observe(hashes, len(tokens))
-"""
+"""The reference model of :mod:`agentx.kvcache`: the same rules, one block at a time, with a
+dict of refcounts and an ``OrderedDict`` free queue (the implementation agentx shipped before
+its state moved into arrays). ``tests/test_kvcache_equivalence.py`` drives both with the same
+operations and compares every answer and counter."""
 
 from __future__ import annotations
 
@@ -49,12 +13,13 @@ from itertools import islice, takewhile
 import numpy as np
 import numpy.typing as npt
 
+from agentx.kvcache import CacheCounters
 from agentx.prefix import DEFAULT_BLOCK_SIZE, hittable_blocks
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Allocation:
-    """What :meth:`KVCache.allocate` pinned for one request; hand it back to ``release``."""
+    """What :meth:`ReferenceKVCache.allocate` pinned for one request; hand it back to ``release``."""
 
     blocks: tuple[int, ...]  # the request's full-block hashes, all pinned
     anonymous_blocks: int  # partial prompt block + reserved output blocks, pinned, unnamed
@@ -73,41 +38,24 @@ class Allocation:
 
 
 @dataclass(slots=True)
-class CacheCounters:
-    """Cumulative token counters, named after the vLLM metrics they feed."""
-
-    queries_tokens: int = 0  # vllm:prefix_cache_queries (prompt tokens looked up)
-    gpu_hit_tokens: int = 0  # vllm:prefix_cache_hits / source="local_cache_hit"
-    offload_queries_tokens: int = 0  # vllm:external_prefix_cache_queries
-    offload_hit_tokens: int = 0  # source="external_kv_transfer"
-    evicted_blocks: int = 0  # GPU evictions (each one offered to the offload tier)
-    offload_evicted_blocks: int = 0  # dropped from the offload tier
-    requests: int = 0
-
-    @property
-    def hit_rate(self) -> float:
-        """(GPU + offload) hit tokens over queried tokens; 0.0 before any query."""
-        if not self.queries_tokens:
-            return 0.0
-        return (self.gpu_hit_tokens + self.offload_hit_tokens) / self.queries_tokens
-
-
-@dataclass(slots=True)
 class _Tier:
     """An LRU set of block hashes (the offload tier)."""
 
     capacity_blocks: int
     lru: OrderedDict[int, None] = field(default_factory=OrderedDict)
 
-    def put(self, block: int) -> int:
-        """Insert or refresh ``block``; returns how many blocks fell out."""
+    def put_all(self, blocks: list[int]) -> int:
+        """Insert or refresh ``blocks`` (one step's GPU victims, oldest first), then drop the
+        oldest down to capacity; returns how many fell out. A block refreshed in the same step
+        is not counted as dropped and re-inserted."""
         if self.capacity_blocks <= 0:
             return 0
         lru = self.lru
-        if block in lru:
-            lru.move_to_end(block)
-            return 0
-        lru[block] = None
+        for block in blocks:
+            if block in lru:
+                lru.move_to_end(block)
+            else:
+                lru[block] = None
         dropped = 0
         while len(lru) > self.capacity_blocks:
             lru.popitem(last=False)
@@ -115,7 +63,7 @@ class _Tier:
         return dropped
 
 
-class KVCache:
+class ReferenceKVCache:
     """GPU block cache (LRU over unpinned blocks) with an optional offload (DRAM) tier."""
 
     def __init__(
@@ -137,6 +85,8 @@ class KVCache:
         self._next_unnamed = -1  # freed unnamed blocks get ids -1, -2, ...: they never hit
         self._offload = _Tier(self.offload_capacity_blocks)
         self.counters = CacheCounters()
+        self._victims: list[int] = []  # evicted in this step, offered to the offload tier
+        self._seen: set[int] = set()  # every block ever cached
 
     # -- state -----------------------------------------------------------------------------
 
@@ -221,8 +171,13 @@ class KVCache:
         del self._ref[block]
         if block >= 0:
             self.counters.evicted_blocks += 1
-            self.counters.offload_evicted_blocks += self._offload.put(block)
+            self._victims.append(block)
         return True
+
+    def _offer(self) -> None:
+        """This step's GPU victims enter the offload tier together."""
+        self.counters.offload_evicted_blocks += self._offload.put_all(self._victims)
+        self._victims = []
 
     def _make_room(self, blocks: int) -> None:
         while self.resident_blocks + blocks > self.capacity_blocks and self._evict_one():
@@ -266,11 +221,15 @@ class KVCache:
             if rc is None:
                 self._make_room(1)
                 ref[b] = 1
+                if b in self._seen:
+                    self.counters.refilled_blocks += 1
             else:  # the same hash twice in one request
                 ref[b] = rc + 1
+        self._seen.update(blocks)
         anon = self._anonymous_for(len(blocks), prompt_tokens, extra_tokens)
         self._make_room(anon)
         self._anonymous += anon
+        self._offer()
         return Allocation(tuple(blocks), anon, prompt_tokens, g * bs, o * bs)
 
     def release(self, allocation: Allocation) -> None:
@@ -294,6 +253,13 @@ class KVCache:
             else:
                 ref[b] = rc - 1
         self._make_room(0)
+        self._offer()
+
+    def named_among_newest(self) -> list[int]:
+        out = [0]
+        for b in reversed(self._free):
+            out.append(out[-1] + (b >= 0))
+        return out
 
     def observe(self, hashes: npt.ArrayLike, prompt_tokens: int) -> tuple[int, int]:
         """Allocate and release at once (a request in isolation, e.g. offline simulation)."""
