@@ -12,7 +12,7 @@ One table, :data:`AGENTS`, checked against the recorded headers of every agent i
 
 Session ids come from :data:`SESSION_HEADERS` (the first one present wins); the ids some agents
 put in the body (Anthropic ``metadata.user_id``, Responses ``prompt_cache_key``) are read by
-:func:`agentx.capture.sessions.session_hint`.
+:func:`agentx.capture.sessions.ids.session_hint`.
 """
 
 from __future__ import annotations

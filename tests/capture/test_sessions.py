@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentx.capture.sessions import Sessions, session_hint
+from agentx.capture.sessions.ids import session_hint
+from agentx.capture.sessions.placement import Sessions
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Response
 
 TOOLS = [{"name": "Bash", "input_schema": {}}]

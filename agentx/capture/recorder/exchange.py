@@ -21,12 +21,8 @@ from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
 from agentx.capture.recorder.events import RequestSent
 from agentx.capture.recorder.flow import Flow, body_limit
-from agentx.capture.sessions import (
-    Placement,
-    Sessions,
-    new_id,
-    session_hint,
-)
+from agentx.capture.sessions.ids import new_id, session_hint
+from agentx.capture.sessions.placement import Placement, Sessions
 from agentx.flags import (
     FLAG_HTTP_ERROR,
     FLAG_NO_RESPONSE,

@@ -14,7 +14,7 @@ import orjson
 
 from agentx.capture.apis import Assembled, Assembler, make_assembler
 from agentx.capture.encodings import StreamDecoder
-from agentx.capture.sessions import Placement
+from agentx.capture.sessions.placement import Placement
 from agentx.capture.sse import SSEParser
 from agentx.models import API_OTHER, JSON
 

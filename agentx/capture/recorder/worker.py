@@ -34,7 +34,8 @@ from agentx.capture.recorder.events import (
 )
 from agentx.capture.recorder.exchange import ExchangeBuilder
 from agentx.capture.recorder.flow import Flow
-from agentx.capture.sessions import Sessions, has_tools
+from agentx.capture.sessions.conversation import has_tools
+from agentx.capture.sessions.placement import Sessions
 from agentx.errors import AgentxError
 from agentx.flags import (
     FLAG_NO_RESPONSE,

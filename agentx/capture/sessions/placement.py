@@ -24,17 +24,23 @@ the child did not keep.
 
 from __future__ import annotations
 
-import hashlib
-import re
-import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
-from agentx.capture.agents import session_header
 from agentx.capture.apis import max_output_tokens
+from agentx.capture.sessions.conversation import (
+    answer_digest,
+    assistant_digests,
+    chain_hashes,
+    digest,
+    first_user_text,
+    has_tools,
+    replaced_tail,
+    text_of,
+)
+from agentx.capture.sessions.ids import new_id
 from agentx.flags import (
     FLAG_COMPACTION,
     FLAG_FORK,
@@ -45,97 +51,16 @@ from agentx.flags import (
     replaced_chars_flag,
 )
 from agentx.models import JSON, Response, system_key
-from agentx.provider_fields import CACHE_MARKER_KEYS, without_keys
-from agentx.tokens import conversation, render_content, render_message
+from agentx.tokens import conversation
 
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
 MAX_NODES = 16384
 RECENT_BODIES = 32  # requests whose conversation is kept to match a rewritten history
-_SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
 _COMPACTION_MARKERS = (
     "continued from a previous conversation",
     "summary of the conversation so far",
     "conversation is summarized below",
 )
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}{uuid.uuid4().hex[:16]}"
-
-
-def session_hint(headers: dict[str, str], body: JSON) -> str | None:
-    """The session id the agent itself sent, if any (headers lower-cased)."""
-    if (v := session_header(headers)) is not None:
-        return v
-    if isinstance(body, dict):
-        meta = body.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("user_id"), str):
-            uid = meta["user_id"]
-            m = _SESSION_IN_USER_ID.search(uid)
-            if m:
-                return m.group(1)
-            try:
-                parsed = orjson.loads(uid)
-            except orjson.JSONDecodeError:
-                parsed = None
-            if isinstance(parsed, dict) and isinstance(parsed.get("session_id"), str):
-                return str(parsed["session_id"])[:200]
-        if isinstance(body.get("prompt_cache_key"), str) and body["prompt_cache_key"]:
-            return str(body["prompt_cache_key"])[:200]
-    return None
-
-
-def _digest(value: Any) -> bytes:
-    return hashlib.blake2b(
-        orjson.dumps(without_keys(value, CACHE_MARKER_KEYS), option=orjson.OPT_SORT_KEYS),
-        digest_size=16,
-    ).digest()
-
-
-def chain_hashes(items: list[JSON]) -> list[bytes]:
-    """``out[k]`` names the prefix ``items[:k + 1]``: equal hashes mean equal prefixes."""
-    out: list[bytes] = []
-    h = b""
-    for it in items:
-        h = hashlib.blake2b(h + _digest(it), digest_size=16).digest()
-        out.append(h)
-    return out
-
-
-def has_tools(body: JSON) -> bool:
-    """Whether the request offers the model tools (Codex sends them as an input item)."""
-    if not isinstance(body, dict):
-        return False
-    if body.get("tools") or body.get("functions"):
-        return True
-    items = body.get("input")
-    return isinstance(items, list) and any(
-        isinstance(it, dict) and it.get("type") == "additional_tools" and it.get("tools")
-        for it in items[:8]
-    )
-
-
-def _text_of(value: Any, out: list[str], limit: int = 200_000) -> None:
-    """Every string inside ``value`` (depth first), up to ``limit`` characters in all."""
-    if sum(len(s) for s in out) >= limit:
-        return
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _text_of(v, out, limit)
-    elif isinstance(value, list):
-        for v in value:
-            _text_of(v, out, limit)
-
-
-def first_user_text(items: list[JSON]) -> str:
-    for it in items:
-        if isinstance(it, dict) and it.get("role") == "user":
-            parts: list[str] = []
-            _text_of(it.get("content"), parts)
-            return "\n".join(p for p in parts if p)
-    return ""
 
 
 @dataclass(slots=True)
@@ -154,35 +79,6 @@ class _Node:
     end_ns: int | None = None
     continued: bool = False
     answer: bytes | None = None  # digest of the answer's text, once it has ended
-
-
-def _answer_digest(text: str) -> bytes | None:
-    """Agents re-send an answer with its surrounding whitespace stripped (aider does)."""
-    text = text.strip()
-    return hashlib.blake2b(text.encode(), digest_size=16).digest() if text else None
-
-
-def _assistant_digests(items: list[JSON]) -> dict[bytes, int]:
-    """The digest of every assistant text in ``items`` -> its last position."""
-    out: dict[bytes, int] = {}
-    for i, it in enumerate(items):
-        if isinstance(it, dict) and it.get("role") in ("assistant", "model"):
-            d = _answer_digest(render_content(it.get("content")))
-            if d is not None:
-                out[d] = i
-    return out
-
-
-def replaced_tail(parent: list[JSON], child: list[JSON], shared: int) -> int:
-    """Characters at the end of ``parent``'s rendered conversation that are not a prefix of
-    ``child``'s, given that their first ``shared`` items are equal."""
-    old = "".join(render_message(m) for m in parent[shared:])
-    new = "".join(render_message(m) for m in child[shared:])
-    n = min(len(old), len(new))
-    i = 0
-    while i < n and old[i] == new[i]:
-        i += 1
-    return len(old) - i
 
 
 @dataclass(slots=True)
@@ -242,7 +138,7 @@ class Sessions:
     ) -> Placement:
         items = conversation(api, body)
         chain = chain_hashes(items)
-        sig = _digest(
+        sig = digest(
             [
                 body.get(system_key(api)),
                 body.get("tools"),
@@ -350,7 +246,7 @@ class Sessions:
             if node.scope != scope or node.sig != sig or node.answer is None:
                 continue
             if answers is None:
-                answers = _assistant_digests(items)
+                answers = assistant_digests(items)
                 if not answers:
                     return None
             at = answers.get(node.answer)
@@ -404,7 +300,7 @@ class Sessions:
         if not sess.texts:
             return False
         parts: list[str] = []
-        _text_of(items[:4], parts)
+        text_of(items[:4], parts)
         hay = "\n".join(parts)
         for text in sess.texts:
             n = len(text)
@@ -448,13 +344,13 @@ class Sessions:
         if node.root and not node.tools and sess.tools_seen and not node.flags:
             node.flags.append(FLAG_SIDE_CALL)
         if response.text:
-            node.answer = _answer_digest(response.text)
+            node.answer = answer_digest(response.text)
         args: list[str] = []
         for call in response.tool_calls:
             raw = call.get("arguments") if isinstance(call, dict) else None
             if isinstance(raw, str):
                 try:
-                    _text_of(orjson.loads(raw), args)
+                    text_of(orjson.loads(raw), args)
                 except orjson.JSONDecodeError:
                     args.append(raw)
         if args:
