@@ -16,7 +16,7 @@ vLLM-shaped chat-completions stream, one HTTP chunk per event, 16 events per wri
 is pinned to core 0 and does the same work per chunk: timestamp per read, split events, decode
 each event's JSON, note TTFT/ITL and usage. Clients:
 
-  agentx            what `agentx replay`'s lanes run (agentx/replay/http1.py + sse/, uvloop)
+  agentx            what `agentx replay`'s lanes run (agentx/replay/http1/ + sse/, uvloop)
   agentx-asyncio    the same on asyncio's own loop (AGENTX_LOOP=asyncio)
   agentx-httpx      agentx before issue 15: httpx's API on httpx-aiohttp's transport
   vllm-loop         the request loop of `vllm bench serve`, re-implemented in-process

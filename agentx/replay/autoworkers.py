@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import orjson
 
 from agentx.replay.client import make_stream_client, stream_request
-from agentx.replay.http1 import HTTPConnection
+from agentx.replay.http1.connection import HTTPConnection
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import probe_setup

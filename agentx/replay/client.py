@@ -36,15 +36,15 @@ from agentx.record import (
     ERR_RESET,
     ERR_TIMEOUT,
 )
-from agentx.replay.http1 import (
+from agentx.replay.http1.connection import Response
+from agentx.replay.http1.errors import (
     ConnectError,
     ConnectionClosed,
     ConnectTimeout,
     HTTPTransportError,
     MalformedResponse,
-    Response,
-    StreamClient,
 )
+from agentx.replay.http1.pool import StreamClient
 from agentx.replay.sse import StreamParser, StreamProtocolError, parser_for
 from agentx.usage import checked_usage
 

@@ -36,7 +36,7 @@ from agentx.replay.bottleneck import LoopMonitor, Tick
 from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
-from agentx.replay.http1 import StreamClient
+from agentx.replay.http1.pool import StreamClient
 from agentx.replay.plan import SessionPlan, Sessions, Tally
 from agentx.replay.source import SessionLoader, TraceSource
 from agentx.replay.theory import SentLog

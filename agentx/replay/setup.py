@@ -33,7 +33,7 @@ from agentx.replay.endpoint import (
     probe,
     split_endpoint,
 )
-from agentx.replay.http1 import StreamClient
+from agentx.replay.http1.pool import StreamClient
 from agentx.replay.lanes import EngineConfig
 from agentx.replay.options import ReplayOptions
 from agentx.replay.plan import ReplayPlan

@@ -15,11 +15,8 @@ import pytest
 from agentx.models import API_OPENAI_CHAT
 from agentx.record import ERR_PROTOCOL, ERR_RESET
 from agentx.replay.client import make_stream_client, stream_request
-from agentx.replay.http1 import (
-    ConnectionClosed,
-    MalformedResponse,
-    StreamClient,
-)
+from agentx.replay.http1.errors import ConnectionClosed, MalformedResponse
+from agentx.replay.http1.pool import StreamClient
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'
