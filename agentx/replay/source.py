@@ -128,11 +128,12 @@ class ParquetSource:
     apis = None
 
     def __init__(self, path: Path) -> None:
-        from agentx.store.select import dataset_files, sessions_per_file_known
+        from agentx.store.select import GroupCache, dataset_files, sessions_per_file_known
 
         self._files = dataset_files(path)
         self._per_file = len(self._files) > 1 and sessions_per_file_known(self._files)
         self._indexes: dict[int, TraceIndex] = {}
+        self._groups = GroupCache()
 
     @property
     def candidates(self) -> int | None:
@@ -163,7 +164,7 @@ class ParquetSource:
         rows: dict[int, Exchange] = {}
         for k, locators in by_file.items():
             index = self._file(k)
-            found = index.read_rows([loc - k * FILE_ROWS for loc in locators])
+            found = index.read_rows([loc - k * FILE_ROWS for loc in locators], self._groups)
             rows.update(zip(locators, found, strict=True))
         return _RowsLoader(rows)
 

@@ -14,10 +14,11 @@ A dataset directory is a list of such files (:func:`dataset_files`); each is ind
 
 from __future__ import annotations
 
+import functools
 import os
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,8 @@ from agentx.store.dataset import trace_files
 from agentx.store.reader import _first_line, _open_file, open_trace
 from agentx.store.schema import COLUMNS
 from agentx.store.spool import REPEATED_COLUMNS
+
+GROUPS_KEPT = 2  # row groups kept decoded: the sessions read one after another share them
 
 INDEX_COLUMNS = (
     "session_id",
@@ -55,6 +58,26 @@ INDEX_COLUMNS = (
 BASE_COLUMNS = ("conversation_base_id", "hash_ids_base_id")  # the second one: v1.1 only
 
 
+@dataclass(slots=True)
+class GroupCache:
+    """The last few row groups read (a row group holds ~1,000 rows: a dozen sessions of a
+    corpus, read one after another as replay's lanes start them)."""
+
+    kept: int = GROUPS_KEPT
+    _tables: OrderedDict[tuple[Path, int], pa.Table] = field(default_factory=OrderedDict)
+
+    def get(self, path: Path, group: int, read: Callable[[], pa.Table]) -> pa.Table:
+        key = (path, group)
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = read()
+            while len(self._tables) > self.kept:
+                self._tables.popitem(last=False)
+        else:
+            self._tables.move_to_end(key)
+        return table
+
+
 @dataclass(frozen=True, slots=True)
 class TraceIndex:
     """Every row of one trace file as metadata, in file order."""
@@ -65,8 +88,9 @@ class TraceIndex:
     group_starts: tuple[int, ...]  # first row number of each row group
     columns: tuple[str, ...]  # the trace columns the file has
 
-    def read_rows(self, rows: Sequence[int]) -> list[Exchange]:
-        """The exchanges of rows ``rows`` (row numbers), in that order, with full bodies."""
+    def read_rows(self, rows: Sequence[int], groups: GroupCache | None = None) -> list[Exchange]:
+        """The exchanges of rows ``rows`` (row numbers), in that order, with full bodies.
+        ``groups`` keeps the last row groups read, for callers reading session after session."""
         needed: set[int] = set()
         todo = list(rows)
         while todo:
@@ -93,7 +117,8 @@ class TraceIndex:
             for r in ordered:
                 by_group.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
             for g, members in sorted(by_group.items()):
-                table = pf.read_row_group(g, columns=present)
+                read = functools.partial(pf.read_row_group, g, columns=present)
+                table = read() if groups is None else groups.get(self.path, g, read)
                 local = pa.array([r - self.group_starts[g] for r in members], type=pa.int64())
                 for r, row in zip(members, table.take(local).to_pylist(), strict=True):
                     decoded[r] = decoder.decode(row | nulls if nulls else row)
