@@ -30,53 +30,50 @@ from agentx.kvcache import KVCache
 BS = 64
 
 
-def growing(cache: Any) -> tuple[dict[str, float], list[tuple[int, int]]]:
+Spent = dict[str, float]
+
+
+def _timed(spent: Spent, op: str, call: Any, *args: Any) -> Any:
+    t0 = time.process_time()
+    out = call(*args)
+    spent[op] += time.process_time() - t0
+    return out
+
+
+def _send(cache: Any, spent: Spent, hits: list[tuple[int, int]], h: Any, n: int, out: int) -> Any:
+    """Look a request up and allocate it, timed; its hits recorded."""
+    _timed(spent, "lookup", cache.lookup, h, n)
+    a = _timed(spent, "allocate", cache.allocate, h, n, out)
+    hits.append((a.gpu_hit_tokens, a.offload_hit_tokens))
+    return a
+
+
+def growing(cache: Any) -> tuple[Spent, list[tuple[int, int]]]:
     threads = [np.arange(t * 10**6, t * 10**6 + 3000, dtype=np.uint64) for t in range(8)]
     spent = {"lookup": 0.0, "allocate": 0.0, "release": 0.0}
-    hits = []
+    hits: list[tuple[int, int]] = []
     for n in range(40, 3000, 30):
         for th in threads:
-            h, tokens = th[:n], n * BS + 5
-            t0 = time.process_time()
-            cache.lookup(h, tokens)
-            t1 = time.process_time()
-            a = cache.allocate(h, tokens, 200)
-            t2 = time.process_time()
-            cache.release(a)
-            t3 = time.process_time()
-            spent["lookup"] += t1 - t0
-            spent["allocate"] += t2 - t1
-            spent["release"] += t3 - t2
-            hits.append((a.gpu_hit_tokens, a.offload_hit_tokens))
+            a = _send(cache, spent, hits, th[:n], n * BS + 5, 200)
+            _timed(spent, "release", cache.release, a)
     return spent, hits
 
 
-def corpus(cache: Any) -> tuple[dict[str, float], list[tuple[int, int]]]:
+def corpus(cache: Any) -> tuple[Spent, list[tuple[int, int]]]:
     rng = np.random.default_rng(0)
     threads = [
         rng.integers(0, 2**63, 1600 + 20 * 60, dtype=np.int64).view(np.uint64) for _ in range(48)
     ]
     length = [1600] * 48
     spent = {"lookup": 0.0, "allocate": 0.0, "release": 0.0}
-    hits = []
+    hits: list[tuple[int, int]] = []
     running: list[Any] = []
     for _ in range(48 * 60):
         t = int(rng.integers(48))
         length[t] = min(length[t] + 20, threads[t].size)
-        h, tokens = threads[t][: length[t]], length[t] * BS + 17
-        t0 = time.process_time()
-        cache.lookup(h, tokens)
-        t1 = time.process_time()
-        a = cache.allocate(h, tokens, 300)
-        t2 = time.process_time()
-        running.append(a)
+        running.append(_send(cache, spent, hits, threads[t][: length[t]], length[t] * BS + 17, 300))
         if len(running) > 16:
-            cache.release(running.pop(int(rng.integers(len(running)))))
-        t3 = time.process_time()
-        spent["lookup"] += t1 - t0
-        spent["allocate"] += t2 - t1
-        spent["release"] += t3 - t2
-        hits.append((a.gpu_hit_tokens, a.offload_hit_tokens))
+            _timed(spent, "release", cache.release, running.pop(int(rng.integers(len(running)))))
     return spent, hits
 
 
