@@ -16,7 +16,7 @@ Steps: ``stats`` (of the JSON directory), ``convert`` (to an agentx Parquet trac
 processes), ``convert-dataset`` (to a dataset directory, one file per source),
 ``stats-parquet``, ``simulate-load-parquet`` (the trace read into simulate's workload, no
 sweep), ``simulate-parquet`` (the recorded timeline's one-pass sweep),
-``simulate-replay-parquet`` (replay's timeline, one engine pass per capacity: ~25 min on the
+``simulate-replay-parquet`` (replay's timeline, one engine pass per capacity not derived: ~2 min on the
 1x corpus) and ``export-weka`` (``convert --to weka``) of that trace, when convert finished,
 ``simulate`` (of the JSON directory, recorded timeline), ``replay`` (the directory against
 ``serve-sim --fast --profile agentx`` at ``--concurrency`` lanes for ``--max-requests``
