@@ -29,6 +29,13 @@ from agentx.prefix import HashArray, block_hashes
 from agentx.replay.translate import to_chat
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.delivery import complete, json_response, stream
+from agentx.serve_sim.emitters import (
+    AnthropicEmitter,
+    Emitter,
+    OpenAIChatEmitter,
+    anthropic_error,
+    openai_error,
+)
 from agentx.serve_sim.output import plan_output
 from agentx.serve_sim.requests import (
     RequestError,
@@ -36,13 +43,6 @@ from agentx.serve_sim.requests import (
     parse_chat,
     parse_json,
     parse_messages,
-)
-from agentx.serve_sim.responses import (
-    AnthropicEmitter,
-    Emitter,
-    OpenAIChatEmitter,
-    anthropic_error,
-    openai_error,
 )
 from agentx.serve_sim.scheduler import Engine
 from agentx.tokenizer import Tokenizer, resolve_tokenizer

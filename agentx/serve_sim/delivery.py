@@ -14,9 +14,9 @@ from aiohttp import web
 
 from agentx.models import API_OPENAI_CHAT, JSON
 from agentx.prefix import HashArray
+from agentx.serve_sim.emitters import Emitter, UsageCounts
 from agentx.serve_sim.output import OutputPlan
 from agentx.serve_sim.requests import SimRequest
-from agentx.serve_sim.responses import Emitter, UsageCounts
 from agentx.serve_sim.scheduler import Admission, Engine
 
 log = logging.getLogger("agentx.serve_sim")

@@ -1,0 +1,19 @@
+"""Response bodies and streamed chunks, one module per API family: ``chat`` (OpenAI chat
+completions), ``messages`` (Anthropic); ``base`` holds what they share (:class:`Emitter`,
+:class:`UsageCounts`), ``errors`` the error bodies."""
+
+from agentx.serve_sim.emitters.base import Emitter, UsageCounts
+from agentx.serve_sim.emitters.chat import OpenAIChatEmitter, openai_usage
+from agentx.serve_sim.emitters.errors import anthropic_error, openai_error
+from agentx.serve_sim.emitters.messages import AnthropicEmitter, anthropic_usage
+
+__all__ = [
+    "AnthropicEmitter",
+    "Emitter",
+    "OpenAIChatEmitter",
+    "UsageCounts",
+    "anthropic_error",
+    "anthropic_usage",
+    "openai_error",
+    "openai_usage",
+]

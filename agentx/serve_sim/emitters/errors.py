@@ -1,0 +1,31 @@
+"""Error bodies in each API family's shape."""
+
+from __future__ import annotations
+
+from agentx.models import JSON
+
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+}
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+}
+
+
+def openai_error(
+    status: int, message: str, param: str | None = None, code: str | None = None
+) -> dict[str, JSON]:
+    kind = _OPENAI_TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def anthropic_error(status: int, message: str, kind: str | None = None) -> dict[str, JSON]:
+    kind = kind or _ANTHROPIC_TYPES.get(
+        status, "invalid_request_error" if status < 500 else "api_error"
+    )
+    return {"type": "error", "error": {"type": kind, "message": message}}
