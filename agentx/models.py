@@ -157,7 +157,7 @@ def exchange_meta(ex: Exchange, locator: int = -1, parent: str | None = None) ->
     body = ex.request
     own = False  # a conversation of its own (text), as agentx.tokens.conversation finds it
     if isinstance(body, dict):
-        items = body.get("input" if ex.api == API_OPENAI_RESPONSES else "messages")
+        items = body.get(conversation_key(ex.api))
         own = isinstance(items, str) or (isinstance(items, list) and len(items) > 0)
     hash_only = not own and ex.hash_ids is not None and bool(ex.hash_block_size)
     return ExchangeMeta(

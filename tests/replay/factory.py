@@ -7,7 +7,9 @@ from pathlib import Path
 
 from agentx.models import (
     API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
     API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
     Exchange,
     Response,
     Timing,
@@ -141,6 +143,117 @@ def anthropic_session(session_id: str, *, turns: int = 2, output_tokens: int = 4
                 ],
             }
         )
+    return out
+
+
+def responses_session(session_id: str, *, turns: int = 3, output_tokens: int = 4) -> list[Exchange]:
+    """A Codex-like thread of OpenAI Responses requests: ``instructions``, a function tool, and
+    an ``input`` that grows by a ``function_call`` and its ``function_call_output`` a turn."""
+    tools = [
+        {
+            "type": "function",
+            "name": "shell",
+            "description": "run a command",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "array", "items": {"type": "string"}}},
+                "required": ["command"],
+            },
+        }
+    ]
+    items: list[dict[str, object]] = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": f"fix the tests of {session_id}"}],
+        }
+    ]
+    out = []
+    for k in range(turns):
+        body = {
+            "model": "gpt-5-codex",
+            "instructions": SYSTEM,
+            "input": list(items),
+            "tools": tools,
+            "tool_choice": "auto",
+            "parallel_tool_calls": False,
+            "store": False,
+            "stream": True,
+        }
+        out.append(
+            Exchange(
+                request_id=f"{session_id}-{k}",
+                session_id=session_id,
+                thread_id="main",
+                api=API_OPENAI_RESPONSES,
+                request=body,
+                timing=Timing(start_wall_ns=T0 + k * 100_000_000, e2e_ns=50_000_000),
+                path="/v1/responses",
+                status=200,
+                model="gpt-5-codex",
+                usage=Usage(prompt_tokens=600 + 100 * k, completion_tokens=output_tokens),
+            )
+        )
+        call = f"call_{session_id}_{k}"
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call,
+                "name": "shell",
+                "arguments": '{"command":["pytest","-q"]}',
+            }
+        )
+        items.append({"type": "function_call_output", "call_id": call, "output": "ok " * 40})
+    return out
+
+
+def gemini_session(session_id: str, *, turns: int = 3, output_tokens: int = 4) -> list[Exchange]:
+    """A gemini-cli-like thread: ``systemInstruction``, ``functionDeclarations``, and
+    ``contents`` that grow by a ``functionCall`` and its ``functionResponse`` a turn."""
+    tools = [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "read_file",
+                    "description": "read a file",
+                    "parameters": {
+                        "type": "OBJECT",
+                        "properties": {"path": {"type": "STRING"}},
+                        "required": ["path"],
+                    },
+                }
+            ]
+        }
+    ]
+    contents: list[dict[str, object]] = [
+        {"role": "user", "parts": [{"text": f"explain the code of {session_id}"}]}
+    ]
+    out = []
+    for k in range(turns):
+        body = {
+            "systemInstruction": {"role": "user", "parts": [{"text": SYSTEM}]},
+            "contents": list(contents),
+            "tools": tools,
+            "generationConfig": {"temperature": 0},
+        }
+        out.append(
+            Exchange(
+                request_id=f"{session_id}-{k}",
+                session_id=session_id,
+                thread_id="main",
+                api=API_GEMINI,
+                request=body,
+                timing=Timing(start_wall_ns=T0 + k * 100_000_000, e2e_ns=50_000_000),
+                path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+                status=200,
+                model="gemini-2.5-pro",
+                usage=Usage(prompt_tokens=600 + 100 * k, completion_tokens=output_tokens),
+            )
+        )
+        call = {"name": "read_file", "args": {"path": f"src/{k}.py"}}
+        contents.append({"role": "model", "parts": [{"functionCall": call}]})
+        response = {"name": "read_file", "response": {"output": "line of code\n" * 30}}
+        contents.append({"role": "user", "parts": [{"functionResponse": response}]})
     return out
 
 

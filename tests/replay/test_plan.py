@@ -4,6 +4,7 @@ import dataclasses
 import functools
 import operator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -15,7 +16,7 @@ from agentx.replay.options import ReplayOptions, parse_extra_body, parse_shard
 from agentx.replay.plan import build_plan
 from agentx.tokens import count_tokens
 
-from .factory import T0, anthropic_session, chat_session
+from .factory import T0, anthropic_session, chat_session, gemini_session, responses_session
 
 
 def test_sessions_threads_and_think_times() -> None:
@@ -25,6 +26,15 @@ def test_sessions_threads_and_think_times() -> None:
     (thread,) = session.threads
     assert [t.think_s for t in thread.turns] == [0.0, 2.5, 2.5]
     assert thread.after is None and thread.delay_s == 0.0
+
+
+@pytest.mark.parametrize("session", [gemini_session, responses_session])
+def test_rows_in_memory_of_every_family_have_a_conversation(session: Any) -> None:
+    """A Gemini row keeps its conversation in ``contents``, a Responses row in ``input``: rows
+    given in memory are planned as the trace store plans them, none skipped."""
+    plan = build_plan(session("s", turns=3), api_mode="native")
+    assert [len(t.turns) for s in plan.sessions for t in s.threads] == [3]
+    assert not plan.sessions.tally.skipped
 
 
 def test_think_time_derived_from_timing_when_not_recorded() -> None:
