@@ -1,5 +1,5 @@
-"""serve-sim: an OpenAI/Anthropic-compatible server that behaves like a serving engine with a
-prefix cache (see docs/serve-sim.md).
+"""serve-sim: an OpenAI/Anthropic/Gemini-compatible server that behaves like a serving engine
+with a prefix cache (see docs/serve-sim.md).
 
 In-process use::
 

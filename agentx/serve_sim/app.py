@@ -1,9 +1,11 @@
-"""The HTTP face of serve-sim (aiohttp): OpenAI chat, Anthropic messages, models, metrics.
+"""The HTTP face of serve-sim (aiohttp): OpenAI chat and Responses, Anthropic messages, Gemini
+generateContent, models, metrics.
 
 Server-side timing, so a client can measure its own error: non-streaming responses carry
 ``x-agentx-server-ttft-ms``, ``x-agentx-server-queue-ms`` and ``x-agentx-server-e2e-ms``
-headers; a stream carries the same figures in an SSE comment line (ignored by SSE clients and
-SDKs) just before its terminator (``data: [DONE]`` / ``message_stop``)::
+headers; an SSE stream carries the same figures in a comment line (ignored by SSE clients and
+SDKs) just before its last event (``data: [DONE]``, ``message_stop``, ``response.completed``,
+Gemini's last chunk; a Gemini JSON-array stream has no place for it)::
 
     : agentx-server-timing {"ttft_ms": 12.1, "queue_ms": 0.0, "e2e_ms": 85.3}
 
@@ -24,7 +26,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, JSON
+from agentx.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    JSON,
+)
 from agentx.prefix import HashArray, block_hashes
 from agentx.replay.translate import to_chat
 from agentx.serve_sim.config import SimConfig
@@ -32,17 +40,23 @@ from agentx.serve_sim.delivery import complete, json_response, stream
 from agentx.serve_sim.emitters import (
     AnthropicEmitter,
     Emitter,
+    GeminiEmitter,
     OpenAIChatEmitter,
+    ResponsesEmitter,
     anthropic_error,
+    gemini_error,
     openai_error,
 )
-from agentx.serve_sim.output import plan_output
+from agentx.serve_sim.output import OutputPlan, plan_output
 from agentx.serve_sim.requests import (
     RequestError,
+    SimRequest,
     context_error,
     parse_chat,
+    parse_gemini,
     parse_json,
     parse_messages,
+    parse_responses,
 )
 from agentx.serve_sim.scheduler import Engine
 from agentx.tokenizer import Tokenizer, resolve_tokenizer
@@ -82,11 +96,18 @@ def _error(
 ) -> web.Response:
     if api == API_ANTHROPIC_MESSAGES:
         return json_response(anthropic_error(status, message, kind), status)
+    if api == API_GEMINI:
+        return json_response(gemini_error(status, message), status)
     return json_response(openai_error(status, message, param, code), status)
 
 
 def _api_of(path: str) -> str:
-    return API_ANTHROPIC_MESSAGES if path.startswith("/v1/messages") else API_OPENAI_CHAT
+    """The family whose error shape a path answers in."""
+    if path.startswith("/v1/messages"):
+        return API_ANTHROPIC_MESSAGES
+    if path.startswith("/v1beta/"):
+        return API_GEMINI
+    return API_OPENAI_RESPONSES if path.startswith("/v1/responses") else API_OPENAI_CHAT
 
 
 @web.middleware
@@ -132,7 +153,33 @@ async def _prompt(
     return await loop.run_in_executor(state.executor, _tokenize, state.tokenizer, api, body, bs)
 
 
-async def _generate(request: web.Request, api: str) -> web.StreamResponse:
+Parse = Callable[[dict[str, JSON], str], SimRequest]  # (body, served model) -> request
+_CALL_ID_PREFIX = {API_ANTHROPIC_MESSAGES: "toolu_"}  # tool call ids; the others: "call_"
+
+
+def _emitter(state: _State, sreq: SimRequest, plan: OutputPlan, sse: bool) -> tuple[str, Emitter]:
+    """The request id and the emitter of ``sreq``'s family."""
+    seed = state.engine.config.seed
+    api = sreq.api
+    if api == API_ANTHROPIC_MESSAGES:
+        rid = state.next_id("msg_")
+        return rid, AnthropicEmitter(rid, sreq.model, plan, seed)
+    if api == API_OPENAI_RESPONSES:
+        rid = state.next_id("resp_")
+        item = state.next_id("msg_" if plan.tool_call is None else "fc_")
+        created = int(time.time())
+        return rid, ResponsesEmitter(rid, item, created, sreq.model, plan, seed, sreq.body)
+    if api == API_GEMINI:
+        rid = state.next_id("")
+        return rid, GeminiEmitter(rid, sreq.model, plan, seed, sse)
+    rid = state.next_id("chatcmpl-")
+    created = int(time.time())
+    return rid, OpenAIChatEmitter(rid, created, sreq.model, plan, seed, sreq.include_usage)
+
+
+async def _generate(
+    request: web.Request, api: str, parse: Parse, sse: bool = True
+) -> web.StreamResponse:
     state = request.app[STATE]
     engine = state.engine
     clock = engine.clock
@@ -141,12 +188,11 @@ async def _generate(request: web.Request, api: str) -> web.StreamResponse:
     raw = await request.read()
     try:
         body = parse_json(raw)
-        sreq = (parse_chat if api == API_OPENAI_CHAT else parse_messages)(body, cfg.model)
+        sreq = parse(body, cfg.model)
         n_prompt, hashes = await _prompt(state, api, body, len(raw))
         context_error(api, n_prompt, sreq.max_tokens, cfg.max_model_len)
     except RequestError as exc:
         return _error(api, exc.status, exc.message, exc.param, exc.code, exc.kind)
-    is_chat = api == API_OPENAI_CHAT
     plan = plan_output(
         api,
         body,
@@ -156,26 +202,41 @@ async def _generate(request: web.Request, api: str) -> web.StreamResponse:
         ignore_eos=sreq.ignore_eos,
         eos_tokens=cfg.eos_tokens,
         default_tokens=cfg.default_max_tokens,
-        call_id=state.next_id("call_" if is_chat else "toolu_"),
+        call_id=state.next_id(_CALL_ID_PREFIX.get(api, "call_")),
     )
-    rid = state.next_id("chatcmpl-" if is_chat else "msg_")
-    emitter: Emitter
-    if is_chat:
-        created = int(time.time())
-        emitter = OpenAIChatEmitter(rid, created, sreq.model, plan, cfg.seed, sreq.include_usage)
-    else:
-        emitter = AnthropicEmitter(rid, sreq.model, plan, cfg.seed)
+    rid, emitter = _emitter(state, sreq, plan, sse)
     if sreq.stream:
-        return await stream(request, engine, sreq, plan, emitter, hashes, n_prompt, t0, rid)
+        return await stream(request, engine, plan, emitter, hashes, n_prompt, t0, rid)
     return await complete(engine, plan, emitter, hashes, n_prompt, t0, rid)
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_OPENAI_CHAT)
+    return await _generate(request, API_OPENAI_CHAT, parse_chat)
 
 
 async def _messages(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_ANTHROPIC_MESSAGES)
+    return await _generate(request, API_ANTHROPIC_MESSAGES, parse_messages)
+
+
+async def _responses(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, API_OPENAI_RESPONSES, parse_responses)
+
+
+_GEMINI_METHODS = {"generateContent": False, "streamGenerateContent": True}  # -> streamed
+
+
+async def _gemini(request: web.Request) -> web.StreamResponse:
+    """``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (SSE with
+    ``?alt=sse``, else a streamed JSON array); the model named in the path is echoed."""
+    model, _, method = request.match_info["target"].rpartition(":")
+    if not model or method not in _GEMINI_METHODS:
+        raise web.HTTPNotFound()
+    streamed = _GEMINI_METHODS[method]
+
+    def parse(body: dict[str, JSON], served: str) -> SimRequest:
+        return parse_gemini(body, model, streamed)
+
+    return await _generate(request, API_GEMINI, parse, sse=request.query.get("alt") == "sse")
 
 
 async def _count_tokens(request: web.Request) -> web.StreamResponse:
@@ -259,6 +320,8 @@ def create_app(config: SimConfig) -> web.Application:
     r.add_post("/v1/chat/completions", _chat)
     r.add_post("/v1/messages", _messages)
     r.add_post("/v1/messages/count_tokens", _count_tokens)
+    r.add_post("/v1/responses", _responses)
+    r.add_post("/v1beta/models/{target}", _gemini)
     r.add_get("/v1/models", _models)
     r.add_get("/metrics", _metrics)
     r.add_get("/health", _health)

@@ -1,5 +1,6 @@
-"""The tokens of an admitted request, delivered on the engine's clock: a stream (SSE) or, for a
-non-streaming request, one JSON body when the last token is due. Either way the server-side timing
+"""The tokens of an admitted request, delivered on the engine's clock: a stream (SSE, or a
+streamed JSON array for Gemini without ``alt=sse``) or, for a non-streaming request, one JSON
+body when the last token is due. Either way the server-side timing
 goes with it (see :mod:`agentx.serve_sim.app`) and the engine learns the request's end and latency.
 """
 
@@ -12,18 +13,17 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 
-from agentx.models import API_OPENAI_CHAT, JSON
+from agentx.models import JSON
 from agentx.prefix import HashArray
 from agentx.serve_sim.emitters import Emitter, UsageCounts
 from agentx.serve_sim.output import OutputPlan
-from agentx.serve_sim.requests import SimRequest
 from agentx.serve_sim.scheduler import Admission, Engine
 
 log = logging.getLogger("agentx.serve_sim")
 
 FAST_WRITE_TOKENS = 512  # tokens per write in --fast mode
 NONSTREAM_SLICE_S = 0.05  # non-streaming requests re-read the batch size this often
-SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+STREAM_HEADERS = {"Cache-Control": "no-cache"}
 
 
 def json_response(
@@ -55,7 +55,6 @@ def _reason(plan: OutputPlan) -> str:
 async def stream(
     request: web.Request,
     engine: Engine,
-    sreq: SimRequest,
     plan: OutputPlan,
     emitter: Emitter,
     hashes: HashArray,
@@ -64,7 +63,8 @@ async def stream(
     rid: str,
 ) -> web.StreamResponse:
     clock = engine.clock
-    resp = web.StreamResponse(headers={**SSE_HEADERS, "x-request-id": rid})
+    headers = {**STREAM_HEADERS, "Content-Type": emitter.content_type, "x-request-id": rid}
+    resp = web.StreamResponse(headers=headers)
     await resp.prepare(request)  # headers go out now, as vLLM does, before queueing
     adm = await engine.admit(hashes, n_prompt, plan.tokens)
     usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
@@ -115,10 +115,11 @@ async def stream(
         engine.observe_latency(ttft_s, end - t0, itls)
         closing = emitter.closing(usage)
         # the timing comment goes before the terminator so clients that stop there still get it
-        marker = b"data: [DONE]" if sreq.api == API_OPENAI_CHAT else b"event: message_stop"
-        cut = closing.rfind(marker)
-        comment = b": agentx-server-timing " + orjson.dumps(_timing(t0, ttft_s, adm, end)) + b"\n\n"
-        await resp.write(closing[:cut] + comment + closing[cut:])
+        if emitter.terminator is not None:
+            cut = closing.rfind(emitter.terminator)
+            timing = orjson.dumps(_timing(t0, ttft_s, adm, end))
+            closing = closing[:cut] + b": agentx-server-timing " + timing + b"\n\n" + closing[cut:]
+        await resp.write(closing)
         await resp.write_eof()
     except ConnectionError as exc:
         log.debug("serve-sim: stream %s aborted: %r", rid, exc)

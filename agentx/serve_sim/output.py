@@ -11,14 +11,18 @@ a model's natural answer length instead: a request without ``ignore_eos`` then s
 ``max(min_tokens, N)`` tokens when that is below its limit (``"stop"``); with ``ignore_eos`` it
 runs to its limit, which without ``max_tokens`` is what ``--max-model-len`` leaves, as in vLLM.
 
-Tool calls (when the request has tools): ``tool_choice`` ``"none"`` / ``{"type": "none"}``
-never calls; ``"required"`` / ``{"type": "any"}`` calls the first tool; a named choice calls
-that tool; ``"auto"`` (or absent) calls the first tool when the last message is a user turn
-with text and answers in text when it carries tool results. So an agent loop goes
+Tool calls (when the request has function tools: OpenAI chat ``function``s, Anthropic tools,
+Responses ``function`` tools, Gemini ``functionDeclarations``): ``tool_choice`` ``"none"`` /
+``{"type": "none"}`` (Gemini ``toolConfig.functionCallingConfig.mode`` ``NONE``) never calls;
+``"required"`` / ``{"type": "any"}`` (``ANY``) calls the first tool; a named choice (Gemini:
+the first of ``allowedFunctionNames``) calls that tool; ``"auto"`` (or absent) calls the first
+tool when the last message is a user turn with text and answers in text when it carries tool
+results (or is a Responses ``function_call_output``). So an agent loop goes
 user -> tool call -> tool result -> text answer, and ends. Arguments are built from the tool's
 JSON schema (required properties, or all when none is marked required): first ``enum`` value
 or ``default`` when given, else ``"agentx"`` / ``1`` / ``1.0`` / ``true`` / one-item arrays /
-nested objects. A tool call's length is the token count of its arguments JSON.
+nested objects (Gemini's upper-case ``OBJECT``/``STRING`` types too). A tool call's length is
+the token count of its arguments JSON.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from typing import Literal
 import numpy as np
 import orjson
 
-from agentx.models import API_ANTHROPIC_MESSAGES, JSON
-from agentx.tokens import DEFAULT_ENCODING, get_encoding
+from agentx.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES, JSON
+from agentx.tokens import DEFAULT_ENCODING, conversation, get_encoding
 
 Finish = Literal["stop", "length", "tool"]
 
@@ -115,8 +119,8 @@ def output_length(
 # -- tool calls --------------------------------------------------------------------------------
 
 
-def _tool_specs(body: dict[str, JSON]) -> list[tuple[str, JSON]]:
-    """``(name, JSON schema)`` of each tool the request offers, in order (both API shapes)."""
+def _tool_specs(api: str, body: dict[str, JSON]) -> list[tuple[str, JSON]]:
+    """``(name, JSON schema)`` of each function tool the request offers, in order."""
     specs: list[tuple[str, JSON]] = []
     tools = body.get("tools")
     if not isinstance(tools, list):
@@ -125,20 +129,59 @@ def _tool_specs(body: dict[str, JSON]) -> list[tuple[str, JSON]]:
         if not isinstance(tool, dict):
             continue
         fn = tool.get("function")
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI
+        if api == API_GEMINI:
+            for decl in tool.get("functionDeclarations") or ():
+                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+                    schema = decl.get("parameters", decl.get("parametersJsonSchema"))
+                    specs.append((decl["name"], schema))
+        elif api == API_OPENAI_RESPONSES:  # built-in and custom (free-text) tools never called
+            if tool.get("type") == "function" and isinstance(tool.get("name"), str):
+                specs.append((tool["name"], tool.get("parameters")))
+        elif isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
             specs.append((fn["name"], fn.get("parameters")))
         elif isinstance(tool.get("name"), str):  # Anthropic (custom and server tools)
             specs.append((tool["name"], tool.get("input_schema")))
     return specs
 
 
+def _tool_choice(api: str, body: dict[str, JSON]) -> tuple[JSON, str | None]:
+    """``(kind, named tool)``: kind ``"none"``, ``"required"``/``"any"``, or anything else for
+    auto; every family's spelling."""
+    if api == API_GEMINI:
+        config = body.get("toolConfig")
+        calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
+        if not isinstance(calling, dict):
+            return None, None
+        mode = str(calling.get("mode") or "AUTO").upper()
+        names = calling.get("allowedFunctionNames")
+        named = names[0] if mode == "ANY" and isinstance(names, list) and names else None
+        mapped = {"NONE": "none", "ANY": "required"}.get(mode, "auto")
+        return mapped, named if isinstance(named, str) else None
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict):
+        return choice, None
+    kind = choice.get("type")
+    fn = choice.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
+        return kind, fn["name"]
+    if kind in ("tool", "function") and isinstance(choice.get("name"), str):  # Anthropic, Responses
+        return kind, choice["name"]
+    return kind, None
+
+
 def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+    items = conversation(api, body)
+    if not items or not isinstance(items[-1], dict):
         return False
-    last = messages[-1]
-    if last.get("role") != "user":
+    last = items[-1]
+    if last.get("role") != "user":  # assistant turns, Responses function_call_output items
         return False
+    if api == API_GEMINI:
+        parts = last.get("parts")
+        return not (
+            isinstance(parts, list)
+            and any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+        )
     content = last.get("content")
     if api == API_ANTHROPIC_MESSAGES and isinstance(content, list):
         kinds = {b.get("type") for b in content if isinstance(b, dict)}
@@ -148,20 +191,12 @@ def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
 
 def choose_tool(api: str, body: dict[str, JSON]) -> tuple[str, JSON] | None:
     """The tool this request calls under the documented schedule, or None for text."""
-    specs = _tool_specs(body)
+    specs = _tool_specs(api, body)
     if not specs:
         return None
-    choice = body.get("tool_choice")
-    kind = choice.get("type") if isinstance(choice, dict) else choice
+    kind, named = _tool_choice(api, body)
     if kind == "none":
         return None
-    named: str | None = None
-    if isinstance(choice, dict):
-        fn = choice.get("function")
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            named = fn["name"]
-        elif kind == "tool" and isinstance(choice.get("name"), str):
-            named = choice["name"]
     if named is not None:
         for spec in specs:
             if spec[0] == named:
@@ -189,6 +224,8 @@ def example_value(schema: JSON, depth: int = 0) -> JSON:
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
+    if isinstance(kind, str):
+        kind = kind.lower()  # Gemini's OpenAPI subset spells types OBJECT, STRING, ...
     if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
         props = schema.get("properties")
         if not isinstance(props, dict):

@@ -1,5 +1,6 @@
-"""Validation of incoming requests, with the errors an OpenAI- or Anthropic-compatible server
-would answer. Only what the simulation needs is checked; unknown fields are accepted."""
+"""Validation of incoming requests, one parser per API family (OpenAI chat and Responses,
+Anthropic messages, Gemini generateContent), with the errors its server would answer. Only what
+the simulation needs is checked; unknown fields are accepted."""
 
 from __future__ import annotations
 
@@ -7,10 +8,17 @@ from dataclasses import dataclass
 
 import orjson
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, JSON
+from agentx.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    JSON,
+)
 
 _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _ANTHROPIC_ROLES = frozenset({"user", "assistant"})
+_GEMINI_ROLES = frozenset({"user", "model", "function"})
 
 
 class RequestError(Exception):
@@ -41,7 +49,7 @@ class SimRequest:
     body: dict[str, JSON]
     model: str
     stream: bool
-    include_usage: bool  # OpenAI stream_options.include_usage (Anthropic always reports)
+    include_usage: bool  # OpenAI chat stream_options.include_usage (the others always report)
     max_tokens: int | None
     min_tokens: int
     ignore_eos: bool
@@ -59,14 +67,15 @@ def parse_json(raw: bytes) -> dict[str, JSON]:
     return body
 
 
-def _int_field(body: dict[str, JSON], name: str, minimum: int) -> int | None:
+def _int_field(body: dict[str, JSON], name: str, minimum: int, where: str = "") -> int | None:
     value = body.get(name)
     if value is None:
         return None
+    param = where + name
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(f"{name} must be an integer", param=name)
+        raise RequestError(f"{param} must be an integer", param=param)
     if value < minimum:
-        raise RequestError(f"{name} must be at least {minimum}, got {value}", param=name)
+        raise RequestError(f"{param} must be at least {minimum}, got {value}", param=param)
     return value
 
 
@@ -157,6 +166,88 @@ def parse_messages(body: dict[str, JSON], default_model: str) -> SimRequest:
     )
 
 
+def parse_responses(body: dict[str, JSON], default_model: str) -> SimRequest:
+    """``POST /v1/responses`` (OpenAI Responses). The whole conversation must be in ``input``:
+    serve-sim stores no responses, so ``previous_response_id`` is refused (as vLLM refuses an id
+    it does not hold) rather than answered with a prompt it cannot count."""
+    items = body.get("input")
+    if items is None:
+        raise RequestError("input: field required", param="input")
+    if isinstance(items, str):
+        if not items:
+            raise RequestError("input must not be empty", param="input")
+    elif not isinstance(items, list) or not items:
+        raise RequestError("input must be a string or a non-empty array", param="input")
+    elif not all(isinstance(item, dict) for item in items):
+        raise RequestError("input items must be objects", param="input")
+    if body.get("previous_response_id") is not None:
+        raise RequestError(
+            "previous_response_id is not supported by agentx serve-sim (it stores no "
+            "responses): send the whole conversation in input",
+            param="previous_response_id",
+        )
+    max_tokens = _int_field(body, "max_output_tokens", 1)
+    min_tokens = _int_field(body, "min_tokens", 0) or 0
+    if max_tokens is not None and min_tokens > max_tokens:
+        raise RequestError(
+            f"min_tokens ({min_tokens}) must be <= max_output_tokens ({max_tokens})",
+            param="min_tokens",
+        )
+    return SimRequest(
+        api=API_OPENAI_RESPONSES,
+        body=body,
+        model=_model(body, default_model),
+        stream=_bool_field(body, "stream"),
+        include_usage=True,
+        max_tokens=max_tokens,
+        min_tokens=min_tokens,
+        ignore_eos=_bool_field(body, "ignore_eos"),
+    )
+
+
+def parse_gemini(body: dict[str, JSON], model: str, stream: bool) -> SimRequest:
+    """``POST /v1beta/models/{model}:generateContent`` (``stream`` False) and
+    ``:streamGenerateContent`` (True): the model and the streaming come from the path. Top-level
+    ``ignore_eos``/``min_tokens`` are honoured, as on the other routes (Google refuses them)."""
+    contents = body.get("contents")
+    if contents is None:
+        raise RequestError("* GenerateContentRequest.contents: contents is not specified")
+    if not isinstance(contents, list) or not contents:
+        raise RequestError("* GenerateContentRequest.contents: must be a non-empty list")
+    for i, content in enumerate(contents):
+        role = content.get("role") if isinstance(content, dict) else None
+        if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
+            raise RequestError(f"* GenerateContentRequest.contents[{i}].parts: must be a list")
+        if role is not None and role not in _GEMINI_ROLES:
+            raise RequestError(
+                f"* GenerateContentRequest.contents[{i}].role: must be 'user' or 'model'"
+            )
+    config = body.get("generationConfig")
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise RequestError("* GenerateContentRequest.generation_config: must be an object")
+    where = "generationConfig."
+    candidates = _int_field(config, "candidateCount", 1, where)
+    if candidates is not None and candidates != 1:
+        raise RequestError(
+            "candidateCount > 1 is not supported by agentx serve-sim",
+            param=where + "candidateCount",
+        )
+    max_tokens = _int_field(config, "maxOutputTokens", 1, where)
+    min_tokens = _int_field(body, "min_tokens", 0) or 0  # serve-sim's extras, as on the others
+    return SimRequest(
+        api=API_GEMINI,
+        body=body,
+        model=model,
+        stream=stream,
+        include_usage=True,
+        max_tokens=max_tokens,
+        min_tokens=min_tokens if max_tokens is None else min(min_tokens, max_tokens),
+        ignore_eos=_bool_field(body, "ignore_eos"),
+    )
+
+
 def context_error(api: str, prompt_tokens: int, max_tokens: int | None, limit: int) -> None:
     """Raise the API's context-length error when the request cannot fit ``--max-model-len``."""
     wanted = prompt_tokens + (max_tokens or 0)
@@ -166,6 +257,11 @@ def context_error(api: str, prompt_tokens: int, max_tokens: int | None, limit: i
         raise RequestError(
             f"prompt is too long: {wanted} tokens > {limit} maximum", param="messages"
         )
+    if api == API_GEMINI:
+        asked = f"The input token count ({prompt_tokens})"
+        if prompt_tokens < limit:
+            asked += f" plus maxOutputTokens ({max_tokens})"
+        raise RequestError(f"{asked} exceeds the maximum number of tokens allowed ({limit}).")
     if max_tokens is None:
         message = (
             f"This model's maximum context length is {limit} tokens. However, your messages "
@@ -177,4 +273,5 @@ def context_error(api: str, prompt_tokens: int, max_tokens: int | None, limit: i
             f"{wanted} tokens ({prompt_tokens} in the messages, {max_tokens} in the "
             "completion). Please reduce the length of the messages or completion."
         )
-    raise RequestError(message, param="messages", code="context_length_exceeded")
+    param = "input" if api == API_OPENAI_RESPONSES else "messages"
+    raise RequestError(message, param=param, code="context_length_exceeded")

@@ -32,3 +32,19 @@ def metric(samples: Samples, name: str, **labels: str) -> float:
     found = [v for (n, ls), v in samples.items() if n == name and want <= ls]
     assert found, f"no sample {name} {labels}"
     return sum(found)
+
+
+def sse_events(raw: bytes) -> list[tuple[str | None, str]]:
+    """(event name, data) of each SSE event of a whole stream, ``\\n`` or ``\\r\\n`` line ends;
+    a comment is ("comment", text)."""
+    events: list[tuple[str | None, str]] = []
+    for block in raw.decode().replace("\r\n", "\n").split("\n\n"):
+        name: str | None = None
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                events.append(("comment", line[1:].strip()))
+            elif line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                events.append((name, line[6:]))
+    return events

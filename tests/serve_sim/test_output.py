@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
+from agentx.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 from agentx.serve_sim.output import (
     choose_tool,
     example_value,
@@ -21,8 +21,10 @@ from agentx.serve_sim.requests import (
     RequestError,
     context_error,
     parse_chat,
+    parse_gemini,
     parse_json,
     parse_messages,
+    parse_responses,
 )
 from agentx.tokens import count_tokens
 
@@ -138,6 +140,76 @@ def test_tool_choice_forms() -> None:
     assert choose_tool(API_OPENAI_CHAT, {"messages": [user]}) is None  # no tools, no call
 
 
+RESPONSES_TOOLS = [
+    {"type": "web_search"},  # built in: never called
+    {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}},  # free text
+    {
+        "type": "function",
+        "name": "shell",
+        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+    },
+    {"type": "function", "name": "read", "parameters": {"type": "object"}},
+]
+GEMINI_TOOLS = [
+    {"googleSearch": {}},
+    {
+        "functionDeclarations": [
+            {
+                "name": "run",
+                "parameters": {
+                    "type": "OBJECT",
+                    "properties": {"cmd": {"type": "STRING"}, "n": {"type": "INTEGER"}},
+                    "required": ["cmd", "n"],
+                },
+            },
+            {"name": "ls", "parametersJsonSchema": {"type": "object"}},
+        ]
+    },
+]
+
+
+def test_responses_tools_are_called_after_a_user_item_only() -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    output = {"type": "function_call_output", "call_id": "c", "output": "ok"}
+    body = {"input": [user], "tools": RESPONSES_TOOLS}
+    assert choose_tool(API_OPENAI_RESPONSES, body) == ("shell", RESPONSES_TOOLS[2]["parameters"])
+    assert choose_tool(API_OPENAI_RESPONSES, {**body, "input": "a plain string"}) is not None
+    assert choose_tool(API_OPENAI_RESPONSES, {**body, "input": [user, output]}) is None
+    assert choose_tool(API_OPENAI_RESPONSES, {**body, "tool_choice": "none"}) is None
+    named = {"type": "function", "name": "read"}
+    assert choose_tool(API_OPENAI_RESPONSES, {**body, "tool_choice": named})[0] == "read"  # type: ignore[index]
+    only_builtin = {"input": [user], "tools": RESPONSES_TOOLS[:2]}
+    assert choose_tool(API_OPENAI_RESPONSES, only_builtin) is None
+
+
+def test_gemini_function_declarations_and_calling_modes() -> None:
+    user = {"role": "user", "parts": [{"text": "go"}]}
+    answer = {"role": "user", "parts": [{"functionResponse": {"name": "run", "response": {}}}]}
+    body = {"contents": [user], "tools": GEMINI_TOOLS}
+    name, schema = choose_tool(API_GEMINI, body)  # type: ignore[misc]
+    assert name == "run" and example_value(schema) == {"cmd": "agentx", "n": 1}  # OBJECT, STRING
+    assert choose_tool(API_GEMINI, {**body, "contents": [user, answer]}) is None
+
+    def mode(config: dict[str, object]) -> str | None:
+        got = choose_tool(API_GEMINI, {**body, "toolConfig": {"functionCallingConfig": config}})
+        return None if got is None else got[0]
+
+    assert mode({"mode": "NONE"}) is None
+    assert mode({"mode": "AUTO"}) == "run"
+    assert mode({"mode": "ANY", "allowedFunctionNames": ["ls"]}) == "ls"
+    assert (
+        choose_tool(
+            API_GEMINI,
+            {
+                "contents": [user, answer],
+                "tools": GEMINI_TOOLS,
+                "toolConfig": {"functionCallingConfig": {"mode": "ANY"}},
+            },
+        )[0]
+        == "run"
+    )  # type: ignore[index]
+
+
 def test_tool_arguments_follow_the_schema() -> None:
     schema = OPENAI_TOOLS[0]["function"]["parameters"]  # type: ignore[index]
     assert example_value(schema) == {"path": "agentx", "limit": 5, "mode": "text"}
@@ -200,6 +272,11 @@ def test_parse_json_only_ever_raises_request_error(raw: bytes) -> None:
                 "stream_options",
                 "model",
                 "max_completion_tokens",
+                "input",
+                "previous_response_id",
+                "max_output_tokens",
+                "contents",
+                "generationConfig",
             ]
         ),
         st.none()
@@ -211,13 +288,17 @@ def test_parse_json_only_ever_raises_request_error(raw: bytes) -> None:
                 st.sampled_from(["role", "content"]), st.sampled_from(["user", "bogus", "x"])
             ),
             max_size=2,
-        ),
+        )
+        | st.fixed_dictionaries({}, optional={"maxOutputTokens": st.integers(-1, 2)}),
     )
 )
 def test_parsers_accept_or_refuse_with_400(body: dict[str, object]) -> None:
-    for parse in (parse_chat, parse_messages):
+    def gemini(body: dict[str, object], model: str) -> object:
+        return parse_gemini(body, model, True)
+
+    for parse in (parse_chat, parse_messages, parse_responses, gemini):
         try:
-            req = parse(body, "m")
+            req = parse(body, "m")  # type: ignore[operator]
         except RequestError as exc:
             assert exc.status == 400 and exc.message
         else:
@@ -242,6 +323,33 @@ def test_parse_chat_reads_the_generation_fields() -> None:
     assert req.stream and req.include_usage
 
 
+def test_parse_responses_and_gemini_read_their_fields() -> None:
+    req = parse_responses(
+        {"input": "x", "max_output_tokens": 9, "stream": True, "ignore_eos": True}, "dflt"
+    )
+    assert (req.api, req.model, req.max_tokens, req.ignore_eos, req.stream) == (
+        API_OPENAI_RESPONSES,
+        "dflt",
+        9,
+        True,
+        True,
+    )
+    with pytest.raises(RequestError, match="previous_response_id"):
+        parse_responses({"input": "x", "previous_response_id": "resp_1"}, "m")
+    with pytest.raises(RequestError, match="input"):
+        parse_responses({"input": []}, "m")
+    contents = [{"role": "user", "parts": [{"text": "x"}]}]
+    body = {"contents": contents, "generationConfig": {"maxOutputTokens": 7}}
+    req = parse_gemini(body, "gemini-x", False)
+    assert (req.api, req.model, req.max_tokens, req.stream) == (API_GEMINI, "gemini-x", 7, False)
+    with pytest.raises(RequestError, match="maxOutputTokens"):
+        parse_gemini({**body, "generationConfig": {"maxOutputTokens": 0}}, "g", True)
+    with pytest.raises(RequestError, match="candidateCount"):
+        parse_gemini({**body, "generationConfig": {"candidateCount": 2}}, "g", True)
+    with pytest.raises(RequestError, match="role"):
+        parse_gemini({"contents": [{"role": "system", "parts": []}]}, "g", True)
+
+
 def test_messages_requires_max_tokens() -> None:
     with pytest.raises(RequestError, match="max_tokens"):
         parse_messages({"messages": [{"role": "user", "content": "x"}]}, "m")
@@ -256,3 +364,8 @@ def test_context_errors() -> None:
         context_error(API_OPENAI_CHAT, 100, None, 100)  # no room for a single output token
     with pytest.raises(RequestError, match="prompt is too long"):
         context_error(API_ANTHROPIC_MESSAGES, 95, 10, 100)
+    with pytest.raises(RequestError) as info:
+        context_error(API_OPENAI_RESPONSES, 95, 10, 100)
+    assert info.value.param == "input" and info.value.code == "context_length_exceeded"
+    with pytest.raises(RequestError, match=r"input token count \(95\) plus maxOutputTokens"):
+        context_error(API_GEMINI, 95, 10, 100)

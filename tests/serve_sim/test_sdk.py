@@ -134,3 +134,39 @@ def test_anthropic_sdk_raises_bad_request(claude: anthropic.Anthropic) -> None:
     with pytest.raises(anthropic.BadRequestError) as info:
         claude.messages.create(model="c", max_tokens=5, messages=[])
     assert "messages" in str(info.value)
+
+
+def test_openai_responses_non_streaming(oai: openai.OpenAI) -> None:
+    text = prompt()
+    first = oai.responses.create(
+        model="m", instructions="be brief", input=text, max_output_tokens=6
+    )
+    assert first.status == "completed" and first.output_text
+    assert first.usage is not None and first.usage.output_tokens == 6
+    assert first.usage.input_tokens_details.cached_tokens == 0
+    again = oai.responses.create(
+        model="m", instructions="be brief", input=text, max_output_tokens=6
+    )
+    assert again.usage is not None and again.usage.input_tokens_details.cached_tokens > 0
+
+
+def test_openai_responses_stream_helper_assembles_the_answer(oai: openai.OpenAI) -> None:
+    """The SDK's stream helper tracks the events (output items, content parts, deltas) and
+    builds the final response from them: it fails on an event out of place."""
+    with oai.responses.stream(model="m", input=prompt(), max_output_tokens=8) as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert len(deltas) == 8 and final.output_text == "".join(deltas)
+    assert final.usage is not None and final.usage.output_tokens == 8
+    tools = [
+        {
+            "type": "function",
+            "name": "grep",
+            "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}},
+            "strict": False,
+        }
+    ]
+    with oai.responses.stream(model="m", input=prompt(), tools=tools) as stream:  # type: ignore[arg-type]
+        call = stream.get_final_response().output[0]
+    assert call.type == "function_call" and call.name == "grep"
+    assert call.arguments == '{"pattern":"agentx"}'

@@ -32,8 +32,18 @@ def sse_event(name: str, data: JSON) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + dumps(data) + b"\n\n"
 
 
+SSE_CONTENT_TYPE = "text/event-stream"
+
+
 class Emitter(Protocol):
-    """Renders one answer: streamed as ``opening``, ``token(i)``..., ``closing``; or ``body``."""
+    """Renders one answer: streamed as ``opening``, ``token(i)``..., ``closing``; or ``body``.
+
+    ``content_type`` is the stream's media type; ``terminator`` the bytes the last event of
+    ``closing`` starts with (the server-timing comment goes just before them), None when the
+    stream is not SSE and has no place for a comment."""
+
+    content_type: str
+    terminator: bytes | None
 
     def opening(self, usage: UsageCounts) -> bytes: ...
 

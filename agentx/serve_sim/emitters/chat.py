@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from agentx.models import JSON
-from agentx.serve_sim.emitters.base import Pieces, UsageCounts, dumps
+from agentx.serve_sim.emitters.base import SSE_CONTENT_TYPE, Pieces, UsageCounts, dumps
 from agentx.serve_sim.output import OutputPlan
 
 _OPENAI_FINISH = {"stop": "stop", "length": "length", "tool": "tool_calls"}
 
 
 class OpenAIChatEmitter:
+    content_type = SSE_CONTENT_TYPE
+    terminator: bytes | None = b"data: [DONE]"
+
     def __init__(
         self,
         request_id: str,

@@ -29,3 +29,19 @@ def anthropic_error(status: int, message: str, kind: str | None = None) -> dict[
         status, "invalid_request_error" if status < 500 else "api_error"
     )
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def gemini_error(status: int, message: str) -> dict[str, JSON]:
+    """Google's error body: ``{"error": {"code", "message", "status"}}``."""
+    name = _GEMINI_STATUS.get(status, "INVALID_ARGUMENT" if status < 500 else "INTERNAL")
+    return {"error": {"code": status, "message": message, "status": name}}

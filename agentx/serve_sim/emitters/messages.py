@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from agentx.models import JSON
-from agentx.serve_sim.emitters.base import Pieces, UsageCounts, sse_event
+from agentx.serve_sim.emitters.base import SSE_CONTENT_TYPE, Pieces, UsageCounts, sse_event
 from agentx.serve_sim.output import OutputPlan
 
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "tool": "tool_use"}
@@ -21,6 +21,9 @@ def anthropic_usage(u: UsageCounts, output_tokens: int) -> dict[str, JSON]:
 
 
 class AnthropicEmitter:
+    content_type = SSE_CONTENT_TYPE
+    terminator: bytes | None = b"event: message_stop"
+
     def __init__(self, message_id: str, model: str, plan: OutputPlan, seed: int) -> None:
         self.message_id = message_id
         self.model = model
