@@ -246,6 +246,9 @@ class ThreadBuilder:
                 **(config if isinstance(config, dict) else {}),
                 "maxOutputTokens": max_tokens,
             }
+            if cfg.ignore_eos:  # serve-sim honours them; Google's API refuses unknown fields
+                body["ignore_eos"] = True
+                body["min_tokens"] = max_tokens
             body.update(cfg.extra_body)
             path = GEMINI_PATH.format(model=cfg.model)
             return BuiltRequest(api, path, orjson.dumps(body), max_tokens)
@@ -260,9 +263,10 @@ class ThreadBuilder:
         body["stream"] = True
         if api == API_OPENAI_CHAT:
             body["stream_options"] = {"include_usage": True}
-        if cfg.ignore_eos and api in (API_OPENAI_CHAT, API_ANTHROPIC_MESSAGES):
-            # serve-sim and SGLang honour these on /v1/messages too; vLLM 0.32's ignores them
-            # (max_tokens only), and replay warns when outputs come back short
+        if cfg.ignore_eos:
+            # serve-sim honours these on every route, SGLang on /v1/messages too; vLLM 0.32's
+            # /v1/messages drops them (max_tokens only), its /v1/responses has no such fields
+            # either, and replay warns when outputs come back short
             body["ignore_eos"] = True
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)

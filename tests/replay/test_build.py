@@ -8,7 +8,7 @@ import orjson
 from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, Response, Usage
 from agentx.replay.build import BuildConfig, ThreadBuilder, max_tokens_of, salt_messages
 
-from .factory import SYSTEM, anthropic_session, chat_session
+from .factory import SYSTEM, anthropic_session, chat_session, gemini_session, responses_session
 
 
 def cfg(**kw: Any) -> BuildConfig:
@@ -187,3 +187,19 @@ def test_messages_carry_the_strongest_length_control_there_is() -> None:
     assert (body["max_tokens"], body["ignore_eos"], body["min_tokens"]) == (11, True, 11)
     off = body_of(ThreadBuilder(cfg(api_mode="messages"), ex.api).build(ex, None))
     assert "ignore_eos" not in off and "min_tokens" not in off
+
+
+def test_native_responses_and_gemini_pin_the_length_like_the_others() -> None:
+    """``ignore_eos``/``min_tokens`` go to every family's route when the server honours them
+    (serve-sim on all four; vLLM drops them on /v1/responses, and Google's API would refuse
+    them: replay sends them only when --ignore-eos is on, by default for known servers)."""
+    for ex, key in (
+        (responses_session("r", turns=1, output_tokens=13)[0], "max_output_tokens"),
+        (gemini_session("g", turns=1, output_tokens=13)[0], None),
+    ):
+        on = body_of(ThreadBuilder(cfg(api_mode="native", ignore_eos=True), ex.api).build(ex, None))
+        assert (on["ignore_eos"], on["min_tokens"]) == (True, 13)
+        asked = on[key] if key else on["generationConfig"]["maxOutputTokens"]
+        assert asked == 13
+        off = body_of(ThreadBuilder(cfg(api_mode="native"), ex.api).build(ex, None))
+        assert "ignore_eos" not in off and "min_tokens" not in off
