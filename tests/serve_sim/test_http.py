@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from pathlib import Path
@@ -493,22 +494,30 @@ def test_a_client_that_goes_away_is_aborted_and_frees_its_slot(client: httpx.Cli
 
 
 def test_max_batch_queues_requests() -> None:
-    config = SimConfig(port=0, max_batch=1, decode_tps=200.0, prefill_tps=1e6, overhead_ms=1.0)
-    with SimServer(config) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+    """With one batch slot, a request sent while another runs waits for it: the second one's
+    server queue time is most of the first one's 2 s of decoding, the first one's is ~0."""
+    config = SimConfig(port=0, max_batch=1, decode_tps=20.0, prefill_tps=1e6, overhead_ms=1.0)
+    with SimServer(config) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         import concurrent.futures
 
         body = {
             "messages": [{"role": "user", "content": "q"}],
-            "max_tokens": 20,
+            "max_tokens": 40,  # 2 s at 20 tokens/s
             "ignore_eos": True,
         }
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            futures = [pool.submit(c.post, "/v1/chat/completions", json=body) for _ in range(2)]
-            responses = [f.result() for f in futures]
-        queues = sorted(float(r.headers["x-agentx-server-queue-ms"]) for r in responses)
-        # one ran at once; the other waited about one request's decode time (20 tokens / 200/s)
-        assert queues[0] < 50
-        assert queues[1] > 60
+            first = pool.submit(c.post, "/v1/chat/completions", json=body)
+            deadline = time.monotonic() + 30
+            while not re.search(
+                r"^vllm:num_requests_running\{.*\} 1\.0$", c.get("/metrics").text, re.M
+            ):
+                assert time.monotonic() < deadline and not first.done(), "the first never ran"
+                time.sleep(0.02)
+            second = pool.submit(c.post, "/v1/chat/completions", json=body)
+            responses = [first.result(), second.result()]
+        queues = [float(r.headers["x-agentx-server-queue-ms"]) for r in responses]
+        assert queues[0] < 500  # admitted at once (generous: a loaded machine)
+        assert queues[1] > 1000  # waited for most of the first one's 2 s
 
 
 def test_a_long_prompt_is_tokenized_off_the_loop_and_cached(client: httpx.Client) -> None:
