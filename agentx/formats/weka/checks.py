@@ -100,9 +100,10 @@ def hash_ids_at(
     return ids, (prev[1][:k] + new if prev is not None else new)
 
 
-def checked_ids(ids: object, where: str, offset: int, path: Path) -> tuple[int, ...]:
+def checked_ids(ids: object, where: str, offset: int, path: str | Path) -> tuple[int, ...]:
     """One record's ``hash_ids`` checked as the importer checks them, plus ``offset`` (for a
-    reader that parses a record's ids apart from the record). Raises :class:`FormatError`."""
+    reader that parses a record's ids apart from the record). Raises :class:`FormatError`
+    naming ``path`` (a file, or ``file:line``)."""
     try:
         return hash_ids_at({"hash_ids": ids}, where, offset, None)[1]
     except Invalid as exc:

@@ -53,10 +53,8 @@ from agentx.formats.weka.record import (
     FILE,
     ID_OFFSET,
     POSITION,
-    REQUEST,
     REQUESTS,
-    diff,
-    record_of,
+    request_fields,
     to_ns,
 )
 from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
@@ -92,10 +90,11 @@ class _Row:
 
 
 class _Builder:
-    def __init__(self, session: str, block_size: int, id_offset: int) -> None:
+    def __init__(self, session: str, block_size: int, id_offset: int, fields: bool) -> None:
         self.session = session
         self.block_size = block_size
         self.id_offset = id_offset
+        self.fields = fields  # build import_fields (what an exact export needs)
         self.rows: list[_Row] = []  # in file order (depth first)
         self.agents: set[str] = set()
         # (position, start ns, thread, entry without its requests) of each subagent entry
@@ -215,25 +214,18 @@ class _Builder:
             "hash_ids": ids[1],
             "hash_block_size": self.block_size,
         }
-        rebuilt = record_of(
-            Exchange(**kw),
-            base_ns,
-            n_in=n_in or 0,
-            out=out or 0,
-            ids=[],
-            input_types=input_types,
-            output_types=output_types,
-        )
         fields: dict[str, Any] = {}
-        different = diff(req, rebuilt)
-        if different is not None:
-            fields[REQUEST] = different
+        if self.fields:
+            types = (input_types, output_types)
+            fields = request_fields(req, Exchange(**kw), base_ns, n_in or 0, out or 0, types)
         return _Row(kw, fields, position, thread, ids)
 
     def exchanges(self, header: dict[str, Any]) -> tuple[Exchange, ...]:
         """The rows in time order (ties: file order), with their ``import_fields``."""
         starts = [row.kw["timing"].start_wall_ns for row in self.rows]
         order = sorted(range(len(self.rows)), key=lambda i: (starts[i], i))
+        if not self.fields:
+            return tuple(Exchange(**self.rows[i].kw) for i in order)
         rank = {i: k for k, i in enumerate(order)}
         first_of: dict[str, int] = {}
         for i in order:
@@ -289,10 +281,14 @@ def _inner_origin(requests: object, start: float) -> float:
     return start
 
 
-def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -> WekaTrace:
+def parse_weka(
+    doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0, import_fields: bool = True
+) -> WekaTrace:
     """Validate a parsed Weka document and turn it into exchanges.
 
-    ``id_offset`` is added to every hash id (used to keep local-scope files apart)."""
+    ``id_offset`` is added to every hash id (used to keep local-scope files apart);
+    ``import_fields=False`` leaves out what only an exact export needs (an index's business:
+    the checks are the same)."""
     p = Path(path)
     try:
         if not isinstance(doc, dict):
@@ -312,7 +308,7 @@ def parse_weka(doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0) -
         )
         models = tuple(strs_at(doc, "models", "$"))
         scope = str_at(doc, "hash_id_scope", "$")
-        builder = _Builder(session, block_size, id_offset)
+        builder = _Builder(session, block_size, id_offset, import_fields)
         builder.thread(doc["requests"], "requests", f"{session}/main", 0, ())
         tool_tokens = int_at(doc, "tool_tokens", "$", required=False)
         system_tokens = int_at(doc, "system_tokens", "$", required=False)

@@ -105,6 +105,23 @@ def diff(original: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, Any] | 
     return out or None
 
 
+def request_fields(
+    req: dict[str, Any],
+    ex: Exchange,
+    base_ns: int,
+    n_in: int,
+    out: int,
+    types: tuple[list[str], list[str]],
+) -> dict[str, Any]:
+    """The ``import_fields`` of the record ``req`` imported as ``ex``: where it differs from
+    :func:`record_of` (``types``: its input and output types), usually nothing."""
+    rebuilt = record_of(
+        ex, base_ns, n_in=n_in, out=out, ids=[], input_types=types[0], output_types=types[1]
+    )
+    different = diff(req, rebuilt)
+    return {} if different is None else {REQUEST: different}
+
+
 def apply(rebuilt: dict[str, Any], stored: JSON) -> dict[str, Any]:
     if not isinstance(stored, dict):
         return rebuilt
