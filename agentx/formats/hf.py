@@ -16,6 +16,10 @@ Rows become sessions exactly as Weka files do (:func:`agentx.formats.weka.parse_
 order; like the files of a Weka directory, rows of ``local`` hash-id scope get their ids offset by
 ``k x 2**32`` for the k-th row, so different traces never share a block. Two rows with one id are
 an error (agentx-harness refuses them too).
+
+:func:`iter_hf` reads rows whole (``agentx stats``, ``convert``, ``load_exchanges``). Replay and
+simulate index ``.jsonl`` rows instead, by the same rules, without parsing their block ids
+(:func:`agentx.formats.lazy.index_hf_jsonl`); a Parquet file of rows is still read whole there.
 """
 
 from __future__ import annotations
@@ -126,12 +130,14 @@ def iter_hf(
 ) -> Iterator[Exchange]:
     """Exchanges of every trace row, in row order (a bad row raises, or goes to ``on_bad``).
     The path is checked (and an ``hf://`` dataset downloaded) when this is called."""
-    return _exchanges(resolve(path), on_bad)
+    return exchanges_of(resolve(path), on_bad)
 
 
-def _exchanges(
-    files: list[Path], on_bad: Callable[[FormatError], None] | None
+def exchanges_of(
+    files: list[Path], on_bad: Callable[[FormatError], None] | None = None
 ) -> Iterator[Exchange]:
+    """Exchanges of every row of ``files`` (:func:`resolve`'s), read whole. Replay and simulate
+    index ``.jsonl`` rows instead (:func:`agentx.formats.lazy.index_hf_jsonl`, the same rules)."""
     seen: set[str] = set()
     for k, (where, doc) in enumerate(iter_rows(files)):
         try:

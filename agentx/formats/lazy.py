@@ -8,6 +8,9 @@ follows the lanes in flight, not the corpus.
   cut out (a regex over the raw bytes, far cheaper than parsing the ids) and replaced by the
   request's ordinal, then validates the rest with :func:`agentx.formats.weka.parse_weka`; each
   request's locator is the byte span of its array, read back with one ``pread`` when sent.
+- **Hugging Face datasets of Weka traces** (``.jsonl``, one trace per line): one pass over the
+  file indexes each line as a Weka file is indexed (the same function over the line's bytes and
+  its offset in the file), so a request's locator is the span of its array in the file.
 - **Mooncake** (JSONL): the index reads every line once, its ``hash_ids`` cut out the same way,
   and keeps its byte offset; a request re-reads (and fully checks) its line when sent.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
 from agentx.formats.weka import parse_weka
 from agentx.formats.weka.checks import checked_ids
 from agentx.formats.weka.read import file_id_offset
-from agentx.models import Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
+from agentx.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
 
 _HASH_IDS = re.compile(rb'"hash_ids"\s*:\s*(\[[^\]]*\])')
 _SPAN_BITS = 32  # a locator packs (offset, length): lengths below 4 GiB
@@ -79,46 +82,90 @@ def with_ids(meta: ExchangeMeta, hash_ids: tuple[int, ...], block_size: int) -> 
 
 @dataclass(frozen=True, slots=True)
 class WekaSession:
-    """One Weka file as metadata: its exchanges in time order, each locating its id array."""
+    """One Weka trace as metadata: its exchanges in time order, each locating its id array in
+    ``path`` (a Weka file, or the ``.jsonl`` of a dataset the trace is one line of)."""
 
     path: Path
-    file_index: int  # position in the directory: local-scope ids are offset by it
+    where: str  # what errors name: the file, or ``file:line``
+    id: str  # the trace's id (its session)
     id_offset: int
     block_size: int
     exchanges: tuple[ExchangeMeta, ...]
 
 
-def index_weka_file(path: Path, file_index: int = 0) -> WekaSession:
-    """Read one Weka file without parsing its block ids. Raises :class:`FormatError`."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+def index_weka(
+    data: bytes,
+    path: Path,
+    *,
+    where: str | None = None,
+    base: int = 0,
+    position: int = 0,
+    default_id: str | None = None,
+) -> WekaSession:
+    """One Weka document without parsing its block ids: ``data`` is the whole of ``path``, or
+    one line of it starting at byte ``base``. Every ``"hash_ids": [...]`` array is cut out and
+    replaced by its ordinal, the rest validated by :func:`agentx.formats.weka.parse_weka`
+    (``default_id`` is the trace's id when it has none); each request's locator is the span of
+    its array in ``path``. ``position`` is the trace's place in its directory or dataset: its
+    local-scope ids are offset by it (:func:`agentx.formats.weka.read.file_id_offset`). Raises
+    :class:`FormatError` naming ``where`` (default: ``path``)."""
+    here = str(path) if where is None else where
     parts: list[bytes] = []
     spans: list[int] = []
     last = 0
     for k, m in enumerate(_HASH_IDS.finditer(data)):
         parts.append(data[last : m.start()])
         parts.append(b'"hash_ids":[%d]' % k)
-        spans.append(pack_span(m.start(1), m.end(1) - m.start(1)))
+        spans.append(pack_span(base + m.start(1), m.end(1) - m.start(1)))
         last = m.end()
     parts.append(data[last:])
     try:
-        doc = orjson.loads(b"".join(parts))
-    except orjson.JSONDecodeError as exc:
-        raise FormatError(str(path), f"not valid JSON ({exc})") from None
-    trace = parse_weka(doc, path)  # ids are the ordinals: the real ones are checked when read
+        doc = _with_id(orjson.loads(b"".join(parts)), default_id)
+    except orjson.JSONDecodeError:
+        raise _unindexable(data, here, position, default_id) from None
+    trace = parse_weka(doc, here, import_fields=False)  # ids: ordinals, checked when read
     metas = []
     for ex in trace.exchanges:
         assert ex.hash_ids is not None  # every Weka request has its array (parse_weka checks)
         metas.append(exchange_meta(ex, spans[ex.hash_ids[0]]))
     return WekaSession(
         path=path,
-        file_index=file_index,
-        id_offset=file_id_offset(doc, file_index),
+        where=here,
+        id=trace.id,
+        id_offset=file_id_offset(doc, position),
         block_size=trace.block_size,
         exchanges=tuple(metas),
     )
+
+
+def _with_id(doc: JSON, default_id: str | None) -> JSON:
+    if default_id is not None and isinstance(doc, dict) and doc.get("id") is None:
+        doc["id"] = default_id
+    return doc
+
+
+def _unindexable(data: bytes, where: str, position: int, default_id: str | None) -> FormatError:
+    """Why a document whose arrays were cut out does not parse: the error the importer gives
+    the whole document (not valid JSON; an id array holding a ``]`` in a string)."""
+    try:
+        doc = _with_id(orjson.loads(data), default_id)
+    except orjson.JSONDecodeError as exc:
+        return FormatError(where, f"not valid JSON ({exc})")
+    try:
+        parse_weka(doc, where, id_offset=file_id_offset(doc, position))
+    except FormatError as exc:
+        return exc
+    return FormatError(where, "a hash_ids array holds a ']' inside a string: cannot index it")
+
+
+def index_weka_file(path: Path, file_index: int = 0) -> WekaSession:
+    """Read one Weka file (the ``file_index``-th of its directory) without parsing its block
+    ids. Raises :class:`FormatError`."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return index_weka(data, path, position=file_index)
 
 
 def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
@@ -129,9 +176,43 @@ def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
         ids = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise FormatError(
-            str(session.path), f"request {meta.request_id}: changed since it was indexed"
+            session.where, f"request {meta.request_id}: changed since it was indexed"
         ) from None
-    return checked_ids(ids, f"request {meta.request_id}", session.id_offset, session.path)
+    return checked_ids(ids, f"request {meta.request_id}", session.id_offset, session.where)
+
+
+# -- Hugging Face datasets of Weka traces (.jsonl) --------------------------------------------------
+
+
+def index_hf_jsonl(files: Sequence[Path]) -> Iterator[WekaSession]:
+    """Every row of a dataset's ``.jsonl`` files as a :class:`WekaSession`, in row order, read
+    in one pass: each line indexed as :func:`index_weka` indexes a file (its arrays' spans
+    relative to the file). Rows are what :func:`agentx.formats.hf.iter_hf` reads: blank lines
+    skipped, the k-th row without an id called ``row{k}``, its local-scope ids offset by
+    ``k x 2**32``, a duplicate trace id refused; errors name ``file:line``. The block ids are
+    checked when read back (:func:`read_weka_ids`), not here."""
+    seen: set[str] = set()
+    k = 0
+    for path in files:
+        try:
+            with open(path, "rb") as fh:
+                offset = 0
+                for n, line in enumerate(fh, 1):
+                    start = offset
+                    offset += len(line)
+                    if line.isspace():  # as iter_hf: blank lines are not rows
+                        continue
+                    where = f"{path}:{n}"
+                    ws = index_weka(
+                        line, path, where=where, base=start, position=k, default_id=f"row{k}"
+                    )
+                    if ws.id in seen:
+                        raise FormatError(where, f"duplicate trace id {ws.id!r}")
+                    seen.add(ws.id)
+                    k += 1
+                    yield ws
+        except OSError as exc:
+            raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
 
 
 # -- Mooncake -------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from agentx.formats import detect_format
 from agentx.models import API_OPENAI_CHAT, Exchange, ExchangeMeta, exchange_meta
 
 if TYPE_CHECKING:
+    from agentx.formats.lazy import WekaSession
     from agentx.store.select import TraceIndex
 
 
@@ -173,22 +174,14 @@ class ParquetSource:
 
 
 @dataclass(frozen=True, slots=True)
-class _WekaFile:
-    path: Path
-    id_offset: int
-    block_size: int
-
-
-@dataclass(frozen=True, slots=True)
 class _WekaLoader:
-    file: _WekaFile
+    session: WekaSession
 
     def exchange(self, meta: ExchangeMeta) -> Exchange:
-        from agentx.formats.lazy import WekaSession, read_weka_ids, with_ids
+        from agentx.formats.lazy import read_weka_ids, with_ids
 
-        f = self.file
-        ids = read_weka_ids(WekaSession(f.path, 0, f.id_offset, f.block_size, ()), meta)
-        return with_ids(meta, ids, f.block_size)
+        ids = read_weka_ids(self.session, meta)
+        return with_ids(meta, ids, self.session.block_size)
 
 
 class WekaSource:
@@ -200,7 +193,7 @@ class WekaSource:
         from agentx.formats.weka import weka_files
 
         self._files = weka_files(path)
-        self._opened: dict[int, _WekaFile] = {}
+        self._opened: dict[int, WekaSession] = {}
 
     @property
     def candidates(self) -> int:
@@ -210,13 +203,37 @@ class WekaSource:
         from agentx.formats.lazy import index_weka_file
 
         for k in selection if selection is not None else range(len(self._files)):
-            ws = index_weka_file(self._files[k], k)
-            self._opened[k] = _WekaFile(ws.path, ws.id_offset, ws.block_size)
-            sid = ws.exchanges[0].session_id if ws.exchanges else ws.path.stem
-            yield SessionIndex(sid, ws.exchanges, k)
+            ws = self._opened[k] = index_weka_file(self._files[k], k)
+            yield SessionIndex(ws.id, ws.exchanges, k)
 
     def load_session(self, session: SessionIndex) -> SessionLoader:
         return _WekaLoader(self._opened[session.unit])
+
+
+class HFSource:
+    """A Hugging Face dataset of Weka traces in ``.jsonl`` (a file, a directory, ``hf://``): one
+    pass over the rows indexes them all (one session each) without parsing block ids, as
+    :class:`WekaSource` indexes files; a request's ids are read back from its line's span. The
+    rows' count is not known before that pass, so sessions are sampled among those with
+    something to replay, as when the dataset was read whole."""
+
+    candidates = None
+    apis = frozenset({API_OPENAI_CHAT})
+
+    def __init__(self, files: Sequence[Path]) -> None:
+        self._files = list(files)
+        self._rows: dict[int, WekaSession] = {}
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_hf_jsonl
+
+        for k, ws in enumerate(index_hf_jsonl(self._files)):
+            if ws.exchanges:  # a row without requests is no session (as read whole)
+                self._rows[k] = ws
+                yield SessionIndex(ws.id, ws.exchanges, k)
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _WekaLoader(self._rows[session.unit])
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,10 +265,15 @@ class MooncakeSource:
 
 
 def _hf_source(path: Path) -> TraceSource:
-    """A Hugging Face dataset of Weka traces, read whole (as ``agentx convert`` reads it)."""
-    from agentx.formats.hf import iter_hf
+    """A Hugging Face dataset of Weka traces: its ``.jsonl`` rows indexed (:class:`HFSource`);
+    Parquet rows are read whole (as ``agentx convert`` reads them: a row's ids sit in a JSON
+    text or struct column, not at a byte span)."""
+    from agentx.formats.hf import exchanges_of, resolve
 
-    return MemorySource(iter_hf(path))
+    files = resolve(path)
+    if any(f.suffix == ".parquet" for f in files):
+        return MemorySource(exchanges_of(files))
+    return HFSource(files)
 
 
 SOURCES: dict[str, Callable[[Path], TraceSource]] = {
