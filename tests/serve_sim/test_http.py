@@ -15,7 +15,7 @@ import pytest
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.tokens import count_tokens, get_encoding
 
-from .helpers import QUICK, metric, parse_metrics
+from .helpers import QUICK, metric, parse_metrics, sse_events
 
 
 def unique_system(words: int = 200) -> str:
@@ -23,26 +23,11 @@ def unique_system(words: int = 200) -> str:
     return f"session {tag}: " + " ".join(f"rule{i}-{tag[i % 32]}" for i in range(words))
 
 
-def sse_events(lines: list[str]) -> list[tuple[str | None, str]]:
-    """(event name, data) of each SSE event; comments as ("comment", text)."""
-    events: list[tuple[str | None, str]] = []
-    name: str | None = None
-    for line in lines:
-        if line.startswith(":"):
-            events.append(("comment", line[1:].strip()))
-        elif line.startswith("event: "):
-            name = line[7:]
-        elif line.startswith("data: "):
-            events.append((name, line[6:]))
-            name = None
-    return events
-
-
-def stream_lines(client: httpx.Client, path: str, body: dict[str, Any]) -> list[str]:
+def stream_raw(client: httpx.Client, path: str, body: dict[str, Any]) -> bytes:
     with client.stream("POST", path, json=body) as resp:
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/event-stream")
-        return [line for line in resp.iter_lines() if line]
+        return resp.read()
 
 
 @pytest.fixture
@@ -128,7 +113,7 @@ def test_chat_streaming_with_usage(client: httpx.Client) -> None:
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    events = sse_events(stream_lines(client, "/v1/chat/completions", body))
+    events = sse_events(stream_raw(client, "/v1/chat/completions", body))
     assert events[-1] == (None, "[DONE]")
     comments = [d for n, d in events if n == "comment"]
     assert len(comments) == 1 and comments[0].startswith("agentx-server-timing ")
@@ -148,7 +133,7 @@ def test_chat_streaming_without_usage_sends_none(client: httpx.Client) -> None:
     body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True}
     chunks = [
         orjson.loads(d)
-        for n, d in sse_events(stream_lines(client, "/v1/chat/completions", body))
+        for n, d in sse_events(stream_raw(client, "/v1/chat/completions", body))
         if n is None and d != "[DONE]"
     ]
     assert all("usage" not in c for c in chunks)
@@ -190,7 +175,7 @@ def test_messages_streaming_event_sequence_and_cache_reads(client: httpx.Client)
         "messages": [{"role": "user", "content": "hello"}],
         "stream": True,
     }
-    first = sse_events(stream_lines(client, "/v1/messages", body))
+    first = sse_events(stream_raw(client, "/v1/messages", body))
     names = [n for n, _ in first if n != "comment"]
     assert names[:3] == ["message_start", "content_block_start", "ping"]
     assert names[-3:] == ["content_block_stop", "message_delta", "message_stop"]
@@ -201,7 +186,7 @@ def test_messages_streaming_event_sequence_and_cache_reads(client: httpx.Client)
     delta = orjson.loads(next(d for n, d in first if n == "message_delta"))
     assert delta["delta"]["stop_reason"] == "max_tokens" and delta["usage"]["output_tokens"] == 12
 
-    second = sse_events(stream_lines(client, "/v1/messages", body))
+    second = sse_events(stream_raw(client, "/v1/messages", body))
     usage = orjson.loads(second[0][1])["message"]["usage"]
     assert usage["cache_read_input_tokens"] > 0
     total = usage["input_tokens"] + usage["cache_read_input_tokens"]
@@ -247,7 +232,7 @@ def test_openai_tool_call_streamed(client: httpx.Client) -> None:
     }
     chunks = [
         orjson.loads(d)
-        for n, d in sse_events(stream_lines(client, "/v1/chat/completions", body))
+        for n, d in sse_events(stream_raw(client, "/v1/chat/completions", body))
         if n is None and d != "[DONE]"
     ]
     calls = [

@@ -73,6 +73,11 @@ class Pieces:
     def escaped(self, i: int) -> bytes:
         return self._escaped[i % self._n]
 
+    def framed(self, pre: bytes, post: bytes, start: int, stop: int) -> bytes:
+        """Tokens ``start``..``stop``, each as ``pre + piece + post`` (one SSE event each)."""
+        esc = self.escaped
+        return b"".join([pre + esc(i) + post for i in range(start, stop)])
+
     def text(self) -> str:
         if self.plan.tool_call is not None:
             return ""

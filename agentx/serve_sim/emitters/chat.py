@@ -68,11 +68,10 @@ class OpenAIChatEmitter:
         return self._chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}])
 
     def token(self, i: int) -> bytes:
-        return self._pre + self._pieces.escaped(i) + self._post
+        return self._pieces.framed(self._pre, self._post, i, i + 1)
 
     def tokens(self, start: int, stop: int) -> bytes:
-        pre, post, esc = self._pre, self._post, self._pieces.escaped
-        return b"".join([pre + esc(i) + post for i in range(start, stop)])
+        return self._pieces.framed(self._pre, self._post, start, stop)
 
     def closing(self, usage: UsageCounts) -> bytes:
         finish = _OPENAI_FINISH[self.plan.finish]

@@ -69,11 +69,10 @@ class AnthropicEmitter:
         )
 
     def token(self, i: int) -> bytes:
-        return self._pre + self._pieces.escaped(i) + self._post
+        return self._pieces.framed(self._pre, self._post, i, i + 1)
 
     def tokens(self, start: int, stop: int) -> bytes:
-        pre, post, esc = self._pre, self._post, self._pieces.escaped
-        return b"".join([pre + esc(i) + post for i in range(start, stop)])
+        return self._pieces.framed(self._pre, self._post, start, stop)
 
     def closing(self, usage: UsageCounts) -> bytes:
         stop = _ANTHROPIC_STOP[self.plan.finish]
