@@ -14,7 +14,6 @@ Every function returns ``None`` when the figure is unknown, never 0.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -58,9 +57,8 @@ def itl_ms(r: RequestRecord) -> list[float]:
 
 def pooled_itl_ms(records: Sequence[RequestRecord]) -> npt.NDArray[np.float64]:
     """Every inter-token gap of the successful ``records``, in ms, as one array."""
-    ok = [r.itl_ns for r in records if r.ok and r.itl_ns]
-    n = sum(len(g) for g in ok)
-    gaps = np.fromiter(itertools.chain.from_iterable(ok), dtype=np.int64, count=n)
+    ok = [r.itl_ns.ns for r in records if r.ok and r.itl_ns]
+    gaps = np.concatenate(ok) if ok else np.zeros(0, dtype=np.int64)
     return gaps / NS_PER_MS
 
 

@@ -35,6 +35,8 @@ from agentx.record import (
     ERR_PROTOCOL,
     ERR_RESET,
     ERR_TIMEOUT,
+    NO_GAPS,
+    Gaps,
 )
 from agentx.replay.http1.connection import Response
 from agentx.replay.http1.errors import (
@@ -66,7 +68,7 @@ class StreamOutcome:
     ttft_ns: int | None = None
     ttfc_ns: int | None = None
     e2e_ns: int | None = None
-    itl_ns: tuple[int, ...] = ()
+    itl_ns: Gaps = NO_GAPS
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
@@ -310,7 +312,7 @@ def _outcome(
         ttft_ns=_relative(parser.first_token_ns, sent_ns),
         ttfc_ns=_relative(parser.first_content_ns, sent_ns),
         e2e_ns=end_ns - sent_ns,
-        itl_ns=tuple(parser.itl_ns),
+        itl_ns=Gaps(parser.itl_ns),
         prompt_tokens=parser.prompt_tokens,
         completion_tokens=parser.completion_tokens,
         cached_tokens=parser.cached_tokens,

@@ -2,24 +2,27 @@
 
 The Arrow schema is derived from the record's fields, so a field added to the record (with a
 default) becomes a column without touching this file; files written before it read back with
-the default. ``itl_ns`` is ``list<int64>``.
+the default. ``itl_ns`` is ``list<int64>``: written from the rows' :class:`~agentx.record.Gaps`
+arrays and read back as views of the column (no Python int per gap either way). The same
+conversion serves the replay's spool of rows (:mod:`agentx.store.rowspool`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx import __version__
 from agentx.errors import TraceError
 from agentx.outputs import atomic_output
-from agentx.record import RequestRecord
+from agentx.record import NO_GAPS, Gaps, RequestRecord
 from agentx.store.schema import META_FORMAT, META_VERSION
 
 FORMAT = "agentx.requests/1"
@@ -27,7 +30,7 @@ FORMAT = "agentx.requests/1"
 
 def _arrow_type(annotation: str) -> pa.DataType:
     a = annotation.replace(" ", "")
-    if a.startswith("tuple[int"):
+    if a == "Gaps":
         return pa.list_(pa.int64())
     if a.startswith("bool"):
         return pa.bool_()
@@ -47,17 +50,37 @@ SCHEMA = pa.schema(
 )
 
 
+ROW_GROUP_ROWS = 65_536  # rows converted (and written) at a time
+
+
+def batch_of(records: Sequence[RequestRecord]) -> pa.RecordBatch:
+    """``records`` as one record batch of :data:`SCHEMA` (the gaps concatenated as arrays)."""
+    columns: list[pa.Array] = []
+    for f in FIELDS:
+        if f.name == "itl_ns":
+            gaps = [r.itl_ns.ns for r in records]
+            offsets = np.zeros(len(gaps) + 1, dtype=np.int32)
+            np.cumsum([g.size for g in gaps], out=offsets[1:])
+            values = np.concatenate(gaps) if gaps else np.zeros(0, dtype=np.int64)
+            columns.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)))
+        else:
+            columns.append(
+                pa.array([getattr(r, f.name) for r in records], SCHEMA.field(f.name).type)
+            )
+    return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
+
+
 def write_requests(path: str | os.PathLike[str], records: Sequence[RequestRecord]) -> None:
-    """Write ``records`` (in the given order) to ``path`` atomically (temp file + rename)."""
+    """Write ``records`` (in the given order) to ``path`` atomically (temp file + rename),
+    :data:`ROW_GROUP_ROWS` rows at a time."""
     p = Path(path)
-    columns: dict[str, list[Any]] = {f.name: [] for f in FIELDS}
-    for r in records:
-        for f in FIELDS:
-            value = getattr(r, f.name)
-            columns[f.name].append(list(value) if isinstance(value, tuple) else value)
-    table = pa.table(columns, schema=SCHEMA)
-    with atomic_output(p, force=True) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+    with (
+        atomic_output(p, force=True) as tmp,
+        pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as writer,
+    ):
+        for start in range(0, len(records), ROW_GROUP_ROWS):
+            batch = batch_of(records[start : start + ROW_GROUP_ROWS])
+            writer.write_table(pa.Table.from_batches([batch]), row_group_size=ROW_GROUP_ROWS)
 
 
 def read_requests(path: str | os.PathLike[str]) -> list[RequestRecord]:
@@ -69,7 +92,6 @@ def read_requests(path: str | os.PathLike[str]) -> list[RequestRecord]:
     except (pa.ArrowInvalid, OSError) as exc:
         raise TraceError(f"{p}: not a readable requests.parquet ({exc})") from None
     names = set(table.column_names)
-    known = [f for f in FIELDS if f.name in names]
     required = [
         f.name
         for f in FIELDS
@@ -78,11 +100,38 @@ def read_requests(path: str | os.PathLike[str]) -> list[RequestRecord]:
     missing = [n for n in required if n not in names]
     if missing:
         raise TraceError(f"{p}: not a requests.parquet (missing columns: {', '.join(missing)})")
-    data = {f.name: table.column(f.name).to_pylist() for f in known}
-    out = []
-    for i in range(table.num_rows):
-        kwargs = {f.name: data[f.name][i] for f in known}
-        if "itl_ns" in kwargs:
-            kwargs["itl_ns"] = tuple(kwargs["itl_ns"] or ())
-        out.append(RequestRecord(**kwargs))
-    return out
+    return list(records_of(table.to_batches()))
+
+
+def records_of(
+    batches: Iterator[pa.RecordBatch] | Sequence[pa.RecordBatch],
+) -> Iterator[RequestRecord]:
+    """The rows of ``batches`` (columns of :data:`SCHEMA`, any missing ones at their default).
+    Each row's gaps are a view of its batch's ``itl_ns`` values; the strings repeated across
+    rows (sessions, threads, errors) are one object each."""
+    shared: dict[str, str] = {}
+    for batch in batches:
+        names = set(batch.schema.names)
+        known = [f.name for f in FIELDS if f.name in names and f.name != "itl_ns"]
+        data = {name: batch.column(name).to_pylist() for name in known}
+        for name in ("session_id", "thread_id", "error_type", "error"):
+            if name in data:
+                data[name] = [v if v is None else shared.setdefault(v, v) for v in data[name]]
+        gaps = _gaps(batch.column("itl_ns")) if "itl_ns" in names else None
+        for i in range(batch.num_rows):
+            kwargs: dict[str, Any] = {name: data[name][i] for name in known}
+            if gaps is not None:
+                kwargs["itl_ns"] = gaps[i]
+            yield RequestRecord(**kwargs)
+
+
+def _gaps(column: pa.Array) -> list[Gaps]:
+    """A ``list<int64>`` column as one :class:`Gaps` view per row (null: no gaps), of one copy
+    of its values (the buffer they were read into may hold the batch's other columns too)."""
+    offsets = column.offsets.to_numpy()
+    values = np.array(column.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return [
+        Gaps(values[offsets[i] : offsets[i + 1]]) if valid[i] else NO_GAPS
+        for i in range(len(column))
+    ]

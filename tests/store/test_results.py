@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from agentx import __version__
 from agentx.errors import TraceError
 from agentx.record import RequestRecord
-from agentx.store.results import read_requests, write_requests
+from agentx.store import results
+from agentx.store.results import FIELDS, SCHEMA, read_requests, write_requests
 
 i64 = st.integers(min_value=-(2**62), max_value=2**62)
 maybe_int = st.none() | st.integers(min_value=0, max_value=2**40)
@@ -108,3 +109,35 @@ def test_not_a_requests_file(tmp_path: Path) -> None:
         read_requests(tmp_path / "x.parquet")
     with pytest.raises(TraceError, match="no such file"):
         read_requests(tmp_path / "none.parquet")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(records, max_size=8))
+def test_the_file_holds_the_plain_conversion_of_the_rows(rows: list[RequestRecord]) -> None:
+    """The gaps written from their arrays give the table a row-by-row conversion gives."""
+    plain = pa.table(
+        {
+            f.name: [
+                list(v) if f.name == "itl_ns" else v for v in (getattr(r, f.name) for r in rows)
+            ]
+            for f in FIELDS
+        },
+        schema=SCHEMA,
+    )
+    with tempfile.TemporaryDirectory() as d:
+        write_requests(Path(d) / "r.parquet", rows)
+        assert pq.read_table(Path(d) / "r.parquet").equals(plain)
+
+
+def test_rows_are_written_in_row_groups_and_read_back_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(results, "ROW_GROUP_ROWS", 3)
+    rows = [
+        RequestRecord(f"r{i}", "s", 0, "sess", "t", i, False, 1, 2, i, 200, True, itl_ns=(i,) * i)
+        for i in range(8)
+    ]
+    write_requests(tmp_path / "r.parquet", rows)
+    assert pq.ParquetFile(tmp_path / "r.parquet").metadata.num_row_groups == 3
+    back = read_requests(tmp_path / "r.parquet")
+    assert back == rows and back[5].itl_ns == (5,) * 5
