@@ -1,0 +1,117 @@
+"""The spool of a replay's rows: what each process measured, on disk as it finishes.
+
+A replay process appends the row of every finished request (:class:`agentx.record.RequestRecord`)
+to its own spool in the run's temporary directory, :data:`BATCH_ROWS` rows at a time, as an
+Arrow IPC stream of ``requests.parquet``'s schema; so a long run holds no rows in memory, only
+the few it has not written yet. A stream is readable while it is written (every complete batch),
+and after a crash up to its last complete batch. At the end the run reads every process's spool
+back in send order (:func:`read_spools`) to build ``requests.parquet`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from agentx.record import RequestRecord
+from agentx.store.results import SCHEMA, batch_of, records_of
+
+BATCH_ROWS = 256  # rows written at a time
+BATCH_GAPS = 1 << 18  # ... or sooner, once they hold this many inter-token gaps (2 MB)
+
+
+class RowSpool:
+    """Appends rows to ``path`` (created, or replaced). A write that fails (disk full) sets
+    :attr:`error` and drops the rows from then on; the caller decides what the run does."""
+
+    def __init__(self, path: Path, batch_rows: int | None = None) -> None:
+        self.path = path
+        self.batch_rows = batch_rows or BATCH_ROWS
+        self.written = 0  # rows in the file
+        self.error: str | None = None
+        self._rows: list[RequestRecord] = []
+        self._gaps = 0
+        self._sink: pa.NativeFile | None = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        try:
+            self._sink = pa.OSFile(str(path), "wb")
+            self._writer = pa.ipc.new_stream(self._sink, SCHEMA)
+        except (OSError, pa.ArrowException) as exc:
+            self._failed(exc)
+
+    def add(self, row: RequestRecord) -> None:
+        if self._writer is None:
+            return
+        self._rows.append(row)
+        self._gaps += len(row.itl_ns)
+        if len(self._rows) >= self.batch_rows or self._gaps >= BATCH_GAPS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the rows not written yet."""
+        if not self._rows or self._writer is None:
+            return
+        rows, self._rows, self._gaps = self._rows, [], 0
+        try:
+            self._writer.write_batch(batch_of(rows))
+        except (OSError, pa.ArrowException) as exc:
+            self._failed(exc)
+            return
+        self.written += len(rows)
+
+    def close(self) -> None:
+        """Write what is left and close the file (idempotent)."""
+        self.flush()
+        if self._writer is None:
+            return
+        try:
+            self._writer.close()
+        except (OSError, pa.ArrowException) as exc:
+            self._failed(exc)
+        self._abandon()
+
+    def _failed(self, exc: BaseException) -> None:
+        if self.error is None:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            self.error = f"cannot spool the rows of finished requests to {self.path}: {why}"
+        self._abandon()
+
+    def _abandon(self) -> None:
+        self._writer = None
+        if self._sink is not None:
+            with contextlib.suppress(OSError, pa.ArrowException):
+                self._sink.close()
+            self._sink = None
+        self._rows = []
+
+
+def spooled_batches(path: Path) -> Iterator[pa.RecordBatch]:
+    """The complete batches of one spool (a stream cut short ends at its last whole batch)."""
+    try:
+        source = pa.OSFile(str(path), "rb")
+    except FileNotFoundError:
+        return
+    with source:
+        try:
+            reader = pa.ipc.open_stream(source)
+        except (pa.ArrowInvalid, OSError):
+            return  # not even a schema yet
+        while True:
+            try:
+                yield reader.read_next_batch()
+            except StopIteration:
+                return
+            except (pa.ArrowInvalid, OSError):
+                return  # the last batch was being written
+
+
+def read_spools(paths: Sequence[Path]) -> list[RequestRecord]:
+    """The rows of the spools at ``paths``, in send order (``sent_ns``; rows sent at the same
+    instant in the order of ``paths``, then of their spool)."""
+    rows = [r for p in paths if os.path.exists(p) for r in records_of(spooled_batches(p))]
+    rows.sort(key=lambda r: r.sent_ns)
+    return rows
