@@ -1,5 +1,6 @@
-"""After the lanes: merge what every process measured, add the theoretical hits, judge whether
-the client kept up, build ``summary.json`` and write the results directory."""
+"""After the lanes: merge what every process measured (its rows read back from its spool, in
+send order), add the theoretical hits, judge whether the client kept up, build
+``summary.json`` and write the results directory."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from agentx.replay.theory import merged, theoretical
 from agentx.replay.translate import to_chat
 from agentx.report.results_dir import write_results
 from agentx.schedule.arrivals import ArrivalLog
+from agentx.store.rowspool import read_spools
 from agentx.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.urls import redact_url
 from agentx.usage import MAX_TOKENS
@@ -55,7 +57,7 @@ class ReplayResult:
 class Collected:
     """The engine results of every process, merged."""
 
-    records: list[RequestRecord]
+    row_spools: list[Path]  # each process's rows (agentx.store.rowspool), in process order
     sent_logs: list[Path]
     started_ns: int
     ended_ns: int
@@ -78,10 +80,10 @@ class Collected:
 def collect(
     results: Sequence[EngineResult],
     logs: list[Path],
+    spools: list[Path],
     server_metrics: ServerMetrics | None,
     warnings: list[str],
 ) -> Collected:
-    records = sorted((r for res in results for r in res.records), key=lambda r: r.sent_ns)
     started = min(res.started_ns for res in results)
     ended = max(res.ended_ns for res in results)
     windows = [res.profiling_started_ns for res in results if res.profiling_started_ns is not None]
@@ -91,7 +93,7 @@ def collect(
             jumps[key] = round(jumps.get(key, 0) + value, 3)
     lanes = sorted((ls for res in results for ls in res.lane_starts), key=lambda ls: ls.lane)
     return Collected(
-        records=records,
+        row_spools=spools,
         sent_logs=logs,
         started_ns=started,
         ended_ns=ended,
@@ -137,25 +139,21 @@ def _with_theory(
     tokenizer: Tokenizer,
     lanes: int,
 ) -> tuple[list[RequestRecord], list[TheoryRow]]:
-    """The records with their theoretical figures (in ``tokenizer``'s tokens), and the rows of
-    ``theory.parquet``."""
+    """The records given their theoretical figures (in ``tokenizer``'s tokens), in place, and
+    the rows of ``theory.parquet``."""
     # the threads in flight together: a few per lane (a session's subagents run beside it)
     expected = theoretical(merged(logs), block_size, tokenizer, max_threads=2 * lanes + 16)
-    out = []
-    for r in records:
+    for i, r in enumerate(records):
         e = expected.get(r.request_id)
-        out.append(
-            r
-            if e is None
-            else dataclasses.replace(
+        if e is not None:
+            records[i] = dataclasses.replace(
                 r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
             )
-        )
     rows = [
         TheoryRow(rid, e.sent_ns, e.prompt_tokens, e.hit_tokens, e.new_blocks)
         for rid, e in expected.items()
     ]
-    return out, rows
+    return records, rows
 
 
 def finish_run(
@@ -178,7 +176,7 @@ def finish_run(
         for t in c.tallies:
             tally.merge(t)
     records, theory = _with_theory(
-        c.records, c.sent_logs, setup.block_size, tokenizer, o.concurrency
+        read_spools(c.row_spools), c.sent_logs, setup.block_size, tokenizer, o.concurrency
     )
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     cpu_percent = 100.0 * c.cpu_s / wall_s

@@ -12,7 +12,8 @@ then, off the event loop) and supplied as a tree built from its metadata
 session's loader (:mod:`agentx.replay.source`) when they are sent (a warm-up primer included),
 hash-only rows get their synthetic text then (:class:`agentx.replay.build.SynthCache`), and the
 loader is dropped when the instance ends. So the first request waits only for the first
-sessions, and memory follows the trees on the lanes, not the corpus.
+sessions, and memory follows the trees on the lanes, not the corpus nor the run: each finished
+request's row goes to the process's spool on disk (:class:`agentx.store.rowspool.RowSpool`).
 
 Stopping: ``--duration`` and ``--max-requests`` stop *new* requests; those in flight drain and
 keep their rows (finishing after the deadline marks them ``in_window=False``). An abort (Ctrl-C,
@@ -43,6 +44,7 @@ from agentx.replay.theory import SentLog
 from agentx.replay.trees import request_tree, tree_of
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
 from agentx.schedule.arrivals import ArrivalLog
+from agentx.store.rowspool import RowSpool
 
 NS_PER_S = 1_000_000_000
 CONNECT_BACKOFF_S = 1.0  # a lane whose request could not connect waits before its next one
@@ -84,8 +86,7 @@ class Counters:
 
 @dataclass(slots=True)
 class EngineResult:
-    records: list[RequestRecord]
-    counters: Counters
+    counters: Counters  # its rows are in the engine's spool
     started_ns: int  # perf_counter_ns when the lanes started
     ended_ns: int
     deadline_ns: int | None  # end of the --duration window
@@ -120,6 +121,7 @@ class Engine:
         config: EngineConfig,
         client: StreamClient,
         sent_log: SentLog,
+        rows: RowSpool,
         on_boundary: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.sessions = sessions
@@ -128,12 +130,12 @@ class Engine:
         self.config = config
         self.client = client
         self.sent_log = sent_log
+        self.rows = rows
         self.on_boundary = on_boundary
         self.schedule = Schedule(len(sessions), config.schedule)  # trees supplied when wanted
         self._plans: dict[int, SessionPlan] = {}  # the sessions supplied, by index
         self._supplying: set[int] = set()
         self._error: AgentxError | None = None  # a session that could not be read
-        self.records: list[RequestRecord] = []
         self.counters = Counters()
         self.aborted = False
         self.failure: str | None = None
@@ -180,7 +182,6 @@ class Engine:
         if self._error is not None:
             raise self._error
         return EngineResult(
-            records=self.records,
             counters=self.counters,
             started_ns=started,
             ended_ns=time.perf_counter_ns(),
@@ -391,7 +392,9 @@ class Engine:
             in_window=send.warmup or self._deadline_ns is None or end_ns <= self._deadline_ns,
         )
         self._count(record)
-        self.records.append(record)
+        self.rows.add(record)
+        if self.rows.error is not None and self.failure is None:
+            self.abort(self.rows.error)  # the run's results would be lost
         return record, outcome
 
     def _count(self, r: RequestRecord) -> None:

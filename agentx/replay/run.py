@@ -2,9 +2,10 @@
 
 The flow: read and plan the trace (fails fast on bad input), probe the endpoint (fails fast when
 it is unreachable), scrape its Prometheus page around the run, run the lanes (in this process,
-or in ``--workers`` processes), then, off the hot path, compute each request's theoretical hit
-against exactly what was sent, build ``summary.json`` and write ``requests.parquet``,
-``summary.json`` and ``report.html``. Ctrl-C or SIGTERM stops the run and still writes what was
+or in ``--workers`` processes; each spools its rows to the temporary directory as they finish),
+then, off the hot path, read the rows back, compute each request's theoretical hit against
+exactly what was sent, build ``summary.json`` and write ``requests.parquet``, ``summary.json``
+and ``report.html``. Ctrl-C or SIGTERM stops the run and still writes what was
 measured (:mod:`agentx.replay.stop`); the temporary files go either way.
 """
 
@@ -43,7 +44,8 @@ from agentx.replay.setup import (
 from agentx.replay.source import open_source
 from agentx.replay.stop import StopSignals, stop_signals
 from agentx.replay.theory import SentLog, remove_quietly
-from agentx.replay.workers import run_workers
+from agentx.replay.workers import rows_path, run_workers
+from agentx.store.rowspool import RowSpool
 
 PROGRESS_INTERVAL_S = 0.5
 
@@ -114,6 +116,7 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     o = setup.options
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
+    rows = RowSpool(rows_path(tmp, 0))
     async with http_client(setup) as client, stream_client(setup) as lanes_client:
         scraper = await start_scraper(setup, client)
         engine = Engine(
@@ -122,6 +125,7 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
             engine_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
             lanes_client,
             log,
+            rows,
             on_boundary=scraper.begin_window if scraper is not None else None,
         )
         goal = goal_of(o, plan.known_requests)
@@ -133,8 +137,10 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
             if progress is not None:
                 progress.cancel()
             log.close()
+            rows.close()
         server_metrics = await scraper.stop() if scraper is not None else None
-    return collect([result], [log.path], server_metrics, [started_late] if started_late else [])
+    warnings = [started_late] if started_late else []
+    return collect([result], [log.path], [rows.path], server_metrics, warnings)
 
 
 async def _progress(engine: Engine, lanes: int, goal: Goal) -> None:

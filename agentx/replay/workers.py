@@ -1,11 +1,12 @@
 """``--workers N``: the lanes of one run spread over N client processes on this machine.
 
 Worker ``w`` runs lanes ``w, w+N, ...`` over sessions ``w, w+N, ...`` of the plan (its own
-event loop, HTTP client and sent-body log), with an equal share of ``--max-requests``. All
-workers load and plan the trace, report ready, and start together on the parent's signal; the
-parent scrapes the server's metrics, draws the progress from the workers' snapshots, and merges
-their rows (by send time: ``perf_counter`` is one clock for every process of a machine) and
-sent-body logs, so the theoretical hit rate covers the requests of all workers in send order.
+event loop, HTTP client, sent-body log and spool of rows: :func:`rows_path`), with an equal share
+of ``--max-requests``. All workers load and plan the trace, report ready, and start together on
+the parent's signal; the parent scrapes the server's metrics, draws the progress from the
+workers' snapshots, and merges their rows (by send time: ``perf_counter`` is one clock for every
+process of a machine) and sent-body logs, so the theoretical hit rate covers the requests of all
+workers in send order.
 Workers also meet at the end of the warm-up: each reports it and waits until the parent has
 scraped the server's counters at the start of the measured window.
 
@@ -52,6 +53,7 @@ from agentx.replay.source import open_source
 from agentx.replay.stop import SIGNALS as STOP_SIGNALS
 from agentx.replay.stop import StopSignals
 from agentx.replay.theory import SentLog
+from agentx.store.rowspool import RowSpool
 
 READY_TIMEOUT_S = 600.0
 BOUNDARY_POLL_S = 0.25  # a worker waiting at the end of its warm-up checks for a stop this often
@@ -86,7 +88,7 @@ class Progress:
 @dataclass(frozen=True, slots=True)
 class Done:
     worker: int
-    records_path: str  # the pickled EngineResult
+    result_path: str  # the pickled EngineResult (its rows are in the worker's spool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,11 @@ class Failed:
 
 WorkerEvent = Ready | WarmedUp | Progress | Done | Failed
 Events = Queue[WorkerEvent]
+
+
+def rows_path(tmp: Path, worker: int) -> Path:
+    """The spool of worker ``worker``'s rows."""
+    return tmp / f"rows-{worker}.arrows"
 
 
 def _share(total: int | None, worker: int, workers: int) -> int | None:
@@ -125,7 +132,7 @@ def worker_main(
         if stop.is_set():  # stopped before the start
             return
         result = lanes_loop.run(_worker_run(spec, plan, events, stop, measure))
-        path = spec.tmp / f"records-{spec.worker}.pickle"
+        path = spec.tmp / f"result-{spec.worker}.pickle"
         path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         events.put(Done(spec.worker, str(path)))
     except BaseException as exc:  # reported to the parent, which fails the run with it
@@ -140,6 +147,7 @@ async def _worker_run(
     lanes = tuple(range(spec.worker, setup.lanes, spec.workers))
     sessions = plan.sessions.every(spec.worker, spec.workers)
     log = SentLog(spec.tmp / f"sent-{spec.worker}.log")
+    rows = RowSpool(rows_path(spec.tmp, spec.worker))
     config = engine_config(
         setup, lanes, _share(o.max_requests, spec.worker, spec.workers), spec.worker
     )
@@ -152,7 +160,7 @@ async def _worker_run(
                 return
 
     async with stream_client(setup) as client:
-        engine = Engine(sessions, plan.source, config, client, log, on_boundary=warmed_up)
+        engine = Engine(sessions, plan.source, config, client, log, rows, on_boundary=warmed_up)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
             for sig in STOP_SIGNALS:
@@ -173,6 +181,7 @@ async def _worker_run(
         finally:
             reporter.cancel()
             log.close()
+            rows.close()
 
 
 def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals) -> Collected:
@@ -276,6 +285,7 @@ async def _supervise(
     collected = collect(
         results,
         [tmp / f"sent-{w}.log" for w in range(n)],
+        [rows_path(tmp, w) for w in range(n)],
         server_metrics,
         [started_late] if started_late else [],
     )
@@ -312,7 +322,7 @@ async def _collect(
         elif isinstance(ev, WarmedUp | Done):
             warmed.add(ev.worker)
             if isinstance(ev, Done):
-                done[ev.worker] = ev.records_path
+                done[ev.worker] = ev.result_path
             if len(warmed) == n and not measure.is_set():
                 if scraper is not None:
                     await scraper.begin_window()

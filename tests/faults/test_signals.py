@@ -115,7 +115,7 @@ def check_partial(out: Path, tmp_path: Path) -> dict[str, object]:
     assert summary["config"]["interrupted"] is True
     assert summary["requests"]["total"] >= 1
     assert (out / "requests.parquet").is_file() and (out / "report.html").is_file()
-    assert leftovers(tmp_path) == []  # the sent-body spools are gone
+    assert leftovers(tmp_path) == []  # the spools of sent bodies and of rows are gone
     return summary  # type: ignore[no-any-return]
 
 
