@@ -58,8 +58,11 @@ def itl_ms(r: RequestRecord) -> list[float]:
 def pooled_itl_ms(records: Sequence[RequestRecord]) -> npt.NDArray[np.float64]:
     """Every inter-token gap of the successful ``records``, in ms, as one array."""
     ok = [r.itl_ns.ns for r in records if r.ok and r.itl_ns]
-    gaps = np.concatenate(ok) if ok else np.zeros(0, dtype=np.int64)
-    return gaps / NS_PER_MS
+    if not ok:
+        return np.zeros(0, dtype=np.float64)
+    gaps = np.concatenate(ok, dtype=np.float64)  # 8 bytes a gap, no int64 copy beside it
+    gaps /= NS_PER_MS
+    return gaps
 
 
 def mean_itl_ms(r: RequestRecord) -> float | None:

@@ -3,6 +3,10 @@
 Percentiles interpolate linearly between closest ranks (numpy's default, as ``vllm bench serve``
 and AIPerf do), so figures from the three tools compare. An empty sample is unknown: every field
 is ``None``, never 0.
+
+A long run pools tens of millions of inter-token gaps: a sample is copied only to drop NaNs, and
+a caller that hands its array over (``scratch=True``) lets it be reordered in place instead of
+copied again; the mean is taken before any reordering, so the figures are the same either way.
 """
 
 from __future__ import annotations
@@ -35,22 +39,17 @@ def empty() -> P:
     return {"p50": None, "p90": None, "p99": None, "mean": None, "max": None}
 
 
-def percentiles(values: Values) -> P:
-    """``P`` of ``values``; all ``None`` when there are none. NaNs are dropped."""
+def percentiles(values: Values, *, scratch: bool = False) -> P:
+    """``P`` of ``values``; all ``None`` when there are none. NaNs are dropped. ``scratch``: a
+    float64 array the caller gives up (reordered in place rather than copied)."""
     if len(values) == 0:
         return empty()
-    a = np.asarray(values, dtype=np.float64)
-    a = a[~np.isnan(a)]
+    a, own = _clean(values, scratch)
     if a.size == 0:
         return empty()
-    p50, p90, p99 = np.percentile(a, (50.0, 90.0, 99.0))
-    return {
-        "p50": float(p50),
-        "p90": float(p90),
-        "p99": float(p99),
-        "mean": float(a.mean()),
-        "max": float(a.max()),
-    }
+    mean, top = float(a.mean()), float(a.max())  # before any reordering
+    p50, p90, p99 = np.percentile(a, (50.0, 90.0, 99.0), overwrite_input=own)
+    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": mean, "max": top}
 
 
 def key(q: float) -> str:
@@ -78,32 +77,44 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
     return tuple(sorted(qs - set(CONTRACT_QS)))
 
 
-def distribution(values: Values, extra: Iterable[float] = ()) -> dict[str, float | None]:
+def distribution(
+    values: Values, extra: Iterable[float] = (), *, scratch: bool = False
+) -> dict[str, float | None]:
     """``P`` of ``values`` plus the percentiles ``extra`` (:func:`key` names them), percentiles
-    in ascending order, then ``mean`` and ``max``."""
-    b = percentiles(values)
+    in ascending order, then ``mean`` and ``max``. ``scratch`` as :func:`percentiles`."""
+    b = percentiles(values, scratch=scratch)
     p = {"p50": b["p50"], "p90": b["p90"], "p99": b["p99"], "mean": b["mean"], "max": b["max"]}
     qs = sorted({*CONTRACT_QS, *extra})
     if len(qs) == len(CONTRACT_QS):
         return p
-    a = _clean(values)
-    at = dict(zip(qs, np.percentile(a, qs).tolist(), strict=True)) if a.size else {}
+    a, own = _clean(values, scratch)
+    at = (
+        dict(zip(qs, np.percentile(a, qs, overwrite_input=own).tolist(), strict=True))
+        if a.size
+        else {}
+    )
     out: dict[str, float | None] = {key(q): p.get(key(q), at.get(q)) for q in qs}
     out["mean"], out["max"] = p["mean"], p["max"]
     return out
 
 
-def quantile_curve(values: Values, digits: int = 3) -> list[float] | None:
-    """``values`` at :data:`CURVE_LEVELS` (for CDF charts), rounded; ``None`` when empty."""
-    a = _clean(values)
+def quantile_curve(values: Values, digits: int = 3, *, scratch: bool = False) -> list[float] | None:
+    """``values`` at :data:`CURVE_LEVELS` (for CDF charts), rounded; ``None`` when empty.
+    ``scratch`` as :func:`percentiles`."""
+    a, own = _clean(values, scratch)
     if a.size == 0:
         return None
-    return [round(float(v), digits) for v in np.percentile(a, CURVE_LEVELS)]
+    return [round(float(v), digits) for v in np.percentile(a, CURVE_LEVELS, overwrite_input=own)]
 
 
-def _clean(values: Values) -> npt.NDArray[np.float64]:
+def _clean(values: Values, scratch: bool = False) -> tuple[npt.NDArray[np.float64], bool]:
+    """``values`` without NaNs as a float64 array, and whether it may be reordered in place:
+    a copy made here, or ``values`` itself when the caller gave it up (``scratch``)."""
     a = np.asarray(values, dtype=np.float64)
-    return a[~np.isnan(a)]
+    nan = np.isnan(a)
+    if nan.any():
+        return a[~nan], True
+    return a, scratch and a is values
 
 
 def percentile(values: Values, q: float) -> float | None:
@@ -113,9 +124,8 @@ def percentile(values: Values, q: float) -> float | None:
     groups of the roll-ups (thousands of sessions and seconds).
     """
     if len(values) > 256:
-        a = np.asarray(values, dtype=np.float64)
-        a = a[~np.isnan(a)]
-        return float(np.percentile(a, q)) if a.size else None
+        a, own = _clean(values)
+        return float(np.percentile(a, q, overwrite_input=own)) if a.size else None
     xs = sorted(float(v) for v in values if not math.isnan(v))
     if not xs:
         return None

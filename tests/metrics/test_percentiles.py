@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.metrics.percentiles import STATS, percentile, percentiles, ratio
+from agentx.metrics import latency as lat
+from agentx.metrics.percentiles import (
+    STATS,
+    distribution,
+    percentile,
+    percentiles,
+    quantile_curve,
+    ratio,
+)
+from agentx.record import RequestRecord
 
 finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)
+
+
+def rec(ok: bool = True, gaps: tuple[int, ...] = ()) -> RequestRecord:
+    return RequestRecord("r", "s", 0, "sess", "t", 0, False, 1, 2, 3, 200, ok, itl_ns=gaps)
 
 
 class TestPercentiles:
@@ -74,3 +88,31 @@ class TestRatio:
         assert ratio(1, None) is None
         assert ratio(0, 4) == 0.0
         assert ratio(1, 4) == 0.25
+
+
+class TestLargeSamples:
+    """A long run's pooled gaps: copied only to drop NaNs, reordered in place when handed over,
+    and the figures exactly those of the plain computation either way."""
+
+    @given(st.lists(finite | st.just(math.nan), min_size=1, max_size=300), st.booleans())
+    def test_handing_the_array_over_changes_no_figure(self, xs: list[float], nan: bool) -> None:
+        a = np.array(xs + ([math.nan] if nan else []), dtype=np.float64)
+        plain = a[~np.isnan(a)]
+        expect: dict[str, float | None] = dict.fromkeys(STATS, None)
+        if plain.size:
+            p50, p90, p99 = np.percentile(plain, (50, 90, 99)).tolist()
+            mean, top = float(plain.mean()), float(plain.max())
+            expect = {"p50": p50, "p90": p90, "p99": p99, "mean": mean, "max": top}
+        kept = a.copy()
+        assert distribution(a, (95.0, 99.9)) == distribution(kept, (95.0, 99.9))
+        assert np.array_equal(a, kept, equal_nan=True)  # not handed over: left as it was
+        assert percentiles(a.copy(), scratch=True) == expect
+        assert distribution(a.copy(), (95.0,), scratch=True) == distribution(a, (95.0,))
+        assert quantile_curve(a.copy(), scratch=True) == quantile_curve(a)
+
+    def test_pooled_gaps_are_the_plain_division_of_every_gap(self) -> None:
+        rows = [rec(gaps=(1_500_000, 7, 3_000_001)), rec(ok=False), rec(gaps=(2,)), rec()]
+        got = lat.pooled_itl_ms(rows)
+        assert got.dtype == np.float64
+        assert got.tolist() == (np.array([1_500_000, 7, 3_000_001, 2]) / 1_000_000).tolist()
+        assert lat.pooled_itl_ms([]).size == 0
