@@ -133,16 +133,17 @@ def collect(
 
 
 def _with_theory(
-    records: list[RequestRecord],
+    spools: list[Path],
     logs: list[Path],
     block_size: int,
     tokenizer: Tokenizer,
     lanes: int,
 ) -> tuple[list[RequestRecord], list[TheoryRow]]:
-    """The records given their theoretical figures (in ``tokenizer``'s tokens), in place, and
-    the rows of ``theory.parquet``."""
+    """The spooled rows, in send order, with their theoretical figures (in ``tokenizer``'s
+    tokens), and the rows of ``theory.parquet``."""
     # the threads in flight together: a few per lane (a session's subagents run beside it)
     expected = theoretical(merged(logs), block_size, tokenizer, max_threads=2 * lanes + 16)
+    records = read_spools(spools)  # read after the pass: its per-thread state is gone
     for i, r in enumerate(records):
         e = expected.get(r.request_id)
         if e is not None:
@@ -176,7 +177,7 @@ def finish_run(
         for t in c.tallies:
             tally.merge(t)
     records, theory = _with_theory(
-        read_spools(c.row_spools), c.sent_logs, setup.block_size, tokenizer, o.concurrency
+        c.row_spools, c.sent_logs, setup.block_size, tokenizer, o.concurrency
     )
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     cpu_percent = 100.0 * c.cpu_s / wall_s

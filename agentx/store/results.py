@@ -50,7 +50,7 @@ SCHEMA = pa.schema(
 )
 
 
-ROW_GROUP_ROWS = 65_536  # rows converted (and written) at a time
+ROW_GROUP_ROWS = 16_384  # rows converted (and written) at a time
 
 
 def batch_of(records: Sequence[RequestRecord]) -> pa.RecordBatch:
