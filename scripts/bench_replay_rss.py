@@ -1,0 +1,280 @@
+"""The replay client's RSS over a long run: does it grow with the requests it has finished?
+
+Starts ``agentx serve-sim`` (``--fast`` unless ``--decode-tps`` is given, with ``--profile
+agentx``), then runs ``AGENTX replay TRACE --endpoint URL --concurrency C --max-requests N
+--time-scale 0 --json`` as a child, once per ``--agentx`` (e.g. main's install and this
+checkout's, side by side), and samples every 0.25 s the child's RSS and the requests the server
+has finished (its ``vllm:request_success_total``). Prints, per agentx, the RSS when the server
+had finished each ``--at`` count, when it had finished them all (the lanes' end), the peak
+until then, and the peak of the whole run (the results written at the end included).
+
+serve-sim answers in few reads, so most gaps a replay measures against it are 0 (cached small
+ints, cheap to hold); a real server's are all distinct. ``--row-cost N`` also writes N rows with
+a real server's gaps (413 a row, the corpus's mean output, 5-40 ms each) and has each agentx's
+Python read them back: the bytes one row holds in memory, as it is held after the run (and was,
+before the rows were spooled, during it), and the peak RSS of building ``summary.json`` and
+writing the results from them (what the end of an N-request run adds).
+
+    .venv/bin/python scripts/bench_replay_rss.py --trace /work/corpora/out/w1x.parquet \\
+        --requests 12000 --at 1000,3000,10000 \\
+        --agentx before=/work/main/.venv/bin/agentx --agentx after=.venv/bin/agentx
+
+Without arguments (``make bench BENCH=replay_rss``): the bundled example trace, 3,000 requests,
+this checkout's agentx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from agentx.examples import example_path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUCCESS = re.compile(rb"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def finished(url: str) -> int:
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        return int(sum(float(v) for v in SUCCESS.findall(r.read())))
+
+
+def serve_sim(agentx: str, args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+    cmd = [agentx, "serve-sim", "--port", "0", "--profile", "agentx"]
+    cmd += ["--decode-tps", str(args.decode_tps)] if args.decode_tps else ["--fast"]
+    cmd += args.sim_arg or []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise SystemExit("serve-sim did not start")
+    return proc, url
+
+
+def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -> dict[str, Any]:
+    sim, url = serve_sim(sim_agentx, args)
+    out = Path(tempfile.mkdtemp(prefix="agentx-bench-rss-"))
+    cmd = [agentx, "replay", str(args.trace), "--endpoint", url, "-o", str(out / "r"), "--json"]
+    cmd += ["--concurrency", str(args.concurrency), "--max-requests", str(args.requests)]
+    cmd += ["--time-scale", "0", "--workers", str(args.workers)]
+    base = finished(url)
+    marks: dict[int, int] = {}
+    lanes_end_rss = peak = peak_lanes = 0
+    t0 = time.perf_counter()
+    try:
+        with tempfile.TemporaryFile() as stdout:
+            child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, cwd=ROOT)
+            pids = [child.pid]
+            while True:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    break
+                if args.workers > 1:
+                    pids = [child.pid, *_children(child.pid)]
+                rss = sum(rss_bytes(p) for p in pids)
+                peak = max(peak, rss)
+                done = finished(url) - base
+                for n in at:
+                    if done >= n and n not in marks:
+                        marks[n] = rss
+                if done >= args.requests and not lanes_end_rss:
+                    lanes_end_rss = rss
+                if not lanes_end_rss:
+                    peak_lanes = max(peak_lanes, rss)
+                time.sleep(0.25)
+            wall = time.perf_counter() - t0
+            stdout.seek(0)
+            summary = orjson.loads(stdout.read() or b"{}")
+    finally:
+        sim.terminate()
+        sim.wait()
+        shutil.rmtree(out, ignore_errors=True)
+    return {
+        "exit": os.waitstatus_to_exitcode(status),
+        "wall_s": wall,
+        "marks": marks,
+        "lanes_end": lanes_end_rss,
+        "peak_lanes": peak_lanes,
+        "peak": max(peak, usage.ru_maxrss * 1024 if args.workers == 1 else 0),
+        "ok": (summary.get("requests") or {}).get("ok"),
+    }
+
+
+ROW_COST = """
+import gc, sys, tempfile, tracemalloc
+from pathlib import Path
+import pyarrow as pa
+from agentx.metrics.summary import RunInfo, build_summary
+from agentx.report.results_dir import write_results
+from agentx.store.results import read_requests
+
+
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
+
+
+if sys.argv[2] == "bytes":  # what the rows hold, by tracemalloc
+    tracemalloc.start()
+    rows = read_requests(sys.argv[1])
+    gc.collect()
+    print(tracemalloc.get_traced_memory()[0] / len(rows))
+    sys.exit()
+rows = read_requests(sys.argv[1])
+gc.collect()
+pa.default_memory_pool().release_unused()  # the table read: a run reads its spool batch by batch
+held = status("VmRSS:")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # VmHWM from here: summary.json built and the results written from the rows
+run = RunInfo(endpoint="http://x", model="m", started_at="t", duration_s=100.0)
+summary = build_summary(run, rows, None, [], 64)
+with tempfile.TemporaryDirectory() as d:
+    write_results(Path(d), summary, rows, None)
+print(held, status("VmHWM:"))
+"""
+
+
+def row_cost_file(path: Path, n: int, gaps: int = 413) -> None:
+    from agentx.record import RequestRecord
+    from agentx.store.results import write_requests
+
+    rng = np.random.default_rng(0)
+    t0 = 1_000_000_000_000
+    rows = [
+        RequestRecord(
+            f"0.0.{i}",
+            f"w1x-{i:06d}-main-{i % 40}",
+            i % 32,
+            f"w1x-{i // 40:06d}",
+            "main",
+            i % 40,
+            False,
+            1_764_000_000_000_000_000 + i,
+            t0 + i * 10**6,
+            t0 + i * 10**6 + 5000,
+            200,
+            True,
+            ttfb_ns=40_000_000 + i,
+            ttft_ns=41_000_000 + i,
+            ttfc_ns=41_000_000 + i,
+            e2e_ns=9_000_000_000 + i,
+            itl_ns=rng.integers(5_000_000, 40_000_000, gaps),
+            prompt_tokens=90_000 + i,
+            completion_tokens=gaps + 1,
+            cached_tokens=80_000 + i,
+            expected_prompt_tokens=90_100 + i,
+            expected_completion_tokens=gaps + 1,
+            theoretical_hit_tokens=80_064 + i,
+        )
+        for i in range(n)
+    ]
+    write_requests(path, rows)
+
+
+def row_cost(agentx: str, path: Path) -> tuple[float, int, int]:
+    """(bytes one row holds, RSS with the rows read, peak RSS of summary + results from them)
+    in ``agentx``'s own Python (``-I``: its install, not this checkout); the bytes in a process
+    of their own (tracemalloc's bookkeeping would weigh on the RSS)."""
+    python = Path(agentx).parent / "python"
+    out = [
+        subprocess.run(
+            [python, "-I", "-c", ROW_COST, path, part], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for part in ("bytes", "rss")
+    ]
+    return float(out[0][0]), int(out[1][0]), int(out[1][1])
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def replays(
+    args: argparse.Namespace, agentxs: list[list[str]], sim_agentx: str, at: list[int]
+) -> None:
+    cols = " | ".join(f"RSS at {n:,}" for n in at)
+    print(
+        f"| agentx | {cols} | RSS at {args.requests:,} (lanes end) | peak of the lanes "
+        "| peak (results written) | wall | ok |"
+    )
+    print("|---|" + "---:|" * (len(at) + 5))
+    for name, path in agentxs:
+        r = run(path, sim_agentx, args, at)
+        gib = [f"{r['marks'][n] / 2**30:.2f} GiB" if n in r["marks"] else "" for n in at]
+        print(
+            f"| {name} | {' | '.join(gib)} | {r['lanes_end'] / 2**30:.2f} GiB | "
+            f"{r['peak_lanes'] / 2**30:.2f} GiB | "
+            f"{r['peak'] / 2**30:.2f} GiB | {r['wall_s']:.0f} s | {r['ok']} (exit {r['exit']}) |",
+            flush=True,
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trace", type=Path, help="default: the bundled example trace")
+    ap.add_argument("--requests", type=int, default=3000, help="0: only the row-cost part")
+    ap.add_argument("--at", default="1000,2000", help="request counts to report RSS at")
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--decode-tps", type=float, help="modelled decode (default: --fast)")
+    ap.add_argument("--sim-arg", action="append", help="one more serve-sim argument")
+    ap.add_argument("--agentx", action="append", help="NAME=PATH (repeatable)")
+    ap.add_argument(
+        "--row-cost", type=int, default=3000, help="rows of the row-cost part (0: none)"
+    )
+    args = ap.parse_args()
+    args.trace = args.trace or example_path("example")
+    at = [int(x) for x in args.at.split(",") if x]
+    agentxs = [a.split("=", 1) for a in (args.agentx or [f"this={ROOT / '.venv/bin/agentx'}"])]
+    sim_agentx = str(ROOT / ".venv/bin/agentx")  # one server for every client compared
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    if args.requests:
+        replays(args, agentxs, sim_agentx, at)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    if args.row_cost:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "requests.parquet"
+            row_cost_file(path, args.row_cost)
+            print(
+                f"\n| agentx | one row in memory (413 gaps) | RSS with {args.row_cost:,} rows "
+                "read | peak RSS: summary.json and the results written from them |"
+            )
+            print("|---|---:|---:|---:|")
+            for name, agentx in agentxs:
+                b, held, peak = row_cost(agentx, path)
+                print(
+                    f"| {name} | {b / 1024:.1f} KB | {held / 2**30:.2f} GiB | "
+                    f"{peak / 2**30:.2f} GiB |"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
