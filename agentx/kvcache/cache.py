@@ -122,12 +122,6 @@ class KVCache:
         """Resident blocks cached under a hash."""
         return self._named
 
-    @property
-    def nbytes(self) -> int:
-        """Memory held by the bookkeeping arrays (grows with the distinct blocks seen)."""
-        arrays = (self._ref, self._free_pos, self._offload_pos, self._stamp)
-        return self._table.nbytes + sum(int(a.nbytes) for a in arrays)
-
     def __contains__(self, block: int) -> bool:
         """Whether ``block`` is resident in the GPU tier."""
         return bool(self._ref[self._find([block])][0] >= 0)

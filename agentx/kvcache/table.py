@@ -95,10 +95,6 @@ class BlockTable:
     def slots(self) -> int:
         return WIDTH << self._bits
 
-    @property
-    def nbytes(self) -> int:
-        return int(self._keys.nbytes + self._ids.nbytes + self._fill.nbytes)
-
     def _home(self, keys: Keys) -> Ids:
         with np.errstate(over="ignore"):
             mixed = keys * _MIX

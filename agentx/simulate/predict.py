@@ -146,8 +146,9 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
     gpu_points: dict[int, dict[str, Any]] = {}
     offload_points: dict[int, dict[str, Any]] = {}
     exact_from: int | None = None  # the smallest capacity that ran as an unbounded cache
-    for i, cap in enumerate(sorted(set(caps)), 1):
-        label = f"simulating: capacity {i}/{len(set(caps))} ({cap:,} tokens)"
+    ascending = sorted(set(caps))
+    for i, cap in enumerate(ascending, 1):
+        label = f"simulating: capacity {i}/{len(ascending)} ({cap:,} tokens)"
         if exact_from is not None and o.derive_unbounded:
             prog.phase(f"{label}: as unbounded (the {exact_from:,}-token cache refilled nothing)")
             gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
