@@ -171,7 +171,7 @@ def _prompt_texts(sessions: int) -> list[str]:
     standard-library sources (code and prose, ~4 bytes a token, like an agent's context)."""
     import sysconfig
 
-    from agentx.tokens import get_encoding
+    from agentx.prefixcache.tokens import get_encoding
 
     enc = get_encoding()
     parts, size = [], 0
@@ -188,7 +188,7 @@ def _prompt_texts(sessions: int) -> list[str]:
 def _write_prompt_trace(path: Path, sessions: int) -> int:
     """``sessions`` one-request sessions, each one user message of ~PROMPT_TOKENS tokens asking
     for PROMPT_OUTPUT tokens. Returns the largest body's bytes."""
-    from agentx.models import API_OPENAI_CHAT, Exchange, Response, Timing, Usage
+    from agentx.core.models import API_OPENAI_CHAT, Exchange, Response, Timing, Usage
     from agentx.store import write_trace
 
     rows = []

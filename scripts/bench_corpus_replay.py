@@ -4,8 +4,8 @@ Figures go in docs/benchmarks.md ("Replay on agent corpora"). Each part prints a
 
 1. **synth** — synthetic text for hash-only requests, from the corpus's own sessions: the
    largest prompt of each session built cold, and every turn of a main thread one after
-   another, with the incremental :class:`agentx.synth.ThreadText` side by side with building
-   each prompt from scratch (:func:`agentx.synth.hash_id_text`, what replay did before).
+   another, with the incremental :class:`agentx.prefixcache.synth.ThreadText` side by side with building
+   each prompt from scratch (:func:`agentx.prefixcache.synth.hash_id_text`, what replay did before).
 2. **count** — the prompt-token count serve-sim makes of the same requests as replay sends them
    (one salted user message each): the piecewise encoding memo side by side with encoding each
    prompt whole (the slow path); the counts must be equal.
@@ -43,12 +43,12 @@ import aiohttp
 import numpy as np
 import orjson
 
-from agentx.examples import example_path
-from agentx.models import Exchange
-from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
-from agentx.replay.source import open_source
-from agentx.synth import BlockTexts, ThreadText, hash_id_text, vocabulary
-from agentx.tokens import _EncodeMemo, get_encoding, render_segments
+from agentx.core.examples import example_path
+from agentx.core.models import Exchange
+from agentx.prefixcache.synth import BlockTexts, ThreadText, hash_id_text, vocabulary
+from agentx.prefixcache.tokens import _EncodeMemo, get_encoding, render_segments
+from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder
+from agentx.workload.source import open_source
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")

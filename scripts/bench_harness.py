@@ -394,7 +394,7 @@ def main() -> int:
         check=True,
         env={**os.environ, "AGENTX_VENV_PY": sys.executable},
     )
-    from agentx.examples import example_path
+    from agentx.core.examples import example_path
 
     traces = Path(os.environ.get("BENCH_TRACE", example_path("weka")))
     lanes = int(os.environ.get("BENCH_CONCURRENCY", len(list(traces.glob("*.json")))))

@@ -1,5 +1,5 @@
 """`KVCache` (block state in numpy arrays) against the block-at-a-time reference model
-(`tests/kvcache_reference.py`: dicts and an OrderedDict, the implementation agentx shipped
+(`tests/prefixcache/kvcache_reference.py`: dicts and an OrderedDict, the implementation agentx shipped
 before), side by side in one run, on two workloads:
 
 - growing: 8 threads growing by 30 blocks a turn to 3,000 blocks of 64 tokens, each turn
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "prefixcache"))
 from kvcache_reference import ReferenceKVCache
 
-from agentx.kvcache import KVCache
+from agentx.prefixcache.kvcache import KVCache
 
 BS = 64
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUCCESS = re.compile(rb"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
@@ -158,7 +158,7 @@ print(held, status("VmHWM:"))
 
 
 def row_cost_file(path: Path, n: int, gaps: int = 413) -> None:
-    from agentx.record import RequestRecord
+    from agentx.core.record import RequestRecord
     from agentx.store.results import write_requests
 
     rng = np.random.default_rng(0)

@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage  # noqa: E402
+from agentx.core.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage  # noqa: E402
 from agentx.store import TraceWriter  # noqa: E402
 
 WORDS = [

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from agentx.prefix import chain_ids
+from agentx.prefixcache.hashing import chain_ids
 from agentx.simulate.stack import kvcache_simulate, stack_simulate
 from agentx.simulate.workload import RawRequest, Workload, build_workload
 

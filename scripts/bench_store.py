@@ -27,12 +27,13 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentx import tokens
+from agentx.core.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage
 from agentx.formats import load_exchanges
-from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage
-from agentx.prefix import UnboundedPrefixCache, block_hashes
-from agentx.stats import compute_stats
+from agentx.prefixcache import tokens
+from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.hashing import block_hashes
 from agentx.store import TraceWriter
+from agentx.workload.stats import compute_stats
 
 ZSTD_LEVEL = 9  # what the store uses
 
@@ -270,7 +271,7 @@ def bench_stats(tmp: Path, sessions: int, turns: int) -> dict[str, Any]:
     subset = [
         ex for ex in load_exchanges(path, shared=True) if int(ex.session_id[1:]) < subset_sessions
     ]
-    from agentx.stats import summarize
+    from agentx.workload.stats import summarize
 
     tokens._encode_cached.cache_clear()
     t0 = time.perf_counter()

@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentx import tokens
-from agentx.flags import FLAG_SIDE_CALL, FLAG_SUBAGENT
-from agentx.models import (
+from agentx.core.flags import FLAG_SIDE_CALL, FLAG_SUBAGENT
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,
@@ -40,6 +39,7 @@ from agentx.models import (
     Timing,
     Usage,
 )
+from agentx.prefixcache import tokens
 from agentx.store import write_trace
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -16,41 +16,27 @@ import pytest
 ROOT = Path(__file__).parents[1]
 PKG = ROOT / "agentx"
 
-# Stages, lowest first. A module may import its own package (group), any module of a lower
-# stage, and, within the shared base, any other base module. Groups of the same stage never
-# import each other. A new module must be placed here.
+# Stages, lowest first. A module may import its own package (group) and any module of a lower
+# stage. Groups of the same stage never import each other. A new module must be placed here.
 STAGES: list[list[str]] = [
-    # the shared vocabulary and the measuring tools every stage uses
     [
         "agentx",
-        "agentx.errors",
-        "agentx.models",
-        "agentx.flags",
-        "agentx.provider_fields",
-        "agentx.usage",
-        "agentx.record",
-        "agentx.tokens",
-        "agentx.tokenizer",
-        "agentx.prefix",
-        "agentx.prefix_union",
-        "agentx.synth",
-        "agentx.hitrate",
-        "agentx.kvcache",
-        "agentx.engine",
-        "agentx.examples",
-        "agentx.outputs",
-        "agentx.urls",
-        "agentx.progress",
-    ],
+        "agentx.core",
+    ],  # the shared vocabulary: errors, values, rows, flags, outputs, percentiles
+    ["agentx.apis"],  # the API families: usage, provider-only fields, translation to chat
+    [
+        "agentx.prefixcache"
+    ],  # tokens, block hashes, the unbounded and bounded caches, the engine model
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
-    ["agentx.formats"],  # Weka / Mooncake import and export, agentx convert
+    ["agentx.formats"],  # Weka / Mooncake / Hugging Face import and export, agentx convert
     ["agentx.schedule"],  # the replay's rules as a pure event model (replay and simulate drive it)
+    ["agentx.workload"],  # a trace as sessions, trees and request bodies; stats; scenario presets
     ["agentx.capture", "agentx.scrub"],  # produce and clean traces
-    ["agentx.metrics"],  # percentiles, latency, Prometheus, SLOs, summary.json
-    ["agentx.report", "agentx.stats"],  # reports of a results directory; the shape of a trace
-    ["agentx.replay"],  # the load generator: plans, lanes, and its results directory
+    ["agentx.metrics"],  # latency, Prometheus, SLOs, cost, summary.json
+    ["agentx.report"],  # reports of a results directory
+    ["agentx.replay"],  # the live load generator: lanes, client, workers, results; sweep
     ["agentx.serve_sim", "agentx.simulate"],  # the simulated server, the offline simulator
-    ["agentx.sweep", "agentx.demo"],  # commands built from the others
+    ["agentx.demo"],  # the end-to-end demo, built from the others
     ["agentx.cli"],  # the thin command line
     ["agentx.__main__"],  # python -m agentx
 ]

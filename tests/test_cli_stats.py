@@ -12,7 +12,7 @@ from store.test_bad_input import BAD
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 
 ROOT = Path(__file__).parents[1]
 EXAMPLE = example_path("example")

@@ -11,7 +11,7 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.store import open_trace, read_trace
 
 ROOT = Path(__file__).parents[1]

@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode
 
-from agentx.models import Credential
-from agentx.urls import REDACTED, is_secret_param
+from agentx.core.models import Credential
+from agentx.core.urls import REDACTED, is_secret_param
 
 SECRET_HEADERS = frozenset(
     {

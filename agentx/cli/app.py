@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleDimensions
 from rich.segment import Segment
 
 from agentx import DISTRIBUTION, __version__
-from agentx.errors import AgentxError, Interrupted
+from agentx.core.errors import AgentxError, Interrupted
 
 app = typer.Typer(
     name="agentx",
@@ -95,7 +95,7 @@ Force = Annotated[
 
 def trace_path(value: Path) -> Path:
     """Callback of every trace argument: a bundled example's name stands for its path."""
-    from agentx.examples import resolve_trace
+    from agentx.core.examples import resolve_trace
 
     return resolve_trace(value)
 
@@ -129,7 +129,7 @@ def print_json(data: object) -> None:
 def write_json_file(path: Path, data: object, *, force: bool) -> None:
     import orjson
 
-    from agentx.outputs import write_atomic
+    from agentx.core.outputs import write_atomic
 
     write_atomic(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", force=force)
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from agentx.cli.app import Force, app, err, fail
-from agentx.errors import AgentxError, CaptureError
+from agentx.core.errors import AgentxError, CaptureError
 
 
 @app.command()
@@ -88,7 +88,7 @@ def capture(
         sys.stdout.write(f"{ADDON_PATH}\n")
         return
     from agentx.capture.runner import CaptureConfig, run_capture
-    from agentx.errors import UsageError
+    from agentx.core.errors import UsageError
 
     try:
         if out_path is None:

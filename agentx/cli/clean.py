@@ -20,7 +20,7 @@ from agentx.cli.app import (
     trace_path,
     write_json_file,
 )
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 
 
 @app.command()
@@ -71,8 +71,8 @@ def scrub(
     force: Force = False,
 ) -> None:
     """Drop malformed exchanges, repair orphaned tool calls, redact secrets; say what and why."""
-    from agentx.outputs import check_output
-    from agentx.progress import progress_for
+    from agentx.core.outputs import check_output
+    from agentx.core.progress import progress_for
     from agentx.scrub import ScrubOptions, render_report, scrub_trace
 
     options = ScrubOptions(
@@ -125,7 +125,7 @@ def anonymize(
     force: Force = False,
 ) -> None:
     """Shareable trace: no original text, same token counts and prefix-sharing structure."""
-    from agentx.progress import progress_for
+    from agentx.core.progress import progress_for
     from agentx.scrub.anonymize import AnonymizeOptions, anonymize_trace
 
     options = AnonymizeOptions(key=key.encode() if key is not None else None, keep_tools=keep_tools)
@@ -192,8 +192,8 @@ def convert(
     force: Force = False,
 ) -> None:
     """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""
+    from agentx.core.progress import progress_for
     from agentx.formats.convert import convert as run_convert
-    from agentx.progress import progress_for
 
     dst, dataset = output_target(output)
     dataset = dataset and to == "agentx"

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agentx.cli.app import app, err, fail, out, print_json
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 
 
 @app.command()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentx.engine import EngineParams
+from agentx.prefixcache.engine import EngineParams
 
 ENGINE = EngineParams()  # the documented defaults (serve-sim's)
 

@@ -11,7 +11,7 @@ from agentx.cli import replay_options as o
 from agentx.cli import report_options as ro
 from agentx.cli.app import Force, app, err, fail, out, print_json
 from agentx.cli.engine_options import Tokenizer
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 
 if TYPE_CHECKING:
     from agentx.replay.options import ReplayOptions
@@ -109,7 +109,7 @@ def replay(
 ) -> None:
     """Replay a trace as load against an OpenAI-compatible server; measure cache, TTFT, ITL, tokens/s."""
     from agentx.replay import run_replay
-    from agentx.replay.scenario import describe
+    from agentx.replay.options import describe
 
     try:
         options = _options(ctx)
@@ -143,8 +143,7 @@ def replay(
 def _options(ctx: typer.Context) -> ReplayOptions:
     """``ReplayOptions`` from replay's flags (``ctx.params``): the preset of ``--scenario``, the
     flags replay shares with sweep, and its own (the schedule, shards, outputs)."""
-    from agentx.replay.options import parse_ratio, parse_shard, parse_start_at
-    from agentx.replay.scenario import scenario_options
+    from agentx.replay.options import parse_ratio, parse_shard, parse_start_at, scenario_options
 
     flags = ctx.params
     open_loop = flags["session_rate"] is not None or flags["request_rate"] is not None

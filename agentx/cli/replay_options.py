@@ -9,7 +9,7 @@ import typer
 
 from agentx.cli.app import BUNDLED_HELP, err, trace_path
 from agentx.cli.report_options import cost_from_flags
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
 
 Trace = Annotated[
     Path,
@@ -290,7 +290,7 @@ def concurrency_or_default(concurrency: int | None, open_loop: bool) -> int:
 def shared_values(ctx: typer.Context) -> dict[str, Any]:
     """The ``ReplayOptions`` values of the flags `replay` and `sweep` share, from the command's
     parsed flags (``ctx.params``, by parameter name); ``None`` = not given."""
-    from agentx.metrics.percentiles import parse_percentiles
+    from agentx.core.percentiles import parse_percentiles
     from agentx.replay.options import parse_extra_body
 
     flags = ctx.params

@@ -9,7 +9,7 @@ import typer
 
 from agentx.cli import report_options as ro
 from agentx.cli.app import Force, app, err, fail, out, print_json
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 
 if TYPE_CHECKING:
     from agentx.report.command import ReportOptions
@@ -94,7 +94,7 @@ def report(
     force: Force = False,
 ) -> None:
     """Re-render saved results; --compare diffs against a base run; several dirs are merged."""
-    from agentx.metrics.percentiles import parse_percentiles
+    from agentx.core.percentiles import parse_percentiles
     from agentx.report.command import ReportOptions
 
     try:

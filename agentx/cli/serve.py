@@ -10,7 +10,7 @@ import typer
 
 from agentx.cli import engine_options as e
 from agentx.cli.app import app, err, fail
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 from agentx.serve_sim.config import PROFILES
 from agentx.serve_sim.config import SimConfig as _SimConfig  # light: no aiohttp
 

@@ -10,7 +10,7 @@ import typer
 from agentx.cli import replay_options as o
 from agentx.cli import report_options as ro
 from agentx.cli.app import Force, app, err, fail, out, print_json
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 
 
 @app.command()
@@ -71,8 +71,8 @@ def sweep(
     force: Force = False,
 ) -> None:
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
-    from agentx.replay.scenario import scenario_options
-    from agentx.sweep import SweepOptions, parse_levels, render_table, run_sweep
+    from agentx.replay.options import scenario_options
+    from agentx.replay.sweep import SweepOptions, parse_levels, render_table, run_sweep
 
     done: list[object] = []
 

@@ -11,7 +11,7 @@ import typer
 from agentx.cli import engine_options as e
 from agentx.cli import replay_options as r
 from agentx.cli.app import BUNDLED_HELP, Force, app, err, fail, out, print_json, trace_path
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 
 
 @app.command()
@@ -43,10 +43,10 @@ def stats(
     ] = None,
 ) -> None:
     """Sessions, threads, requests, token and think-time distributions, theoretical hit rate."""
-    from agentx import stats as stats_mod
-    from agentx.progress import progress_for
-    from agentx.replay.translate import to_chat
-    from agentx.tokenizer import resolve_tokenizer
+    from agentx.apis.translate import to_chat
+    from agentx.core.progress import progress_for
+    from agentx.prefixcache.tokenizer import resolve_tokenizer
+    from agentx.workload import stats as stats_mod
 
     try:
         tok = resolve_tokenizer(tokenizer, server_url=endpoint, to_chat=to_chat)
@@ -197,11 +197,11 @@ def simulate(
 ) -> None:
     """Offline KV-cache simulator: prefix-cache hit rate vs cache capacity, GPU-only vs GPU+DRAM."""
     from agentx import simulate as so
-    from agentx.engine import EngineParams
-    from agentx.progress import progress_for
+    from agentx.core.progress import progress_for
+    from agentx.prefixcache.engine import EngineParams
     from agentx.replay.options import parse_extra_body, parse_ratio
-    from agentx.replay.rules import ScheduleRules
-    from agentx.replay.scenario import scenario_values
+    from agentx.workload.rules import ScheduleRules
+    from agentx.workload.scenario import scenario_values
 
     try:
         if plot is not None:
@@ -278,7 +278,7 @@ def recover(
 ) -> None:
     """Rebuild a trace from the write-ahead spool its writer left when it was killed."""
     from agentx import store
-    from agentx.progress import progress_for
+    from agentx.core.progress import progress_for
     from agentx.store.reader import recover_report
 
     try:
@@ -314,7 +314,7 @@ def example_path(
     ] = False,
 ) -> None:
     """Print where a bundled example is. Trace arguments also take its name: `agentx stats example`."""
-    from agentx import examples
+    from agentx.core import examples
 
     if list_all:
         for ex in examples.EXAMPLES.values():

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import orjson
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 
 SYSTEM_PROMPT = """You are a careful coding agent working in a Python repository.
 Read files before editing them, run the tests after every change, and keep answers short.

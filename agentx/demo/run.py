@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from agentx.capture.runner import Capture, CaptureConfig
+from agentx.core.errors import AgentxError
+from agentx.core.examples import EXAMPLES
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 from agentx.demo.agent import ScriptedAgent
-from agentx.errors import AgentxError
-from agentx.examples import EXAMPLES
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 from agentx.replay.options import ReplayOptions
 from agentx.replay.run import run_replay
 from agentx.scrub.pipeline import ScrubOptions, scrub_trace

@@ -21,9 +21,9 @@ from typing import Literal
 
 import orjson
 
-from agentx.errors import FormatError, TraceError
-from agentx.models import Exchange
-from agentx.progress import Progress
+from agentx.core.errors import FormatError, TraceError
+from agentx.core.models import Exchange
+from agentx.core.progress import Progress
 
 Format = Literal["agentx", "weka", "mooncake", "hf"]
 FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake", "hf")

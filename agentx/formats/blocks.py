@@ -2,12 +2,12 @@
 
 Both formats describe a prompt by its length and the ids of its token blocks, where an equal id
 means an equal prefix up to the end of that block. For text exchanges the blocks are cut from
-the request's cl100k rendering (:func:`agentx.tokens.request_tokens`, the same tokens
-``agentx stats`` hashes), chained with :func:`agentx.prefix.block_hashes`, and numbered densely
+the request's cl100k rendering (:func:`agentx.prefixcache.tokens.request_tokens`, the same tokens
+``agentx stats`` hashes), chained with :func:`agentx.prefixcache.hashing.block_hashes`, and numbered densely
 in order of first appearance (:class:`IdMapper`). Hash-only exchanges (imported Weka/Mooncake)
 at the target block size keep their ids; at another block size their blocks are laid out as the
 synthetic tokens ``agentx convert --with-text`` would give them
-(:func:`agentx.synth.hash_id_tokens`) and cut again.
+(:func:`agentx.prefixcache.synth.hash_id_tokens`) and cut again.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from agentx.models import Exchange
-from agentx.prefix import HashArray, block_hashes, chain_ids
-from agentx.synth import hash_id_tokens
-from agentx.tokens import TokenArray, count_tokens, request_tokens
+from agentx.core.models import Exchange
+from agentx.prefixcache.hashing import HashArray, block_hashes, chain_ids
+from agentx.prefixcache.synth import hash_id_tokens
+from agentx.prefixcache.tokens import TokenArray, count_tokens, request_tokens
 
 
 def exchange_tokens(ex: Exchange) -> TokenArray:

@@ -4,7 +4,7 @@ Importing is :mod:`agentx.formats` (format auto-detected). Hash-only rows (Weka,
 stay hash-only: the trace stores their block ids (delta-encoded, trace format v1.1) and replay
 gives them text when it sends them. ``with_text`` (``agentx convert --with-text``) instead
 stores a prompt made of synthetic text laid out block by block from the hash ids
-(:func:`agentx.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where an
+(:func:`agentx.prefixcache.synth.hash_id_text`): exactly ``usage.prompt_tokens`` cl100k tokens, where an
 identical hash id always gives an identical block; the hash ids stay on the exchange.
 
 The output is one Parquet file, or a dataset directory (``dataset=True``: one file per Weka
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agentx.errors import FormatError, UsageError
+from agentx.core.errors import FormatError, UsageError
+from agentx.core.models import Exchange
+from agentx.core.progress import Progress
 from agentx.formats.synthetic import with_text
-from agentx.models import Exchange
-from agentx.progress import Progress
 
 __all__ = ["TARGETS", "ConvertReport", "Skipped", "convert", "read_exchanges", "with_text"]
 Target = Literal["agentx", "mooncake", "weka"]

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 
 import orjson
 
+from agentx.core.models import Exchange
+from agentx.core.outputs import atomic_output
 from agentx.formats.blocks import IdMapper, block_keys, exchange_tokens, output_tokens
 from agentx.formats.weka.write import WEKA_BLOCK_SIZE, weka_document, write_weka
-from agentx.hitrate import is_model_call
-from agentx.models import Exchange
-from agentx.outputs import atomic_output
+from agentx.prefixcache.theory import is_model_call
 
 MOONCAKE_BLOCK_SIZE = 512
 

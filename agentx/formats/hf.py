@@ -31,9 +31,9 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import FormatError, TraceError, UsageError
+from agentx.core.errors import FormatError, TraceError, UsageError
+from agentx.core.models import Exchange
 from agentx.formats.weka import LOCAL_SCOPE_STRIDE, parse_weka
-from agentx.models import Exchange
 
 HF_SCHEME = "hf://"
 DATASETS_PREFIX = "datasets/"

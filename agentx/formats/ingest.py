@@ -18,11 +18,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentx.errors import FormatError, TraceError
+from agentx.core.errors import FormatError, TraceError
+from agentx.core.outputs import check_output
+from agentx.core.progress import Progress
 from agentx.formats.synthetic import with_text
 from agentx.formats.weka import read_nth_file, weka_files
-from agentx.outputs import check_output
-from agentx.progress import Progress
 from agentx.store import spool_path
 from agentx.store.dataset import TraceConcat
 

@@ -1,6 +1,6 @@
 """Hash-only traces read lazily: a metadata index first, block ids only for what is sent.
 
-A replay plans from :class:`~agentx.models.ExchangeMeta` (ids, thread structure, timings, token
+A replay plans from :class:`~agentx.core.models.ExchangeMeta` (ids, thread structure, timings, token
 counts) and reads a request's block-hash ids when a lane is about to send it, so its memory
 follows the lanes in flight, not the corpus.
 
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import orjson
 
-from agentx.errors import FormatError
+from agentx.core.errors import FormatError
+from agentx.core.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
 from agentx.formats.weka import parse_weka
 from agentx.formats.weka.checks import checked_ids
 from agentx.formats.weka.read import file_id_offset
-from agentx.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
 
 _HASH_IDS = re.compile(rb'"hash_ids"\s*:\s*(\[[^\]]*\])')
 _SPAN_BITS = 32  # a locator packs (offset, length): lengths below 4 GiB

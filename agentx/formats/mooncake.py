@@ -21,9 +21,9 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from agentx.errors import FormatError
-from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
-from agentx.progress import Progress
+from agentx.core.errors import FormatError
+from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.core.progress import Progress
 
 MOONCAKE_BLOCK_SIZE = 512
 SESSION_KEYS = ("session_id", "chat_id", "conversation_id")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from agentx.models import MODEL_APIS, Exchange
-from agentx.synth import hash_id_text
+from agentx.core.models import MODEL_APIS, Exchange
+from agentx.prefixcache.synth import hash_id_text
 
 
 def with_text(ex: Exchange) -> Exchange:

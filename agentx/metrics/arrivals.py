@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentx.metrics.percentiles import distribution
+from agentx.core.percentiles import distribution
 from agentx.schedule.arrivals import ArrivalLog
 
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentx.errors import UsageError
-from agentx.examples import example_path
+from agentx.core.errors import UsageError
+from agentx.core.examples import example_path
 
 SECONDS_PER_HOUR = 3600.0
 PER_MILLION = 1e6

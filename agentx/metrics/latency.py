@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from agentx.record import ERR_NO_USAGE, RequestRecord
+from agentx.core.record import ERR_NO_USAGE, RequestRecord
 
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000

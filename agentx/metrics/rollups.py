@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agentx.core.percentiles import percentile, percentiles, ratio
+from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
-from agentx.metrics.percentiles import percentile, percentiles, ratio
-from agentx.record import RequestRecord
 
 
 def _sum_known(values: Iterable[int | None]) -> int | None:

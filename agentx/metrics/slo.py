@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
+from agentx.core.percentiles import STATS, Values, percentile
+from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
-from agentx.metrics.percentiles import STATS, Values, percentile
-from agentx.record import RequestRecord
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,

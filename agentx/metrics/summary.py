@@ -18,20 +18,14 @@ import numpy as np
 import numpy.typing as npt
 
 from agentx import __version__
+from agentx.core.percentiles import CURVE_LEVELS, distribution, percentiles, quantile_curve, ratio
+from agentx.core.record import ERR_BAD_USAGE, RequestRecord
+from agentx.core.urls import redact_url
 from agentx.metrics import latency as lat
 from agentx.metrics import rollups
 from agentx.metrics.cost import CostOptions, cost_summary
-from agentx.metrics.percentiles import (
-    CURVE_LEVELS,
-    distribution,
-    percentiles,
-    quantile_curve,
-    ratio,
-)
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
-from agentx.record import ERR_BAD_USAGE, RequestRecord
-from agentx.urls import redact_url
 
 SCHEMA = "agentx.summary/1"
 

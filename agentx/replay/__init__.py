@@ -5,7 +5,7 @@ result = run_replay(ReplayOptions(trace=Path("t.parquet"), endpoint="http://127.
 result.summary["cache"]["reported_hit_rate"]
 """
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 from agentx.replay.finish import ReplayResult
 from agentx.replay.options import ReplayOptions
 from agentx.replay.run import run_replay

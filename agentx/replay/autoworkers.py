@@ -38,9 +38,9 @@ import orjson
 from agentx.replay.client import make_stream_client, stream_request
 from agentx.replay.http1.connection import HTTPConnection
 from agentx.replay.options import ReplayOptions
-from agentx.replay.plan import ReplayPlan
 from agentx.replay.setup import probe_setup
 from agentx.replay.sse import ChatStreamParser
+from agentx.workload.plan import ReplayPlan
 
 TARGET_UTILISATION = 0.5
 FALLBACK_STREAM_RATE = 200.0  # chunks/s of one stream: a fast GPU decode

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agentx.metrics.percentiles import percentiles
+from agentx.core.percentiles import percentiles
+from agentx.core.record import RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
-from agentx.record import RequestRecord
 
 TICK_S = 0.1
 SATURATED_CPU_PERCENT = 90.0  # of one core, per client process

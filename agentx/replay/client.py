@@ -7,7 +7,7 @@ for everything off the hot path (probe, metrics scrapes, cache reset). ``scripts
 measures the clients side by side; the figures are in ``docs/benchmarks.md``.
 
 Every failure of one request becomes data on its row (``error_type`` from
-:mod:`agentx.record`); nothing here raises for a per-request fault.
+:mod:`agentx.core.record`); nothing here raises for a per-request fault.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
-from agentx.models import JSON
-from agentx.record import (
+from agentx.apis.usage import checked_usage
+from agentx.core.models import JSON
+from agentx.core.record import (
     ERR_BAD_USAGE,
     ERR_CANCELLED,
     ERR_CONNECT,
@@ -48,7 +49,6 @@ from agentx.replay.http1.errors import (
 )
 from agentx.replay.http1.pool import StreamClient
 from agentx.replay.sse import StreamParser, StreamProtocolError, parser_for
-from agentx.usage import checked_usage
 
 USER_AGENT = "agentx-replay"
 CONNECT_TIMEOUT_S = 30.0

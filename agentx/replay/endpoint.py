@@ -15,9 +15,9 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import httpx
 import orjson
 
-from agentx.errors import EndpointError
+from agentx.core.errors import EndpointError
+from agentx.core.urls import redact_url, redact_urls_in
 from agentx.replay.client import classify
-from agentx.urls import redact_url, redact_urls_in
 
 # owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
 KNOWN_OWNERS = {"vllm": "vllm", "sglang": "sglang", "agentx": "serve-sim"}

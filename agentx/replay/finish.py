@@ -11,27 +11,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentx.apis.translate import to_chat
+from agentx.apis.usage import MAX_TOKENS
+from agentx.core.record import ERR_BAD_USAGE, RequestRecord
+from agentx.core.urls import redact_url
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
-from agentx.prefix_union import TheoryRow
-from agentx.record import ERR_BAD_USAGE, RequestRecord
+from agentx.prefixcache.theory import TheoryRow
+from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.replay import gates
 from agentx.replay.autoworkers import WorkersChoice
 from agentx.replay.bottleneck import Tick, judge
 from agentx.replay.cache_reset import CacheReset
-from agentx.replay.lanes import EngineResult
-from agentx.replay.plan import ReplayPlan, Tally
+from agentx.replay.lanes import LaneResult
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
-from agentx.replay.translate import to_chat
 from agentx.report.results_dir import write_results
 from agentx.schedule.arrivals import ArrivalLog
 from agentx.store.rowspool import read_spools
-from agentx.tokenizer import Tokenizer, resolve_tokenizer
-from agentx.urls import redact_url
-from agentx.usage import MAX_TOKENS
+from agentx.workload.plan import ReplayPlan, Tally
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class ReplayResult:
 
 @dataclass(slots=True)
 class Collected:
-    """The engine results of every process, merged."""
+    """The lane drivers' results of every process, merged."""
 
     row_spools: list[Path]  # each process's rows (agentx.store.rowspool), in process order
     sent_logs: list[Path]
@@ -78,7 +78,7 @@ class Collected:
 
 
 def collect(
-    results: Sequence[EngineResult],
+    results: Sequence[LaneResult],
     logs: list[Path],
     spools: list[Path],
     server_metrics: ServerMetrics | None,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 
 MIN_GATED = 10  # the failure gate looks at no fewer measured requests than this
 COVERAGE_MIN_WINDOW_S = 900.0  # shorter windows are not coverage-gated (as the harness)

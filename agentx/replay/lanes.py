@@ -3,14 +3,14 @@
 What is sent and when is decided by :class:`agentx.schedule.Schedule` (the rules: snapshot
 start, warm-up, think times, spawn/join, idle caps, stopping; see its docs). This module is its
 real-time driver: it polls the schedule on the event loop's clock, builds each due request
-(:mod:`agentx.replay.build`), streams it (:mod:`agentx.replay.client`), and reports the end back.
+(:mod:`agentx.workload.build`), streams it (:mod:`agentx.replay.client`), and reports the end back.
 
 Sessions are read when the schedule first needs them: the schedule knows only how many there
 are, and each one a lane waits for is planned (``await sessions.get(i)``: a lazy plan indexes it
 then, off the event loop) and supplied as a tree built from its metadata
-(:func:`agentx.replay.trees.tree_of`). A tree instance's rows are materialised one by one by its
-session's loader (:mod:`agentx.replay.source`) when they are sent (a warm-up primer included),
-hash-only rows get their synthetic text then (:class:`agentx.replay.build.SynthCache`), and the
+(:func:`agentx.workload.trees.tree_of`). A tree instance's rows are materialised one by one by its
+session's loader (:mod:`agentx.workload.source`) when they are sent (a warm-up primer included),
+hash-only rows get their synthetic text then (:class:`agentx.workload.build.SynthCache`), and the
 loader is dropped when the instance ends. So the first request waits only for the first
 sessions, and memory follows the trees on the lanes, not the corpus nor the run: each finished
 request's row goes to the process's spool on disk (:class:`agentx.store.rowspool.RowSpool`).
@@ -25,33 +25,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agentx.errors import AgentxError
-from agentx.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
+from agentx.core.errors import AgentxError
+from agentx.core.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
 from agentx.replay.bottleneck import LoopMonitor, Tick
-from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
 from agentx.replay.http1.pool import StreamClient
-from agentx.replay.plan import SessionPlan, Sessions, Tally
-from agentx.replay.source import SessionLoader, TraceSource
 from agentx.replay.theory import SentLog
-from agentx.replay.trees import request_tree, tree_of
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
 from agentx.schedule.arrivals import ArrivalLog
 from agentx.store.rowspool import RowSpool
+from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt
+from agentx.workload.plan import SessionPlan, Sessions, Tally
+from agentx.workload.source import SessionLoader, TraceSource
+from agentx.workload.trees import request_tree, tree_of
 
 NS_PER_S = 1_000_000_000
 CONNECT_BACKOFF_S = 1.0  # a lane whose request could not connect waits before its next one
 
 
 @dataclass(frozen=True, slots=True)
-class EngineConfig:
+class LaneConfig:
     build: BuildConfig
     schedule: ScheduleOptions  # its lanes are the global lane numbers this process runs
     timeout_s: float = 600.0
@@ -85,7 +84,7 @@ class Counters:
 
 
 @dataclass(slots=True)
-class EngineResult:
+class LaneResult:
     counters: Counters  # its rows are in the engine's spool
     started_ns: int  # perf_counter_ns when the lanes started
     ended_ns: int
@@ -102,13 +101,7 @@ class EngineResult:
     tally: Tally | None = None  # what this process indexed of a lazy plan
 
 
-def marker_salt(nonce: str, instance: int | str) -> str:
-    """The 12 hex digits of a tree instance's cache-bust marker (``[rid:<salt>]``): one per
-    instance of a tree, shared by its root and its subagents, new for every recycled copy."""
-    return hashlib.sha256(f"{nonce}:{instance}".encode()).hexdigest()[:12]
-
-
-class Engine:
+class LaneDriver:
     """Runs ``sessions`` on the lanes of ``config.schedule``.
 
     ``on_boundary`` is awaited once the warm-up is over, before the measured window starts (the
@@ -118,7 +111,7 @@ class Engine:
         self,
         sessions: Sessions,
         source: TraceSource,
-        config: EngineConfig,
+        config: LaneConfig,
         client: StreamClient,
         sent_log: SentLog,
         rows: RowSpool,
@@ -169,7 +162,7 @@ class Engine:
     def _now_s(self) -> float:
         return (time.perf_counter_ns() - self._t0_ns) / NS_PER_S
 
-    async def run(self) -> EngineResult:
+    async def run(self) -> LaneResult:
         cpu0 = time.thread_time()
         self._t0_ns = started = time.perf_counter_ns()
         sched = self.schedule
@@ -181,7 +174,7 @@ class Engine:
             watching.cancel()
         if self._error is not None:
             raise self._error
-        return EngineResult(
+        return LaneResult(
             counters=self.counters,
             started_ns=started,
             ended_ns=time.perf_counter_ns(),

@@ -6,7 +6,7 @@ becomes a session of its own (:func:`single_requests`), in recorded order: no th
 waiting for the previous turn or for subagents (for traces without session structure, such as
 Mooncake's, or to load a server with a trace's requests as independent arrivals). Each keeps
 the session id, position, thread id and turn index it had in the trace, and the marker of its
-session's copy (``EngineConfig.single_requests``), so turns of one session still share their
+session's copy (``LaneConfig.single_requests``), so turns of one session still share their
 prefix.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentx.replay.plan import ReplayPlan, SessionPlan, Sessions, ThreadPlan, Turn
+from agentx.workload.plan import ReplayPlan, SessionPlan, Sessions, ThreadPlan, Turn
 
 
 def for_arrivals(plan: ReplayPlan, request_rate: float | None) -> ReplayPlan:

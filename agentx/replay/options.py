@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -12,11 +12,13 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
+from agentx.core.urls import check_http_url, redact_url
 from agentx.metrics.cost import CostOptions
 from agentx.schedule import SPAWN_JOIN_RULES, SpawnJoin
 from agentx.schedule.arrivals import ArrivalError, Arrivals
-from agentx.urls import check_http_url, redact_url
+from agentx.workload.rules import ScheduleRules
+from agentx.workload.scenario import scenario_values
 
 Assistant = Literal["recorded", "live"]
 ApiMode = Literal["chat", "messages", "native"]
@@ -32,7 +34,7 @@ class ReplayOptions:
 
     ``api_key`` is never printed (``repr=False``) nor written (:meth:`config` leaves it out);
     when ``None`` the ``OPENAI_API_KEY`` environment variable is used. URLs are written
-    redacted (:func:`agentx.urls.redact_url`); a query string of ``endpoint`` is sent with
+    redacted (:func:`agentx.core.urls.redact_url`); a query string of ``endpoint`` is sent with
     every request (gateways that take their key there).
     """
 
@@ -55,7 +57,7 @@ class ReplayOptions:
     system_idle_cap_s: float | None = None  # the same when nothing at all is in flight
     max_failed_ratio: float | None = None  # more failed measured requests: the run fails
     min_coverage: float | None = None  # measured traffic must reach this share of --duration
-    scenario: str | None = None  # the preset the options came from (agentx.replay.scenario)
+    scenario: str | None = None  # the preset the options came from (agentx.workload.scenario)
     api: ApiMode = "chat"
     extra_body: dict[str, Any] = field(default_factory=dict)
     ignore_eos: bool | None = None  # None: on for servers known to honour it (vLLM, SGLang)
@@ -273,3 +275,43 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise UsageError("--extra-body must be a JSON object")
     return value
+
+
+def rules_of(o: ReplayOptions) -> ScheduleRules:
+    """A replay's rules."""
+    return ScheduleRules.of({f.name: getattr(o, f.name) for f in fields(ScheduleRules)})
+
+
+def scenario_options(scenario: str | None, **explicit: Any) -> ReplayOptions:
+    """``ReplayOptions`` from a preset and the options given explicitly (see
+    :func:`scenario_values`)."""
+    return ReplayOptions(**scenario_values(scenario, **explicit))
+
+
+def describe(o: ReplayOptions) -> str:
+    """The effective schedule settings, one line (printed at the start of a scenario run)."""
+    parts = [
+        f"duration {o.duration_s:g} s" if o.duration_s is not None else "no duration",
+        f"concurrency {o.concurrency}",
+        f"start ratio {format_ratio(o.start_ratio)}",
+        f"warm-up primers{' (burst)' if o.burst else ''} + {o.warmup} requests/lane",
+        f"trace idle cap {_seconds(o.trace_idle_cap_s)}",
+        f"system idle cap {_seconds(o.system_idle_cap_s)}",
+        f"max failed ratio {_value(o.max_failed_ratio)}",
+        f"min coverage {_value(o.min_coverage)}",
+        f"spawn/join {o.spawn_join}",
+        f"seed {o.seed}",
+        f"timeout {o.timeout_s:g} s",
+        f"ignore_eos {'auto' if o.ignore_eos is None else 'on' if o.ignore_eos else 'off'}",
+        f"marker {'on' if o.salt else 'off'}",
+    ]
+    head = f"scenario {o.scenario}" if o.scenario else "schedule"
+    return f"{head}: " + ", ".join(parts)
+
+
+def _seconds(v: float | None) -> str:
+    return "none" if v is None else f"{v:g} s"
+
+
+def _value(v: float | None) -> str:
+    return "none" if v is None else f"{v:g}"

@@ -19,33 +19,33 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
+from agentx.core.outputs import check_results_dir, unique_dir
 from agentx.metrics.slo import SloCheck, parse_slo
-from agentx.outputs import check_results_dir, unique_dir
 from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
 from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
-from agentx.replay.lanes import Engine
+from agentx.replay.lanes import LaneDriver
 from agentx.replay.open_loop import for_arrivals
 from agentx.replay.options import ReplayOptions
-from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
     RunSetup,
-    engine_config,
     http_client,
+    lane_config,
     probe_setup,
     return_large_blocks,
     start_barrier,
     start_scraper,
     stream_client,
 )
-from agentx.replay.source import open_source
 from agentx.replay.stop import StopSignals, stop_signals
 from agentx.replay.theory import SentLog, remove_quietly
 from agentx.replay.workers import rows_path, run_workers
 from agentx.store.rowspool import RowSpool
+from agentx.workload.plan import ReplayPlan, build_plan
+from agentx.workload.source import open_source
 
 PROGRESS_INTERVAL_S = 0.5
 
@@ -119,20 +119,20 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     rows = RowSpool(rows_path(tmp, 0))
     async with http_client(setup) as client, stream_client(setup) as lanes_client:
         scraper = await start_scraper(setup, client)
-        engine = Engine(
+        driver = LaneDriver(
             plan.sessions,
             plan.source,
-            engine_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
+            lane_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
             lanes_client,
             log,
             rows,
             on_boundary=scraper.begin_window if scraper is not None else None,
         )
         goal = goal_of(o, plan.known_requests)
-        progress = asyncio.create_task(_progress(engine, setup.lanes, goal)) if o.progress else None
+        progress = asyncio.create_task(_progress(driver, setup.lanes, goal)) if o.progress else None
         try:
-            with stop.running(engine.abort):
-                result = await engine.run()
+            with stop.running(driver.abort):
+                result = await driver.run()
         finally:
             if progress is not None:
                 progress.cancel()
@@ -143,9 +143,9 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
     return collect([result], [log.path], [rows.path], server_metrics, warnings)
 
 
-async def _progress(engine: Engine, lanes: int, goal: Goal) -> None:
+async def _progress(driver: LaneDriver, lanes: int, goal: Goal) -> None:
     cpu0 = time.thread_time()
     with ProgressView(lanes, goal=goal) as view:
         while True:
-            view.update(Snapshot.of(engine.counters, time.thread_time() - cpu0))
+            view.update(Snapshot.of(driver.counters, time.thread_time() - cpu0))
             await asyncio.sleep(PROGRESS_INTERVAL_S)

@@ -1,8 +1,8 @@
 """What a run decides before its lanes start, shared by the parent and every worker process.
 
 :func:`probe_setup` asks the endpoint what it serves and fixes the run's :class:`RunSetup`
-(model, server kind, block size, request shape, headers); :func:`engine_config` turns it into one
-process's :class:`~agentx.replay.lanes.EngineConfig`; :func:`start_scraper` starts the Prometheus
+(model, server kind, block size, request shape, headers); :func:`lane_config` turns it into one
+process's :class:`~agentx.replay.lanes.LaneConfig`; :func:`start_scraper` starts the Prometheus
 scraper when the server has a metrics page. ``run`` (one process) and ``workers`` (N processes)
 both build on this module and never on each other.
 """
@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 
 import httpx
 
-from agentx.errors import EndpointError, UsageError
+from agentx.core.errors import EndpointError, UsageError
+from agentx.core.models import API_ANTHROPIC_MESSAGES
+from agentx.core.urls import redact_url
 from agentx.metrics.prometheus import MetricsScraper
-from agentx.models import API_ANTHROPIC_MESSAGES
-from agentx.prefix import DEFAULT_BLOCK_SIZE
-from agentx.replay.build import BuildConfig
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
 from agentx.replay.client import make_http_client, make_stream_client
 from agentx.replay.endpoint import (
     IGNORE_EOS_SERVERS,
@@ -34,11 +34,10 @@ from agentx.replay.endpoint import (
     split_endpoint,
 )
 from agentx.replay.http1.pool import StreamClient
-from agentx.replay.lanes import EngineConfig
-from agentx.replay.options import ReplayOptions
-from agentx.replay.plan import ReplayPlan
-from agentx.replay.rules import rules_of
-from agentx.urls import redact_url
+from agentx.replay.lanes import LaneConfig
+from agentx.replay.options import ReplayOptions, rules_of
+from agentx.workload.build import BuildConfig
+from agentx.workload.plan import ReplayPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +138,9 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
     )
 
 
-def engine_config(
+def lane_config(
     setup: RunSetup, lanes: tuple[int, ...], max_requests: int | None, worker: int
-) -> EngineConfig:
+) -> LaneConfig:
     """The lanes config of one process (``worker`` 0 when the run has one process)."""
     o = setup.options
     single = o.request_rate is not None
@@ -149,7 +148,7 @@ def engine_config(
     if arrivals is not None:  # this process's share of the run's arrivals
         shard, shards = o.shard
         arrivals = arrivals.share(shard * o.n_workers + worker, shards * o.n_workers)
-    return EngineConfig(
+    return LaneConfig(
         build=setup.build,
         # the run's rules (recycling follows the run's --max-requests), this worker's share
         schedule=replace(

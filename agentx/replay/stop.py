@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
-from agentx.errors import Interrupted
+from agentx.core.errors import Interrupted
 
 T = TypeVar("T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)

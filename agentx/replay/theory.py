@@ -4,11 +4,11 @@ During the run the hot path only appends each body to a spool file (one buffered
 delta over the previous body of its thread (the bytes they share at the start are not written
 again: a turn that re-sends a 100K-token conversation spools what it added); tokenisation happens
 after the run, so it never delays a dispatch. The bodies are then
-rendered with :func:`agentx.tokens.request_tokens` and looked up in an unbounded prefix cache
-(:class:`agentx.prefix.UnboundedPrefixCache`) at the server's block size. Warm-up requests
+rendered with :func:`agentx.prefixcache.tokens.request_tokens` and looked up in an unbounded prefix cache
+(:class:`agentx.prefixcache.cache.UnboundedPrefixCache`) at the server's block size. Warm-up requests
 count in the cache state (they warmed the server's cache too). Each request's *new* blocks (from
 its hit on) are kept for ``theory.parquet``, from which ``agentx merge`` replays the cache of
-several shards' requests as one (:mod:`agentx.prefix_union`).
+several shards' requests as one (:mod:`agentx.prefixcache.theory`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from agentx.prefix import UnboundedPrefixCache
-from agentx.tokenizer import Tokenizer, make_hasher
+from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.hashing import make_hasher
+from agentx.prefixcache.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +162,7 @@ def theoretical(
     rendering).
 
     With the default tokenizer bodies are hashed incrementally per thread
-    (:class:`agentx.prefix.RequestHasher`), so a session of n turns costs O(its unique content)
+    (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique content)
     rather than O(n^2). ``max_threads`` bounds the threads whose state is kept (~2 MB each for
     100K-token prompts): the threads in flight together; one forgotten and seen again is hashed
     from scratch, with the same result.

@@ -32,28 +32,28 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
-from agentx.replay.lanes import Engine, EngineResult
+from agentx.replay.lanes import LaneDriver, LaneResult
 from agentx.replay.open_loop import for_arrivals
-from agentx.replay.plan import ReplayPlan, build_plan
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
     RunSetup,
-    engine_config,
     http_client,
+    lane_config,
     return_large_blocks,
     start_barrier,
     start_scraper,
     stream_client,
 )
-from agentx.replay.source import open_source
 from agentx.replay.stop import SIGNALS as STOP_SIGNALS
 from agentx.replay.stop import StopSignals
 from agentx.replay.theory import SentLog
 from agentx.store.rowspool import RowSpool
+from agentx.workload.plan import ReplayPlan, build_plan
+from agentx.workload.source import open_source
 
 READY_TIMEOUT_S = 600.0
 BOUNDARY_POLL_S = 0.25  # a worker waiting at the end of its warm-up checks for a stop this often
@@ -88,7 +88,7 @@ class Progress:
 @dataclass(frozen=True, slots=True)
 class Done:
     worker: int
-    result_path: str  # the pickled EngineResult (its rows are in the worker's spool)
+    result_path: str  # the pickled LaneResult (its rows are in the worker's spool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +141,14 @@ def worker_main(
 
 async def _worker_run(
     spec: WorkerSpec, plan: ReplayPlan, events: Events, stop: MpEvent, measure: MpEvent
-) -> EngineResult:
+) -> LaneResult:
     setup = spec.setup
     o = setup.options
     lanes = tuple(range(spec.worker, setup.lanes, spec.workers))
     sessions = plan.sessions.every(spec.worker, spec.workers)
     log = SentLog(spec.tmp / f"sent-{spec.worker}.log")
     rows = RowSpool(rows_path(spec.tmp, spec.worker))
-    config = engine_config(
+    config = lane_config(
         setup, lanes, _share(o.max_requests, spec.worker, spec.workers), spec.worker
     )
 
@@ -156,28 +156,28 @@ async def _worker_run(
         events.put(WarmedUp(spec.worker))
         # ... or for a stop: the parent's, or a signal sent to this worker alone
         while not await asyncio.to_thread(measure.wait, BOUNDARY_POLL_S):
-            if stop.is_set() or engine.aborted:
+            if stop.is_set() or driver.aborted:
                 return
 
     async with stream_client(setup) as client:
-        engine = Engine(sessions, plan.source, config, client, log, rows, on_boundary=warmed_up)
+        driver = LaneDriver(sessions, plan.source, config, client, log, rows, on_boundary=warmed_up)
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
             for sig in STOP_SIGNALS:
-                loop.add_signal_handler(sig, engine.abort)
+                loop.add_signal_handler(sig, driver.abort)
         if stop.is_set():  # the parent's SIGINT came before the handlers: it set stop first
-            engine.abort()
+            driver.abort()
         cpu0 = time.thread_time()
 
         async def report() -> None:
             while True:
-                snap = Snapshot.of(engine.counters, time.thread_time() - cpu0)
+                snap = Snapshot.of(driver.counters, time.thread_time() - cpu0)
                 events.put(Progress(spec.worker, snap))
                 await asyncio.sleep(PROGRESS_INTERVAL_S)
 
         reporter = asyncio.create_task(report())
         try:
-            return await engine.run()
+            return await driver.run()
         finally:
             reporter.cancel()
             log.close()
@@ -281,7 +281,7 @@ async def _supervise(
             if view is not None:
                 view.__exit__(None, None, None)
         server_metrics = await scraper.stop() if scraper is not None else None
-    results: list[EngineResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
+    results: list[LaneResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
     collected = collect(
         results,
         [tmp / f"sent-{w}.log" for w in range(n)],

@@ -15,11 +15,11 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 
-from agentx.errors import AgentxError, UsageError
+from agentx.core.errors import AgentxError, UsageError
+from agentx.core.outputs import check_output, check_results_dir
+from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
-from agentx.outputs import check_output, check_results_dir
-from agentx.record import RequestRecord
 from agentx.report import export, fmt
 from agentx.report.charts import Run, latency_cdfs, summary_charts
 from agentx.report.compare import compare

@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
+from agentx.core.outputs import write_atomic
+from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
-from agentx.outputs import write_atomic
-from agentx.record import RequestRecord
 from agentx.report.svg import CHART_CSS
 
 PNG_SCALE = 2.0  # device pixels per SVG unit: sharp on high-density screens and in slides

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from agentx.outputs import write_atomic
+from agentx.core.outputs import write_atomic
 from agentx.report import fmt, svg
 from agentx.report.charts import CDF_METRICS, summary_charts
 from agentx.report.fmt import get

@@ -9,7 +9,7 @@ roll-ups and the ``--slo`` checks are exactly what one run sending those request
   ``clock`` is the identity). Throughput is over the union window: the earliest send of a
   measured request of any shard to the latest finish of any shard.
 - Theoretical hit rate: the shards' ``theory.parquet`` rows are replayed through one unbounded
-  cache in send order (:mod:`agentx.prefix_union`): exact, cross-shard sharing included.
+  cache in send order (:mod:`agentx.prefixcache.theory`): exact, cross-shard sharing included.
 - Server ``/metrics``: each server (metrics URL) counted once, then summed over servers
   (:mod:`agentx.metrics.prometheus.union`).
 - Sessions started/completed add up; the client figures are the busiest shard's.
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentx.errors import AgentxError, UsageError
+from agentx.core.errors import AgentxError, UsageError
+from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions, HourParts, Prices
 from agentx.metrics.prometheus.union import Scrape, scrapes_of, union_servers
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
-from agentx.prefix_union import TheoryRow, union_theory
-from agentx.record import RequestRecord
+from agentx.prefixcache.theory import TheoryRow, union_theory
 from agentx.report.results_dir import THEORY, load_results, write_results
 
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
+from agentx.core.outputs import write_atomic
+from agentx.core.record import RequestRecord
+from agentx.core.urls import redact_urls_deep
 from agentx.metrics.summary import SCHEMA
-from agentx.outputs import write_atomic
-from agentx.prefix_union import TheoryRow
-from agentx.record import RequestRecord
+from agentx.prefixcache.theory import TheoryRow
 from agentx.report.html import write_html
-from agentx.urls import redact_urls_deep
 
 SUMMARY = "summary.json"
 REQUESTS = "requests.parquet"
@@ -61,7 +61,7 @@ def write_results(
 ) -> None:
     """Write a results directory: ``theory`` rows (in send order) when given, at the summary's
     block size. Each file is written to a temporary file and renamed into place (the caller
-    checked the directory: :func:`agentx.outputs.check_results_dir`)."""
+    checked the directory: :func:`agentx.core.outputs.check_results_dir`)."""
     from agentx.store.results import write_requests
     from agentx.store.theory import write_theory
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
+from agentx.core.urls import redact_urls_deep
 from agentx.report import fmt, svg
 from agentx.report.html import page, table
-from agentx.urls import redact_urls_deep
 
 SCHEMA = "agentx.sweep/1"
 SWEEP_JSON = "sweep.json"

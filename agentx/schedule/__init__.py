@@ -4,7 +4,7 @@
 ``agentx simulate`` drives it with a virtual clock, :func:`agentx.schedule.virtual.run_virtual`):
 
 - Input: trees (:class:`TreeSpec`: streams of turns with recorded start/end times, spawn and join
-  structure; :func:`agentx.replay.trees.tree_of` builds one from a replay plan's session) and
+  structure; :func:`agentx.workload.trees.tree_of` builds one from a replay plan's session) and
   :class:`ScheduleOptions`. No I/O, no asyncio, no wall clock: every method takes ``now_s``, the
   driver's clock in seconds (any origin; it must never go backwards).
 - ``start(now_s)`` once; then, until ``done``:
@@ -27,10 +27,10 @@
   ``trees_completed``, ``system_idle`` / ``trace_idle`` (idle-cap jumps).
 
 docs/replay.md explains the rules and where they differ from agentx-harness. The rules, in order
-of a run (:mod:`agentx.schedule.engine` runs them):
+of a run (:mod:`agentx.schedule.schedule` runs them):
 
 1. **Lanes take trees** in order (wrapping with ``recycle``). A lane's *first* tree starts at its
-   sampled snapshot instant ``t*`` (:mod:`agentx.schedule.snapshot`); a tree taken later starts
+   sampled snapshot instant ``t*`` (:mod:`agentx.schedule.spec`); a tree taken later starts
    at its first request, with a new instance (and so a new cache-bust marker).
 2. **Warm-up, stage A (primers)**: every live stream with history sends its last request before
    ``t*`` (``primer=True``, one-token answer). Spread: a primer that started ``lead`` seconds
@@ -62,9 +62,15 @@ of a run (:mod:`agentx.schedule.engine` runs them):
    :meth:`stop`: nothing new is sent; the schedule is done when nothing is in flight.
 """
 
-from agentx.schedule.engine import Schedule
-from agentx.schedule.events import LaneStart, Phase, Send
-from agentx.schedule.options import SPAWN_JOIN_RULES, ScheduleOptions, SpawnJoin
+from agentx.schedule.options import (
+    SPAWN_JOIN_RULES,
+    LaneStart,
+    Phase,
+    ScheduleOptions,
+    Send,
+    SpawnJoin,
+)
+from agentx.schedule.schedule import Schedule
 from agentx.schedule.spec import StreamSpec, TreeSpec, TurnSpec, with_joins
 
 __all__ = [

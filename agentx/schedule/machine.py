@@ -1,11 +1,11 @@
 """The schedule's state and what each event does to it, in order: a due timer (a turn, a primer,
 a tail, a watchdog, an arrival, the deadline), a request's end, a tree's start and end; after
 each, the warm-up's end and the idle caps are checked. It composes the parts it runs:
-:mod:`~agentx.schedule.supply` (trees on demand, lanes waiting for one),
+:mod:`~agentx.schedule.lanes` (trees on demand, lanes waiting for one),
 :mod:`~agentx.schedule.lanes` (lanes, tree instances), :mod:`~agentx.schedule.warmup` (primers,
-stage B, the boundary), :mod:`~agentx.schedule.streams` (a tree's streams advancing),
-:mod:`~agentx.schedule.flights` (requests in flight). The driver's interface on top of it is
-:class:`agentx.schedule.engine.Schedule`.
+stage B, the boundary), :mod:`~agentx.schedule.timing` (a tree's streams advancing),
+:mod:`~agentx.schedule.lanes` (requests in flight). The driver's interface on top of it is
+:class:`agentx.schedule.schedule.Schedule`.
 """
 
 from __future__ import annotations
@@ -13,22 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentx.schedule.arrivals import OpenLoop
-from agentx.schedule.events import Phase, Send
-from agentx.schedule.flights import Flights
-from agentx.schedule.idle import IdleCaps
-from agentx.schedule.lanes import Lanes
-from agentx.schedule.options import ScheduleOptions
-from agentx.schedule.rules import Rules
-from agentx.schedule.snapshot import start_cut
-from agentx.schedule.spec import TreeSpec
+from agentx.schedule.lanes import Flights, Lanes, TreeSupply
+from agentx.schedule.options import Phase, ScheduleOptions, Send
+from agentx.schedule.spec import TreeSpec, start_cut
 from agentx.schedule.state import Kind, LaneRun, StreamState, Timer, TimerQueue, TreeRun, Waiting
-from agentx.schedule.streams import Streams
-from agentx.schedule.supply import TreeSupply
+from agentx.schedule.timing import IdleCaps, Rules, Streams
 from agentx.schedule.warmup import Warmup
 
 
 class ScheduleMachine:
-    """The state of a schedule and its transitions; :class:`~agentx.schedule.engine.Schedule`
+    """The state of a schedule and its transitions; :class:`~agentx.schedule.schedule.Schedule`
     is what a driver uses."""
 
     def __init__(self, trees: Sequence[TreeSpec] | int, options: ScheduleOptions) -> None:

@@ -1,5 +1,5 @@
 """The schedule's runtime state: timers, tree instances on lanes, streams. Internal to the
-schedule (:mod:`agentx.schedule.engine` and the parts it composes); nothing here reads a clock."""
+schedule (:mod:`agentx.schedule.schedule` and the parts it composes); nothing here reads a clock."""
 
 from __future__ import annotations
 

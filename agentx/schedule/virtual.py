@@ -1,4 +1,4 @@
-"""Drive a :class:`~agentx.schedule.engine.Schedule` on a virtual clock.
+"""Drive a :class:`~agentx.schedule.schedule.Schedule` on a virtual clock.
 
 ``run_virtual(schedule, service_s)`` plays a whole run instantly: every request takes
 ``service_s(send)`` seconds (a constant, a model of the server, a table), and the result is what
@@ -13,8 +13,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentx.schedule.engine import Schedule
-from agentx.schedule.events import Phase, Send
+from agentx.schedule.options import Phase, Send
+from agentx.schedule.schedule import Schedule
 from agentx.schedule.spec import TreeSpec
 
 

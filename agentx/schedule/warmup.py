@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentx.schedule.events import LaneStart
-from agentx.schedule.options import ScheduleOptions
-from agentx.schedule.snapshot import Split
+from agentx.schedule.options import LaneStart, ScheduleOptions
+from agentx.schedule.spec import Split
 from agentx.schedule.state import Kind, LaneRun, Primer, Timer, TimerQueue, TreeRun, Waiting
 
 

@@ -1,7 +1,7 @@
 """Clean, shareable traces: ``agentx scrub`` and ``agentx anonymize``.
 
 ``agentx convert`` lives in :mod:`agentx.formats.convert`; the token-exact synthetic text both
-use is :mod:`agentx.synth`.
+use is :mod:`agentx.prefixcache.synth`.
 
 - :mod:`agentx.scrub.pipeline` — the streaming scrub (:func:`scrub_trace`, :class:`Scrubber`)
 - :mod:`agentx.scrub.rules` — the rules, the flags scrub sets

@@ -1,6 +1,6 @@
 """``agentx anonymize``: the same load with none of the original text.
 
-A request renders (:mod:`agentx.tokens`) as segments: tools, system, one per message. Each
+A request renders (:mod:`agentx.prefixcache.tokens`) as segments: tools, system, one per message. Each
 segment is rewritten so that
 
 - its rendering has exactly as many cl100k tokens as the original's;
@@ -17,7 +17,7 @@ the segment is rendered again, which locates every leaf in the original renderin
 original tokens that start before each leaf gives the token position where the leaf's words must
 begin; leaf ``j`` then gets as many words as the original has tokens up to the next leaf, less
 the framing between them. Words never merge with each other or with the framing (see
-:mod:`agentx.synth`), so the count is exact. A segment whose layout defeats this (it never
+:mod:`agentx.prefixcache.synth`), so the count is exact. A segment whose layout defeats this (it never
 happened on the captures we have) falls back to per-leaf counts plus a correction, and is
 counted in the report as ``inexact``.
 """
@@ -32,13 +32,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agentx.errors import UsageError
-from agentx.models import JSON, MODEL_APIS, Exchange, Response, conversation_key, system_key
-from agentx.progress import Progress
-from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
-from agentx.scrub.rules import IdMemo
-from agentx.synth import PrefixWords
-from agentx.tokens import (
+from agentx.core.errors import UsageError
+from agentx.core.models import JSON, MODEL_APIS, Exchange, Response, conversation_key, system_key
+from agentx.core.progress import Progress
+from agentx.prefixcache.synth import PrefixWords
+from agentx.prefixcache.tokens import (
     DEFAULT_ENCODING,
     count_tokens,
     encode,
@@ -46,6 +44,8 @@ from agentx.tokens import (
     render_message,
     render_segments,
 )
+from agentx.scrub.leaves import Leaf, collect, escaped, pseudonym, substitute
+from agentx.scrub.rules import IdMemo
 
 PSEUDONYM_PARAMS = frozenset(
     {"metadata", "user", "prompt_cache_key", "safety_identifier", "previous_response_id"}
@@ -273,7 +273,7 @@ def _words(text: str) -> list[str]:
 
 
 def _render(api: str, kind: str) -> Render:
-    """How ``agentx.tokens`` renders one part of a body of ``api``, on its own."""
+    """How ``agentx.prefixcache.tokens`` renders one part of a body of ``api``, on its own."""
     if kind == "message":
         return render_message
     if kind == "input":

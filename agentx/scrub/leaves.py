@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from agentx.models import JSON
-from agentx.provider_fields import OPAQUE_KEYS
+from agentx.apis.provider_fields import OPAQUE_KEYS
+from agentx.core.models import JSON
 
 STRUCTURAL_KEYS = frozenset(
     {

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agentx.errors import UsageError
-from agentx.flags import (
+from agentx.apis.provider_fields import has_provider_fields
+from agentx.core.errors import UsageError
+from agentx.core.flags import (
     FLAG_NON_MODEL,
     FLAG_PROVIDER_FIELDS,
     FLAG_REPAIRED,
@@ -24,11 +25,13 @@ from agentx.flags import (
     FLAG_SIDE_CALL,
     has,
 )
-from agentx.models import JSON, Exchange, Response
-from agentx.progress import Progress
-from agentx.provider_fields import has_provider_fields
+from agentx.core.models import JSON, Exchange, Response
+from agentx.core.progress import Progress
+from agentx.core.urls import redact_urls_in
+from agentx.prefixcache.theory import HitRateMeter
+from agentx.prefixcache.tokens import count_request_tokens
 from agentx.scrub import toolpairs
-from agentx.scrub.report import HitRateMeter, RuleCount, ScrubReport
+from agentx.scrub.report import RuleCount, ScrubReport
 from agentx.scrub.rules import (
     RULES,
     IdMemo,
@@ -41,8 +44,6 @@ from agentx.scrub.rules import (
 )
 from agentx.scrub.secrets import SecretRedactor
 from agentx.store.codec import conversation_key, system_key
-from agentx.tokens import count_request_tokens
-from agentx.urls import redact_urls_in
 
 
 @dataclass(frozen=True, slots=True)

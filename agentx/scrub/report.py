@@ -1,6 +1,6 @@
 """What scrub did, rule by rule, and the theoretical hit rate before and after.
 
-The hit rate is measured by :class:`agentx.hitrate.HitRateMeter`, the meter ``agentx stats``
+The hit rate is measured by :class:`agentx.prefixcache.theory.HitRateMeter`, the meter ``agentx stats``
 uses, at the text block size (hash-only rows at their own block size).
 """
 
@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.table import Table
-
-from agentx.hitrate import HitRateMeter as HitRateMeter
 
 SCHEMA = "agentx.scrub/1"
 

@@ -15,9 +15,9 @@ from typing import TypeVar
 
 import orjson
 
-from agentx.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPARSEABLE_FLAGS
-from agentx.models import JSON, MODEL_APIS, Exchange, system_key
-from agentx.tokens import conversation, render_content
+from agentx.core.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPARSEABLE_FLAGS
+from agentx.core.models import JSON, MODEL_APIS, Exchange, system_key
+from agentx.prefixcache.tokens import conversation, render_content
 
 DROP, REPAIR, FLAG, REDACT = "dropped", "repaired", "flagged", "redacted"
 

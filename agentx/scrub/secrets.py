@@ -15,8 +15,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from agentx.models import JSON
-from agentx.tokens import count_tokens
+from agentx.core.models import JSON
+from agentx.prefixcache.tokens import count_tokens
 
 MARK = "REDACTED"
 _PAD = "_x"  # one cl100k token per unit, and it never merges with what follows

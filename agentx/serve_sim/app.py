@@ -26,15 +26,17 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from agentx.models import (
+from agentx.apis.translate import to_chat
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_GEMINI,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,
     JSON,
 )
-from agentx.prefix import HashArray, block_hashes
-from agentx.replay.translate import to_chat
+from agentx.prefixcache.hashing import HashArray, block_hashes
+from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
+from agentx.prefixcache.tokens import set_encode_memo_tokens
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.delivery import complete, json_response, stream
 from agentx.serve_sim.emitters import (
@@ -48,6 +50,7 @@ from agentx.serve_sim.emitters import (
     openai_error,
 )
 from agentx.serve_sim.output import OutputPlan, plan_output
+from agentx.serve_sim.replica import Replica
 from agentx.serve_sim.requests import (
     RequestError,
     SimRequest,
@@ -58,15 +61,12 @@ from agentx.serve_sim.requests import (
     parse_messages,
     parse_responses,
 )
-from agentx.serve_sim.scheduler import Engine
-from agentx.tokenizer import Tokenizer, resolve_tokenizer
-from agentx.tokens import set_encode_memo_tokens
 
 log = logging.getLogger("agentx.serve_sim")
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 TOKENIZE_IN_THREAD_BYTES = 16 * 1024  # bodies above this are tokenized off the event loop
-# Encodings remembered (agentx.tokens: long messages in pieces): dozens of ~100K-token contexts
+# Encodings remembered (agentx.prefixcache.tokens: long messages in pieces): dozens of ~100K-token contexts
 # in flight each re-send what they sent before plus a little; ~12 bytes per token held.
 ENCODE_MEMO_TOKENS = 16 << 20
 _WARMUP: dict[str, JSON] = {"messages": [{"role": "user", "content": "warm up"}]}
@@ -74,13 +74,13 @@ _WARMUP: dict[str, JSON] = {"messages": [{"role": "user", "content": "warm up"}]
 
 @dataclass(slots=True)
 class _State:
-    engine: Engine
+    replica: Replica
     executor: ThreadPoolExecutor
     tokenizer: Tokenizer
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def next_id(self, prefix: str) -> str:
-        return f"{prefix}{self.engine.config.seed:04x}{next(self.ids):012x}"
+        return f"{prefix}{self.replica.config.seed:04x}{next(self.ids):012x}"
 
 
 STATE = web.AppKey("agentx_sim_state", _State)
@@ -146,7 +146,7 @@ def _tokenize(
 async def _prompt(
     state: _State, api: str, body: dict[str, JSON], raw_len: int
 ) -> tuple[int, HashArray]:
-    bs = state.engine.config.block_size
+    bs = state.replica.config.block_size
     if raw_len < TOKENIZE_IN_THREAD_BYTES:
         return _tokenize(state.tokenizer, api, body, bs)
     loop = asyncio.get_running_loop()
@@ -159,7 +159,7 @@ _CALL_ID_PREFIX = {API_ANTHROPIC_MESSAGES: "toolu_"}  # tool call ids; the other
 
 def _emitter(state: _State, sreq: SimRequest, plan: OutputPlan, sse: bool) -> tuple[str, Emitter]:
     """The request id and the emitter of ``sreq``'s family."""
-    seed = state.engine.config.seed
+    seed = state.replica.config.seed
     api = sreq.api
     if api == API_ANTHROPIC_MESSAGES:
         rid = state.next_id("msg_")
@@ -181,10 +181,10 @@ async def _generate(
     request: web.Request, api: str, parse: Parse, sse: bool = True
 ) -> web.StreamResponse:
     state = request.app[STATE]
-    engine = state.engine
-    clock = engine.clock
+    replica = state.replica
+    clock = replica.clock
     t0 = clock()
-    cfg = engine.config
+    cfg = replica.config
     raw = await request.read()
     try:
         body = parse_json(raw)
@@ -206,8 +206,8 @@ async def _generate(
     )
     rid, emitter = _emitter(state, sreq, plan, sse)
     if sreq.stream:
-        return await stream(request, engine, plan, emitter, hashes, n_prompt, t0, rid)
-    return await complete(engine, plan, emitter, hashes, n_prompt, t0, rid)
+        return await stream(request, replica, plan, emitter, hashes, n_prompt, t0, rid)
+    return await complete(replica, plan, emitter, hashes, n_prompt, t0, rid)
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
@@ -244,7 +244,7 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
     raw = await request.read()
     try:
         body = parse_json(raw)
-        parse_messages({**body, "max_tokens": 1}, state.engine.config.model)
+        parse_messages({**body, "max_tokens": 1}, state.replica.config.model)
     except RequestError as exc:
         return _error(API_ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
     n, _ = await _prompt(state, API_ANTHROPIC_MESSAGES, body, len(raw))
@@ -252,7 +252,7 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
 
 
 async def _models(request: web.Request) -> web.StreamResponse:
-    cfg = request.app[STATE].engine.config
+    cfg = request.app[STATE].replica.config
     created = int(time.time())
     model = {
         "id": cfg.model,
@@ -267,7 +267,7 @@ async def _models(request: web.Request) -> web.StreamResponse:
 
 
 async def _metrics(request: web.Request) -> web.StreamResponse:
-    text = request.app[STATE].engine.render_metrics()
+    text = request.app[STATE].replica.render_metrics()
     return web.Response(
         text=text, content_type="text/plain", charset="utf-8", headers={"X-Format": "prometheus"}
     )
@@ -275,12 +275,12 @@ async def _metrics(request: web.Request) -> web.StreamResponse:
 
 async def _reset_prefix_cache(request: web.Request) -> web.StreamResponse:
     """vLLM's ``POST /reset_prefix_cache``: ``{"success": false}`` while requests hold blocks."""
-    return json_response({"success": request.app[STATE].engine.reset_prefix_cache()})
+    return json_response({"success": request.app[STATE].replica.reset_prefix_cache()})
 
 
 async def _flush_cache(request: web.Request) -> web.StreamResponse:
     """SGLang's ``/flush_cache``: 200 when flushed, 400 while requests run."""
-    if request.app[STATE].engine.reset_prefix_cache():
+    if request.app[STATE].replica.reset_prefix_cache():
         return web.Response(text="Cache flushed.\n")
     return web.Response(status=400, text="Cache not flushed: requests are running.\n")
 
@@ -293,24 +293,24 @@ async def warm_up(app: web.Application) -> None:
     """Load the tokenizer before the first request pays for it (~0.1 s)."""
     state = app[STATE]
     loop = asyncio.get_running_loop()
-    bs = state.engine.config.block_size
+    bs = state.replica.config.block_size
     await loop.run_in_executor(
         state.executor, _tokenize, state.tokenizer, API_OPENAI_CHAT, _WARMUP, bs
     )
 
 
-def engine_of(app: web.Application) -> Engine:
-    return app[STATE].engine
+def replica_of(app: web.Application) -> Replica:
+    return app[STATE].replica
 
 
 def create_app(config: SimConfig) -> web.Application:
-    """The aiohttp application for ``config`` (validated). Owns one :class:`Engine`."""
+    """The aiohttp application for ``config`` (validated). Owns one :class:`Replica`."""
     config.validate()
     set_encode_memo_tokens(ENCODE_MEMO_TOKENS)
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
     executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentx-sim-tokenize")
     tokenizer = resolve_tokenizer(config.tokenizer, to_chat=to_chat)
-    app[STATE] = _State(Engine(config), executor, tokenizer)
+    app[STATE] = _State(Replica(config), executor, tokenizer)
 
     async def _shutdown(app: web.Application) -> None:
         executor.shutdown(wait=False, cancel_futures=True)

@@ -1,4 +1,4 @@
-"""serve-sim's configuration: every knob of the simulated engine, with documented defaults.
+"""serve-sim's configuration: every knob of the simulated replica, with documented defaults.
 
 The defaults describe **one H100-80GB serving a ~32B dense model in FP8 weights with BF16 KV**
 (e.g. Qwen3-32B-FP8 under vLLM): ~32 GB of weights leave ~40 GB of KV cache at ~256 KiB per
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentx.engine import EngineParams
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
+from agentx.prefixcache.engine import EngineParams
 
 DEFAULT_MODEL = "agentx-sim"
 
@@ -51,7 +51,7 @@ class SimConfig:
     tokenizer: str | None = None  # None: cl100k_base; a Hugging Face tokenizer dir or file
 
     def engine_params(self) -> EngineParams:
-        """The engine's share of the settings (:mod:`agentx.engine`)."""
+        """The engine's share of the settings (:mod:`agentx.prefixcache.engine`)."""
         return EngineParams(
             block_size=self.block_size,
             kv_tokens=self.kv_tokens,

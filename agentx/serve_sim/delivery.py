@@ -13,11 +13,11 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 
-from agentx.models import JSON
-from agentx.prefix import HashArray
+from agentx.core.models import JSON
+from agentx.prefixcache.hashing import HashArray
 from agentx.serve_sim.emitters import Emitter, UsageCounts
 from agentx.serve_sim.output import OutputPlan
-from agentx.serve_sim.scheduler import Admission, Engine
+from agentx.serve_sim.replica import Admission, Replica
 
 log = logging.getLogger("agentx.serve_sim")
 
@@ -54,7 +54,7 @@ def _reason(plan: OutputPlan) -> str:
 
 async def stream(
     request: web.Request,
-    engine: Engine,
+    replica: Replica,
     plan: OutputPlan,
     emitter: Emitter,
     hashes: HashArray,
@@ -62,11 +62,11 @@ async def stream(
     t0: float,
     rid: str,
 ) -> web.StreamResponse:
-    clock = engine.clock
+    clock = replica.clock
     headers = {**STREAM_HEADERS, "Content-Type": emitter.content_type, "x-request-id": rid}
     resp = web.StreamResponse(headers=headers)
     await resp.prepare(request)  # headers go out now, as vLLM does, before queueing
-    adm = await engine.admit(hashes, n_prompt, plan.tokens)
+    adm = await replica.admit(hashes, n_prompt, plan.tokens)
     usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
     n = plan.tokens
     sent = 0
@@ -74,7 +74,7 @@ async def stream(
     ttft_s: float | None = None
     itls: list[float] = []
     try:
-        if engine.config.fast:
+        if replica.config.fast:
             ttft_s = clock() - t0
             stop = min(n, FAST_WRITE_TOKENS)
             await resp.write(emitter.opening(usage) + emitter.tokens(0, stop))
@@ -90,14 +90,14 @@ async def stream(
             sent = 1
             due = adm.first_token_s
             while sent < n:
-                itl = engine.itl_s()
+                itl = replica.itl_s()
                 due += itl
                 await _sleep_until(clock, due)
                 itls.append(itl)
                 stop = sent + 1
                 now = clock()
                 while stop < n:  # the loop fell behind: send every token already due
-                    itl = engine.itl_s()
+                    itl = replica.itl_s()
                     if due + itl > now:
                         break
                     due += itl
@@ -110,9 +110,9 @@ async def stream(
         # the request is done: free its slot and blocks before the last bytes go out (as an
         # engine does), so a client's next request never finds them still held
         finished = True
-        engine.finish(adm, _reason(plan), sent)
+        replica.finish(adm, _reason(plan), sent)
         end = clock()
-        engine.observe_latency(ttft_s, end - t0, itls)
+        replica.observe_latency(ttft_s, end - t0, itls)
         closing = emitter.closing(usage)
         # the timing comment goes before the terminator so clients that stop there still get it
         if emitter.terminator is not None:
@@ -125,12 +125,12 @@ async def stream(
         log.debug("serve-sim: stream %s aborted: %r", rid, exc)
     finally:
         if not finished:  # client gone (or handler cancelled) mid-stream
-            engine.finish(adm, "abort", sent)
+            replica.finish(adm, "abort", sent)
     return resp
 
 
 async def complete(
-    engine: Engine,
+    replica: Replica,
     plan: OutputPlan,
     emitter: Emitter,
     hashes: HashArray,
@@ -138,18 +138,18 @@ async def complete(
     t0: float,
     rid: str,
 ) -> web.Response:
-    clock = engine.clock
-    adm = await engine.admit(hashes, n_prompt, plan.tokens)
+    clock = replica.clock
+    adm = await replica.admit(hashes, n_prompt, plan.tokens)
     reason = "abort"
     sent = 0
     try:
         itls: list[float] = []
-        if not engine.config.fast:
+        if not replica.config.fast:
             await _sleep_until(clock, adm.first_token_s)
             remaining = plan.tokens - 1
             due = adm.first_token_s
             while remaining > 0:
-                itl = engine.itl_s()
+                itl = replica.itl_s()
                 k = min(remaining, max(1, int(NONSTREAM_SLICE_S / itl)))
                 due += k * itl
                 itls.extend([itl] * k)
@@ -160,8 +160,8 @@ async def complete(
         reason = _reason(plan)
         sent = plan.tokens
     finally:
-        engine.finish(adm, reason, sent)
-    engine.observe_latency(ttft_s, end - t0, itls)
+        replica.finish(adm, reason, sent)
+    replica.observe_latency(ttft_s, end - t0, itls)
     timing = _timing(t0, ttft_s, adm, end)
     usage = UsageCounts(n_prompt, adm.allocation.cached_tokens, plan.tokens)
     headers = {

@@ -34,8 +34,8 @@ from typing import Literal
 import numpy as np
 import orjson
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES, JSON
-from agentx.tokens import DEFAULT_ENCODING, conversation, get_encoding
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES, JSON
+from agentx.prefixcache.tokens import DEFAULT_ENCODING, conversation, get_encoding
 
 Finish = Literal["stop", "length", "tool"]
 

@@ -15,7 +15,7 @@ import threading
 from types import TracebackType
 from typing import IO
 
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 from agentx.serve_sim.config import SimConfig
 
 _FLAGS = {

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from agentx.models import (
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_GEMINI,
     API_OPENAI_CHAT,

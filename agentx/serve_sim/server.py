@@ -21,10 +21,10 @@ from types import TracebackType
 
 from aiohttp import web
 
-from agentx.errors import AgentxError
-from agentx.serve_sim.app import create_app, engine_of, warm_up
+from agentx.core.errors import AgentxError
+from agentx.serve_sim.app import create_app, replica_of, warm_up
 from agentx.serve_sim.config import SimConfig
-from agentx.serve_sim.scheduler import Engine
+from agentx.serve_sim.replica import Replica
 
 __all__ = ["RunningServer", "SimServer", "create_app", "running_server", "serve"]
 
@@ -35,7 +35,7 @@ class RunningServer:
 
     url: str
     port: int
-    engine: Engine  # read it only from the server's own event loop
+    replica: Replica  # read it only from the server's own event loop
 
 
 @contextlib.asynccontextmanager
@@ -57,7 +57,7 @@ async def running_server(config: SimConfig | None = None) -> AsyncIterator[Runni
     port = int(runner.addresses[0][1])
     host = config.host if ":" not in config.host else f"[{config.host}]"
     try:
-        yield RunningServer(f"http://{host}:{port}", port, engine_of(app))
+        yield RunningServer(f"http://{host}:{port}", port, replica_of(app))
     finally:
         await runner.cleanup()
 

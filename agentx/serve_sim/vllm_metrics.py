@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentx.kvcache import CacheCounters
+from agentx.prefixcache.kvcache import CacheCounters
 
 FINISH_REASONS = ("stop", "length", "abort")
 

@@ -7,7 +7,7 @@ GPU + DRAM offload). See docs/simulate.md for the model.
     result.data["points"]  # the agentx.simulate/1 object
 
 Layout: :mod:`.workload` (trace -> requests in start order, dense block ids),
-:mod:`.stack` (the one-pass LRU stack engine and the :class:`agentx.kvcache.KVCache` replay),
+:mod:`.stack` (the one-pass LRU stack engine and the :class:`agentx.prefixcache.kvcache.KVCache` replay),
 :mod:`.run` (options, capacity lists, the result), :mod:`.render` (table, SVG).
 """
 

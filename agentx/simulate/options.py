@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agentx.engine import EngineParams
-from agentx.errors import UsageError
-from agentx.replay.rules import ScheduleRules
+from agentx.core.errors import UsageError
+from agentx.prefixcache.engine import EngineParams
+from agentx.workload.rules import ScheduleRules
 
 SCHEMA = "agentx.simulate/1"
 OffloadPolicy = Literal["inclusive", "exclusive"]

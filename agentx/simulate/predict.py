@@ -1,4 +1,4 @@
-"""``simulate`` on replay's timeline: the engine model (:mod:`agentx.engine`, serve-sim's) driven
+"""``simulate`` on replay's timeline: the engine model (:mod:`agentx.prefixcache.engine`, serve-sim's) driven
 in virtual time by replay's schedule, one run per capacity: the hit rate a server of that KV
 capacity would report for that replay. See docs/simulate.md ("which engine answers what").
 """
@@ -8,18 +8,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agentx.errors import AgentxError, UsageError
+from agentx.apis.translate import to_chat
+from agentx.core.errors import AgentxError, UsageError
+from agentx.core.progress import Progress
 from agentx.metrics.prometheus.capacity import read_kv_capacity
-from agentx.prefix import DEFAULT_BLOCK_SIZE
-from agentx.progress import Progress
-from agentx.replay.build import BuildConfig
-from agentx.replay.plan import ReplayPlan, build_plan
-from agentx.replay.source import open_source
-from agentx.replay.translate import to_chat
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
+from agentx.prefixcache.tokenizer import resolve_tokenizer
 from agentx.simulate.options import SCHEMA, SimulateOptions, default_capacities
 from agentx.simulate.replayed import EngineRun, PromptSource, RecordedSends, Sends, run_engine
 from agentx.simulate.schedule import SharedSchedule
-from agentx.tokenizer import make_hasher, resolve_tokenizer
+from agentx.workload.build import BuildConfig
+from agentx.workload.plan import ReplayPlan, build_plan
+from agentx.workload.source import open_source
 
 UNBOUNDED_TOKENS = 1 << 60
 SIM_MODEL = "agentx-simulate"

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentx.errors import UsageError
-from agentx.outputs import check_output, write_atomic
+from agentx.core.errors import UsageError
+from agentx.core.outputs import check_output, write_atomic
 from agentx.simulate.run import SimulateResult
 
 # the chart classes of agentx.report.svg, styled for an SVG opened on its own
@@ -75,7 +75,7 @@ def _replay_table(d: dict[str, Any]) -> Any:
         )
     note = Text(
         "engine model: admission when the prompt fits, cache looked up at admission, LRU "
-        "eviction (agentx.engine, as serve-sim)",
+        "eviction (agentx.prefixcache.engine, as serve-sim)",
         style="dim",
     )
     return Group(head, Text(""), table, note)

@@ -1,9 +1,9 @@
 """The engine model in virtual time, fed the requests replay would send: the prediction of what
 a server with a given KV capacity serves from its prefix cache under a given replay.
 
-Each request is built exactly as replay builds it (:mod:`agentx.replay.build`: the API
+Each request is built exactly as replay builds it (:mod:`agentx.workload.build`: the API
 conversion, the salt, ``max_tokens``), counted by the chosen tokenizer (the server's, ideally),
-and submitted to :class:`agentx.engine.ServingEngine` when the schedule says it is sent. The
+and submitted to :class:`agentx.prefixcache.engine.ServingEngine` when the schedule says it is sent. The
 engine admits it (FCFS, when its prompt fits), looks the cache up at admission, prefills it on
 its one lane and decodes at the modelled speed; when it finishes, the schedule releases what
 waited for it. The loop is a discrete-event simulation: no sleeping, seconds of compute for
@@ -27,17 +27,16 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from agentx.engine import Admission, EngineParams, ServingEngine
-from agentx.hitrate import hash_only_blocks
-from agentx.models import Exchange, ExchangeMeta
-from agentx.prefix import HashArray, UnboundedPrefixCache, salted
-from agentx.record import RequestRecord
-from agentx.replay.build import BuildConfig, SynthCache, ThreadBuilder, max_tokens_of
-from agentx.replay.lanes import marker_salt
-from agentx.replay.plan import SessionPlan
-from agentx.replay.source import SessionLoader, TraceSource
+from agentx.core.models import Exchange, ExchangeMeta
+from agentx.core.record import RequestRecord
+from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
+from agentx.prefixcache.hashing import HashArray, Hasher, salted
+from agentx.prefixcache.theory import hash_only_blocks
 from agentx.simulate.schedule import Send
-from agentx.tokenizer import Hasher
+from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
+from agentx.workload.plan import SessionPlan
+from agentx.workload.source import SessionLoader, TraceSource
 
 LOADERS_KEPT = 64  # sessions whose loader is kept (a session's sends come close together)
 SALT_NONCE = "000000000-"  # replay's is random per run; the marker is 12 hex digits either way

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from agentx.progress import Progress
+from agentx.core.progress import Progress
 from agentx.simulate.options import (
     CURVE_POINTS,
     SCHEMA,

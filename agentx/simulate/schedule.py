@@ -3,7 +3,7 @@ lanes drive in real time), driven by ``simulate`` in virtual time: the engine mo
 each request finishes, the schedule says what is sent next and when. One set of rules for both.
 
 Lanes, think-time scaling and caps, start ratios, warm-up primers, spawn/join, idle caps and
-stopping are the schedule's (docs/replay.md); :class:`agentx.replay.rules.ScheduleRules` is the
+stopping are the schedule's (docs/replay.md); :class:`agentx.workload.rules.ScheduleRules` is the
 part of replay's options that decides them, for both.
 
     sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentx.replay.plan import SessionPlan, Sessions
-from agentx.replay.rules import ScheduleRules
-from agentx.replay.trees import tree_of
 from agentx.schedule import Phase, Schedule
 from agentx.schedule import Send as ScheduledSend
+from agentx.workload.plan import SessionPlan, Sessions
+from agentx.workload.rules import ScheduleRules
+from agentx.workload.trees import tree_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The two engines: a one-pass LRU stack simulation (every capacity at once) and a replay through
-:class:`agentx.kvcache.KVCache` (one capacity per pass; the reference the first is tested against).
+:class:`agentx.prefixcache.kvcache.KVCache` (one capacity per pass; the reference the first is tested against).
 
 Both consume the same schedule (:func:`schedule`): requests in start order; before a request
 starts, every running request whose end (start + recorded duration) is not later is released, in
@@ -22,7 +22,7 @@ updated with vectorised range operations, so a 100K-token request costs a few nu
 
 Blocks that carry no prefix hash (the partial last prompt block, the output's blocks) are pinned
 while the request runs and then join the queue as entries that never hit, as in vLLM, where
-every freed block takes its place in the free queue. (:class:`~agentx.kvcache.KVCache` instead
+every freed block takes its place in the free queue. (:class:`~agentx.prefixcache.kvcache.KVCache` instead
 frees them as holes that fill before anything is evicted; the engines agree exactly when
 prompts are whole blocks and outputs are not reserved, which the tests check.)
 """
@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agentx.kvcache import Allocation, KVCache
-from agentx.prefix import hittable_blocks
+from agentx.prefixcache.cache import hittable_blocks
+from agentx.prefixcache.kvcache import Allocation, KVCache
 from agentx.simulate.workload import SimRequest, Workload
 
 Int64Array = npt.NDArray[np.int64]

@@ -1,8 +1,8 @@
 """A trace as the simulator sees it: model calls in start order, each a run of dense block ids.
 
 Which rows count, and how a row becomes blocks, is exactly what ``agentx stats`` does
-(:func:`agentx.hitrate.is_model_call`, :func:`agentx.hitrate.hash_only_blocks`, and
-:class:`agentx.prefix.RequestHasher` keyed by ``(session, thread)`` for text rows), so the
+(:func:`agentx.prefixcache.theory.is_model_call`, :func:`agentx.prefixcache.theory.hash_only_blocks`, and
+:class:`agentx.prefixcache.hashing.RequestHasher` keyed by ``(session, thread)`` for text rows), so the
 unbounded limit of the simulation is ``agentx stats``' theoretical hit rate.
 
 Requests are ordered by ``start_wall_ns`` (ties keep the trace's order): a trace with several
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from agentx.errors import AgentxError, UsageError
-from agentx.hitrate import hash_only_blocks, is_model_call
-from agentx.models import Exchange
-from agentx.prefix import DEFAULT_BLOCK_SIZE, HashArray, IdChainer, RequestHasher
-from agentx.progress import Progress
+from agentx.core.errors import AgentxError, UsageError
+from agentx.core.models import Exchange
+from agentx.core.progress import Progress
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray, IdChainer, RequestHasher
+from agentx.prefixcache.theory import hash_only_blocks, is_model_call
 
 IdArray = npt.NDArray[np.int32]  # dense block ids (2**31 distinct blocks: 137G tokens at 64)
 MAX_BLOCKS = 2**31 - 1

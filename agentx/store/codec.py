@@ -20,15 +20,8 @@ from typing import Any
 
 import orjson
 
-from agentx import models
-from agentx.models import (
-    JSON,
-    Credential,
-    Exchange,
-    Response,
-    Timing,
-    Usage,
-)
+from agentx.core import models
+from agentx.core.models import JSON, Credential, Exchange, Response, Timing, Usage
 from agentx.store.hashdelta import HashDeltaDecoder, HashDeltaEncoder
 
 Row = dict[str, Any]

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx import DISTRIBUTION, __version__
-from agentx.errors import TraceError
-from agentx.models import Exchange
+from agentx.core.errors import TraceError
+from agentx.core.models import Exchange
 from agentx.store.schema import (
     FORMAT,
     META_CREATED_AT,

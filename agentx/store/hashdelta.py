@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from agentx.prefix import common_prefix
+from agentx.prefixcache.hashing import common_prefix
 
 Ids = tuple[int, ...]
 

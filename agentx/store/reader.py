@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from agentx.errors import TraceError
-from agentx.models import Exchange
-from agentx.progress import Progress
+from agentx.core.errors import TraceError
+from agentx.core.models import Exchange
+from agentx.core.progress import Progress
 from agentx.store.codec import DeltaDecoder, Row
 from agentx.store.dataset import trace_files
 from agentx.store.schema import (

@@ -1,8 +1,8 @@
-"""``requests.parquet``: one row per replayed request (:class:`agentx.record.RequestRecord`).
+"""``requests.parquet``: one row per replayed request (:class:`agentx.core.record.RequestRecord`).
 
 The Arrow schema is derived from the record's fields, so a field added to the record (with a
 default) becomes a column without touching this file; files written before it read back with
-the default. ``itl_ns`` is ``list<int64>``: written from the rows' :class:`~agentx.record.Gaps`
+the default. ``itl_ns`` is ``list<int64>``: written from the rows' :class:`~agentx.core.record.Gaps`
 arrays and read back as views of the column (no Python int per gap either way). The same
 conversion serves the replay's spool of rows (:mod:`agentx.store.rowspool`).
 """
@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx import __version__
-from agentx.errors import TraceError
-from agentx.outputs import atomic_output
-from agentx.record import NO_GAPS, Gaps, RequestRecord
+from agentx.core.errors import TraceError
+from agentx.core.outputs import atomic_output
+from agentx.core.record import NO_GAPS, Gaps, RequestRecord
 from agentx.store.schema import META_FORMAT, META_VERSION
 
 FORMAT = "agentx.requests/1"

@@ -1,6 +1,6 @@
 """The spool of a replay's rows: what each process measured, on disk as it finishes.
 
-A replay process appends the row of every finished request (:class:`agentx.record.RequestRecord`)
+A replay process appends the row of every finished request (:class:`agentx.core.record.RequestRecord`)
 to its own spool in the run's temporary directory, :data:`BATCH_ROWS` rows at a time, as an
 Arrow IPC stream of ``requests.parquet``'s schema; so a long run holds no rows in memory, only
 the few it has not written yet. A stream is readable while it is written (every complete batch),
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 from agentx.store.results import SCHEMA, batch_of, records_of
 
 BATCH_ROWS = 256  # rows written at a time
@@ -72,15 +72,15 @@ class RowSpool:
             self._writer.close()
         except (OSError, pa.ArrowException) as exc:
             self._failed(exc)
-        self._abandon()
+        self._abort()
 
     def _failed(self, exc: BaseException) -> None:
         if self.error is None:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             self.error = f"cannot spool the rows of finished requests to {self.path}: {why}"
-        self._abandon()
+        self._abort()
 
-    def _abandon(self) -> None:
+    def _abort(self) -> None:
         self._writer = None
         if self._sink is not None:
             with contextlib.suppress(OSError, pa.ArrowException):

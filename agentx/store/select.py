@@ -2,7 +2,7 @@
 
 :func:`read_index` reads only the small per-row columns (ids, structure, timings, token counts,
 flags: no request bodies, no response text, no block ids) of one trace file into
-:class:`~agentx.models.ExchangeMeta` values whose ``locator`` is the row number.
+:class:`~agentx.core.models.ExchangeMeta` values whose ``locator`` is the row number.
 :meth:`TraceIndex.read_rows` decodes chosen rows with their full bodies and block ids: a row
 stored as a delta over an earlier row (its conversation, ``conversation_base_id``; its block
 ids, ``hash_ids_base_id`` in format v1.1) needs that row too, so the rows it extends
@@ -26,8 +26,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentx.errors import TraceError
-from agentx.models import Exchange, ExchangeMeta
+from agentx.core.errors import TraceError
+from agentx.core.models import Exchange, ExchangeMeta
 from agentx.store.codec import DeltaDecoder
 from agentx.store.dataset import trace_files
 from agentx.store.reader import _first_line, _open_file, open_trace

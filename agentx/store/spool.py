@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import orjson
 
-from agentx.errors import TraceError
-from agentx.progress import Progress
+from agentx.core.errors import TraceError
+from agentx.core.progress import Progress
 from agentx.store.codec import Row
 from agentx.store.hashdelta import from_runs, to_runs
 from agentx.store.schema import COLUMNS, ID_LIST_COLUMNS

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentx.errors import FormatError
+from agentx.core.errors import FormatError
 from agentx.store.schema import META_FORMAT
 
 ROWS_PER_BATCH = 16  # a Weka trace row can hold tens of MB of hash ids

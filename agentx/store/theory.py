@@ -5,7 +5,7 @@ unbounded cache shared by the run's requests served (``hit_tokens``), and the ch
 hashes that request *added* to that cache (``new_blocks``: its blocks from the hit on). Since a
 chained hash names its whole prefix, these rows are enough to replay the cache exactly, and to
 replay the cache of several shards' requests as if they had shared one server
-(:mod:`agentx.prefix_union`). The file holds each distinct block once per run, about 8 bytes per
+(:mod:`agentx.prefixcache.theory`). The file holds each distinct block once per run, about 8 bytes per
 new block: a few MB for a run whose prompts share their prefixes as agent traffic does.
 """
 
@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx import __version__
-from agentx.errors import TraceError
-from agentx.prefix_union import TheoryRow
+from agentx.core.errors import TraceError
+from agentx.prefixcache.theory import TheoryRow
 from agentx.store.schema import META_FORMAT, META_VERSION
 
 FORMAT = "agentx.theory/1"

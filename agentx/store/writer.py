@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx import DISTRIBUTION, __version__
-from agentx.errors import TraceError
-from agentx.models import Exchange
-from agentx.outputs import atomic_output
-from agentx.progress import Progress
+from agentx.core.errors import TraceError
+from agentx.core.models import Exchange
+from agentx.core.outputs import atomic_output
+from agentx.core.progress import Progress
 from agentx.store.codec import DeltaEncoder, Row
 from agentx.store.schema import (
     FORMAT,
@@ -151,7 +151,7 @@ class TraceWriter:
         finally:
             self._spool.close()  # releases the lock only after the spool is gone
 
-    def abandon(self) -> None:
+    def abort(self) -> None:
         """Stop without compacting: ``path`` is left as it was, the spool stays for
         ``agentx recover`` (what a kill would leave, minus the torn line)."""
         if not self._spool.closed:
@@ -171,7 +171,7 @@ class TraceWriter:
         if exc_type is None:
             self.close()
         else:  # a failed producer must not replace the output with what it got to
-            self.abandon()
+            self.abort()
 
 
 def _refuse_existing_spool(path: Path, spool: Path) -> None:
@@ -272,7 +272,7 @@ def new_trace(
     created_at: str | None = None,
 ) -> Iterator[TraceWriter]:
     """A trace written whole (scrub, anonymize, convert): into a temporary file beside ``path``
-    (:func:`agentx.outputs.atomic_output`) that replaces ``path`` only once it is complete. An
+    (:func:`agentx.core.outputs.atomic_output`) that replaces ``path`` only once it is complete. An
     existing ``path`` is refused unless ``force``; so is one with a dead capture's spool beside
     it (reading ``path`` would recover that spool over it)."""
     p = Path(path)

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentx.flags import FLAG_USAGE_ESTIMATED
+from agentx.core.flags import FLAG_USAGE_ESTIMATED
 from agentx.store import read_trace
 
 LONG = 400

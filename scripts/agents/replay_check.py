@@ -9,7 +9,7 @@ Runs ``agentx scrub`` then ``agentx replay --time-scale 0 --no-salt`` against th
 - output tokens: the scrubbed trace's ``completion_tokens`` (what replay asks for, with
   ``ignore_eos``) vs the tokens the server returned;
 - input tokens (``--api chat``): each scrubbed request converted to chat
-  (``agentx.replay.translate.to_chat``) and counted (``agentx.tokens``) vs the prompt tokens the
+  (``agentx.apis.translate.to_chat``) and counted (``agentx.prefixcache.tokens``) vs the prompt tokens the
   server reported.
 
 Prints one line per figure and exits 1 on a mismatch.
@@ -25,12 +25,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentx.apis.translate import to_chat
+from agentx.core.models import API_OPENAI_CHAT, exchange_meta
 from agentx.formats import load_exchanges
-from agentx.models import API_OPENAI_CHAT, exchange_meta
-from agentx.replay.build import max_tokens_of
-from agentx.replay.plan import skip_reason
-from agentx.replay.translate import to_chat
-from agentx.tokens import count_request_tokens
+from agentx.prefixcache.tokens import count_request_tokens
+from agentx.workload.build import max_tokens_of
+from agentx.workload.plan import skip_reason
 
 
 def expected(trace: Path) -> tuple[int, int, int]:

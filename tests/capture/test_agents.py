@@ -16,7 +16,7 @@ from agentx.capture.apis import classify
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder import Recorder
 from agentx.capture.recorder.events import RequestSent, ResponseData, ResponseEnd, ResponseHeaders
-from agentx.models import (
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_GEMINI,
     API_OPENAI_CHAT,

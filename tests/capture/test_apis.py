@@ -12,7 +12,12 @@ from agentx.capture.apis import (
     max_output_tokens,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, API_OTHER
+from agentx.core.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+    API_OTHER,
+)
 
 
 def ev(data: Any, event: str = "message") -> SSEEvent:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from agentx.capture import ADDON_PATH
 from agentx.cli import app
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 from agentx.store import read_trace
 
 from .upstream import Upstream

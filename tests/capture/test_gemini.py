@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx.apis.translate import ThreadConverter, to_chat
+from agentx.apis.usage import usage_from
 from agentx.capture.apis import GeminiAssembler, classify, max_output_tokens, model_from_path
 from agentx.capture.sse import SSEEvent
-from agentx.models import API_GEMINI, API_OTHER, Usage
+from agentx.core.models import API_GEMINI, API_OTHER, Usage
 from agentx.replay.sse import parser_for
-from agentx.replay.translate import ThreadConverter, to_chat
-from agentx.usage import usage_from
 
 STREAM = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
 
@@ -246,8 +246,8 @@ def test_gemini_to_chat() -> None:
 
 @pytest.mark.parametrize("salt", [None, "s1"])
 def test_native_gemini_body(salt: str | None) -> None:
-    from agentx.models import Exchange, Timing
-    from agentx.replay.build import BuildConfig, ThreadBuilder
+    from agentx.core.models import Exchange, Timing
+    from agentx.workload.build import BuildConfig, ThreadBuilder
 
     ex = Exchange(
         request_id="r",

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from agentx.capture.runner import Capture
-from agentx.models import (
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,

@@ -15,8 +15,8 @@ from agentx.capture.recorder.events import (
     ResponseEnd,
     ResponseHeaders,
 )
-from agentx.flags import FLAG_NON_MODEL, FLAG_PARTIAL
-from agentx.models import API_OPENAI_CHAT, API_OTHER, Exchange
+from agentx.core.flags import FLAG_NON_MODEL, FLAG_PARTIAL
+from agentx.core.models import API_OPENAI_CHAT, API_OTHER, Exchange
 from agentx.store import TraceWriter, read_trace
 
 MS = 1_000_000

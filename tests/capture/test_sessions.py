@@ -4,7 +4,7 @@ from typing import Any
 
 from agentx.capture.sessions.ids import session_hint
 from agentx.capture.sessions.placement import Sessions
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Response
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Response
 
 TOOLS = [{"name": "Bash", "input_schema": {}}]
 S = 1_000_000_000
@@ -180,7 +180,7 @@ REMINDER = "\n\nREMINDER"
 
 
 def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> None:
-    from agentx.models import API_OPENAI_CHAT
+    from agentx.core.models import API_OPENAI_CHAT
 
     loop = Loop()
     first = {"model": "m", "messages": [*SYSTEM, chat("user", "Q" + REMINDER)]}
@@ -237,10 +237,11 @@ def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> N
 def test_hit_rate_of_a_rewritten_thread_is_that_of_the_prompts_sent() -> None:
     """The incremental per-thread hasher re-renders what a child replaced: the same blocks as
     hashing every request from scratch."""
-    from agentx.hitrate import HitRateMeter
-    from agentx.models import API_OPENAI_CHAT, Exchange, Timing
-    from agentx.prefix import UnboundedPrefixCache, block_hashes
-    from agentx.tokens import request_tokens
+    from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing
+    from agentx.prefixcache.cache import UnboundedPrefixCache
+    from agentx.prefixcache.hashing import block_hashes
+    from agentx.prefixcache.theory import HitRateMeter
+    from agentx.prefixcache.tokens import request_tokens
 
     long = " ".join(f"word{i}" for i in range(300))
     bodies = [

@@ -14,7 +14,7 @@ import httpx
 import orjson
 
 from agentx.capture.runner import Capture
-from agentx.models import API_GEMINI, API_OPENAI_RESPONSES, API_OTHER
+from agentx.core.models import API_GEMINI, API_OPENAI_RESPONSES, API_OTHER
 from agentx.store import read_trace
 
 from .upstream import Upstream, usage_for

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from agentx.capture.recorder import SPOOL_LATENCY_S
 from agentx.cli import app
-from agentx.flags import FLAG_SIDE_CALL
-from agentx.models import API_OTHER
+from agentx.core.flags import FLAG_SIDE_CALL
+from agentx.core.models import API_OTHER
 from agentx.store import read_trace, recover, spool_path
 
 AGENTX = [sys.executable, "-m", "agentx"]

@@ -18,12 +18,12 @@ import pytest
 from replay.factory import T0, chat_session, write
 from replay.fault_server import HOSTILE, FaultServer
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
-from agentx.record import ERR_BAD_USAGE, ERR_NO_USAGE, ERR_PROTOCOL
+from agentx.apis.usage import MAX_TOKENS, checked_usage, usage_from
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
+from agentx.core.record import ERR_BAD_USAGE, ERR_NO_USAGE, ERR_PROTOCOL
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.client import StreamOutcome, make_stream_client, stream_request
 from agentx.replay.sse import StreamParser, parser_for
-from agentx.usage import MAX_TOKENS, checked_usage, usage_from
 
 
 @pytest.fixture(scope="module")

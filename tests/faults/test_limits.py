@@ -20,7 +20,7 @@ from replay.fault_server import FaultServer
 from agentx.capture.runner import Capture, CaptureConfig
 from agentx.capture.runner.agent import agent_env
 from agentx.capture.runner.config import exposure_warning
-from agentx.models import API_OTHER
+from agentx.core.models import API_OTHER
 from agentx.store import read_trace
 
 AGENTX = [sys.executable, "-m", "agentx"]

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.store import TraceWriter, open_trace, read_trace, spool_path
 from agentx.store.results import write_requests
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
 from agentx.store import TraceWriter, read_trace, recover, spool_path
 from agentx.store.reader import recover_report
 

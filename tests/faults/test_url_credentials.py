@@ -19,8 +19,8 @@ from replay.fault_server import FaultServer
 from typer.testing import CliRunner
 
 from agentx.cli import app
+from agentx.core.urls import REDACTED, redact_url, redact_urls_in
 from agentx.store import open_trace, read_trace
-from agentx.urls import REDACTED, redact_url, redact_urls_in
 
 KEY = "AIzaSyTOTALLYSECRET0123456789"
 PASSWORD = "hunter2-secret-pw"

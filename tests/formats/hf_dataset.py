@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 
 CARD = """---
 license: apache-2.0

@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.errors import AgentxError
-from agentx.examples import example_path
+from agentx.core.errors import AgentxError
+from agentx.core.examples import example_path
 from agentx.formats.convert import convert
-from agentx.prefix import UnboundedPrefixCache, block_hashes, chain_ids
+from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.hashing import block_hashes, chain_ids
+from agentx.prefixcache.tokens import encode
 from agentx.store import read_trace, write_trace
-from agentx.tokens import encode
 
 DATA = example_path("weka")
 runner = CliRunner()

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from agentx.errors import FormatError, TraceError
-from agentx.examples import example_path
+from agentx.core.errors import FormatError, TraceError
+from agentx.core.examples import example_path
+from agentx.core.models import Exchange, Timing
 from agentx.formats import detect_format, load_exchanges
-from agentx.models import Exchange, Timing
 from agentx.store import TraceWriter, spool_path, write_trace
 
 WEKA = example_path("weka") / "trace_0001.json"

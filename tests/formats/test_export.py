@@ -12,18 +12,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scrub.factory import capture
 
-from agentx.errors import UsageError
-from agentx.examples import example_path
+from agentx.core.errors import UsageError
+from agentx.core.examples import example_path
+from agentx.core.models import MODEL_APIS, Exchange
 from agentx.formats import load_exchanges
 from agentx.formats.blocks import IdMapper
 from agentx.formats.convert import with_text
 from agentx.formats.export import write_mooncake, write_weka
 from agentx.formats.weka import parse_weka
 from agentx.formats.weka.write import _finish_session, weka_request
-from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import block_hashes
-from agentx.stats import compute_stats
-from agentx.tokens import request_tokens
+from agentx.prefixcache.hashing import block_hashes
+from agentx.prefixcache.tokens import request_tokens
+from agentx.workload.stats import compute_stats
 
 DATA = example_path("weka")
 REQUEST_FIELDS = (

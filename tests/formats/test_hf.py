@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentx.errors import FormatError, TraceError, UsageError
-from agentx.examples import example_path
+from agentx.core.errors import FormatError, TraceError, UsageError
+from agentx.core.examples import example_path
 from agentx.formats import detect_format, load_exchanges
 from agentx.formats.hf import data_files, parse_hf_url
 

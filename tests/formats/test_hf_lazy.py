@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentx.formats.hf as hf
-from agentx.errors import FormatError
+from agentx.core.errors import FormatError
+from agentx.core.models import Exchange, ExchangeMeta, exchange_meta
 from agentx.formats import load_exchanges
 from agentx.formats.lazy import index_hf_jsonl, index_weka_file
-from agentx.models import Exchange, ExchangeMeta, exchange_meta
-from agentx.replay.plan import build_plan
-from agentx.replay.source import HFSource, MemorySource, open_source
+from agentx.workload.plan import build_plan
+from agentx.workload.source import HFSource, MemorySource, open_source
 
 from .hf_dataset import make_hf_dataset, make_parquet_rows, weka_docs
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agentx.stats import compute_stats
+from agentx.workload.stats import compute_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))

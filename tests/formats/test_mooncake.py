@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.errors import FormatError, UsageError
+from agentx.core.errors import FormatError, UsageError
 from agentx.formats import load_exchanges
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, iter_mooncake, parse_record
-from agentx.stats import summarize
+from agentx.workload.stats import summarize
 
 LINES = [
     {"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]},

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentx.errors import FormatError
-from agentx.examples import example_path
+from agentx.core.errors import FormatError
+from agentx.core.examples import example_path
+from agentx.core.models import Exchange
 from agentx.formats import load_exchanges
 from agentx.formats.weka import LOCAL_SCOPE_STRIDE, iter_weka, parse_weka, read_weka_file
-from agentx.models import Exchange
 from agentx.store import read_trace, write_trace
 
 DATA = example_path("weka")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.formats.export import write_weka
 from agentx.formats.weka import iter_weka, parse_weka
 from agentx.store import read_trace, write_trace

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from agentx.replay import run_replay
-from agentx.replay.scenario import scenario_options
+from agentx.replay.options import scenario_options
 
 
 def weka_doc(trace_id: str, salt: int, turns: int = 12) -> dict[str, Any]:

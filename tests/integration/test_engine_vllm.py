@@ -31,14 +31,14 @@ import httpx
 import pytest
 from vllm_traces import fresh_system, small_weka
 
-from agentx.engine import EngineParams
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.formats import load_exchanges
+from agentx.prefixcache.engine import EngineParams
 from agentx.replay import ReplayOptions, run_replay
-from agentx.replay.rules import ScheduleRules
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.store import write_trace
+from agentx.workload.rules import ScheduleRules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "vllm_cpu.sh"

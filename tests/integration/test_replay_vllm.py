@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from vllm_traces import fresh_system
 
 from agentx.cli import app
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.store import write_trace
 from agentx.store.results import read_requests

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from agentx.examples import example_path
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Exchange
+from agentx.core.examples import example_path
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Exchange
 
 
 def _shrink(r: dict[str, Any], factor: int, bs: int) -> dict[str, Any]:

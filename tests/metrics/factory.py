@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 
 MS = 1_000_000
 S = 1_000_000_000

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentx.errors import AgentxError, UsageError
+from agentx.core.errors import AgentxError, UsageError
 from agentx.metrics.prometheus.capacity import metrics_url, read_kv_capacity
 from agentx.serve_sim import SimConfig, SimServer
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
 from agentx.metrics.cost import (
     CostOptions,
     HourParts,

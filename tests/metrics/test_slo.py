@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
+from agentx.core.record import RequestRecord
 from agentx.metrics.slo import evaluate, goodput, parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
-from agentx.record import RequestRecord
 
 from .factory import MS, S, failed, rec, streamed
 

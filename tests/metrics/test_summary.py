@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from agentx import __version__
-from agentx.metrics.percentiles import STATS
+from agentx.core.percentiles import STATS
+from agentx.core.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import SCHEMA, RunInfo, build_summary
-from agentx.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
 
 from .factory import MS, S, failed, rec, streamed
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agentx.cli import app
 from agentx.replay import run_replay
-from agentx.replay.scenario import scenario_options
+from agentx.replay.options import scenario_options
 from agentx.serve_sim import SimConfig, SimServer
 
 from .factory import chat_session, write

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from agentx.core.record import RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
-from agentx.record import RequestRecord
 from agentx.replay.bottleneck import LoopMonitor, Tick, judge
 
 MS = 1_000_000

@@ -12,7 +12,7 @@ import httpx
 import orjson
 import pytest
 
-from agentx.record import (
+from agentx.core.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,

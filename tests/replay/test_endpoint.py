@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentx.errors import EndpointError
+from agentx.core.errors import EndpointError
 from agentx.replay.client import make_http_client
 from agentx.replay.endpoint import base_url, block_size_from_metrics, probe
 

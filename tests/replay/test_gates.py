@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 from agentx.replay.gates import FailedRatioGate, coverage, evaluate
 
 S = 1_000_000_000

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agentx.models import API_OPENAI_CHAT
-from agentx.record import ERR_PROTOCOL, ERR_RESET
+from agentx.core.models import API_OPENAI_CHAT
+from agentx.core.record import ERR_PROTOCOL, ERR_RESET
 from agentx.replay.client import make_stream_client, stream_request
 from agentx.replay.http1.errors import ConnectionClosed, MalformedResponse
 from agentx.replay.http1.pool import StreamClient

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 from agentx.replay import lanes, run, run_replay
 from agentx.store import rowspool
 from agentx.store.rowspool import read_spools
@@ -36,15 +36,15 @@ def test_finished_rows_are_on_disk_not_in_memory_while_the_run_goes_on(
         chat_session("a", turns=40) + chat_session("b", turns=40, start_ns=T0 + 1),
     )
     seen: dict[str, int] = {}
-    count = lanes.Engine._count
+    count = lanes.LaneDriver._count
 
-    def spy(engine: lanes.Engine, record: RequestRecord) -> None:  # before the row is spooled
-        count(engine, record)
-        if engine.counters.ok + engine.counters.errors == 60:  # 20 requests still to go
+    def spy(driver: lanes.LaneDriver, record: RequestRecord) -> None:  # before the row is spooled
+        count(driver, record)
+        if driver.counters.ok + driver.counters.errors == 60:  # 20 requests still to go
             seen["in_memory"] = live_records() - seen["before"]
-            seen["on_disk"] = len(read_spools([engine.rows.path]))
+            seen["on_disk"] = len(read_spools([driver.rows.path]))
 
-    monkeypatch.setattr(lanes.Engine, "_count", spy)
+    monkeypatch.setattr(lanes.LaneDriver, "_count", spy)
     seen["before"] = live_records()
     with FaultServer() as server:
         result = run_replay(options(trace, server.url, tmp_path, concurrency=LANES))

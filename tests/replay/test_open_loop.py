@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
 from agentx.replay import ReplayOptions, run_replay
 from agentx.serve_sim import SimConfig, SimServer
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentx.examples import example_path
-from agentx.record import RequestRecord
+from agentx.core.examples import example_path
+from agentx.core.record import RequestRecord
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.finish import short_output_warnings
 from agentx.serve_sim import SimConfig, SimServer

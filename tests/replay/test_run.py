@@ -14,12 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
-from agentx.errors import EndpointError, FormatError
-from agentx.examples import example_path
-from agentx.formats import load_exchanges
-from agentx.hitrate import hash_only_blocks
-from agentx.prefix import UnboundedPrefixCache, block_hashes
-from agentx.record import (
+from agentx.core.errors import EndpointError, FormatError
+from agentx.core.examples import example_path
+from agentx.core.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,
@@ -27,10 +24,14 @@ from agentx.record import (
     ERR_PROTOCOL,
     ERR_RESET,
 )
+from agentx.formats import load_exchanges
+from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.hashing import block_hashes
+from agentx.prefixcache.synth import hash_id_text
+from agentx.prefixcache.theory import hash_only_blocks
+from agentx.prefixcache.tokens import encode
 from agentx.replay import ReplayOptions, bottleneck, lanes, run_replay
 from agentx.store.results import read_requests
-from agentx.synth import hash_id_text
-from agentx.tokens import encode
 
 from .factory import T0, chat_session, write
 from .fault_server import FaultServer

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.examples import example_path
-from agentx.models import API_GEMINI, API_OPENAI_RESPONSES
+from agentx.core.examples import example_path
+from agentx.core.models import API_GEMINI, API_OPENAI_RESPONSES
 from agentx.replay import ReplayOptions, run_replay
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.store.results import read_requests

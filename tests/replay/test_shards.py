@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from agentx.core.percentiles import percentiles
 from agentx.metrics import latency as lat
-from agentx.metrics.percentiles import percentiles
 from agentx.metrics.prometheus import parse_prometheus
 from agentx.report.merge import merge_results
 from agentx.serve_sim import SimConfig

@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentx.apis.usage import cached_from_usage
 from agentx.replay.sse import (
     ChatStreamParser,
     MessagesStreamParser,
     ResponsesStreamParser,
     StreamProtocolError,
 )
-from agentx.usage import cached_from_usage
 
 
 def ev(obj: object) -> bytes:

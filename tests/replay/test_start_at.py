@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentx.errors import UsageError
+from agentx.core.errors import UsageError
 from agentx.replay.options import ReplayOptions, parse_start_at
 from agentx.replay.setup import start_barrier
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from agentx.errors import Interrupted
+from agentx.core.errors import Interrupted
 from agentx.replay.stop import StopSignals
 
 

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.models import API_OPENAI_CHAT
-from agentx.prefix import UnboundedPrefixCache, block_hashes
+from agentx.core.models import API_OPENAI_CHAT
+from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.hashing import block_hashes
+from agentx.prefixcache.tokens import request_tokens
 from agentx.replay.theory import SentLog, merged, read_log, theoretical
-from agentx.tokens import request_tokens
 
 
 def bodies(n: int) -> list[bytes]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentx.core.record import ERR_TIMEOUT, RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
-from agentx.record import ERR_TIMEOUT, RequestRecord
 
 MS = 1_000_000
 S = 1_000_000_000

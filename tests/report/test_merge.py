@@ -13,15 +13,15 @@ from metrics.factory import MS, S, failed, streamed
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.errors import AgentxError, UsageError
+from agentx.core.errors import AgentxError, UsageError
+from agentx.core.percentiles import percentiles
+from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
-from agentx.metrics.percentiles import percentiles
 from agentx.metrics.prometheus.server_metrics import CounterSeries, ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
-from agentx.prefix import block_hashes
-from agentx.prefix_union import TheoryRow
-from agentx.record import RequestRecord
+from agentx.prefixcache.hashing import block_hashes
+from agentx.prefixcache.theory import TheoryRow
 from agentx.report.merge import merge_results
 from agentx.report.results_dir import load_results, write_results
 
@@ -197,7 +197,7 @@ def test_different_block_sizes_are_refused(tmp_path: Path) -> None:
 
 
 def theory_rows(shard: int, prompts: list[list[int]], perf0: int) -> list[TheoryRow]:
-    from agentx.prefix import UnboundedPrefixCache
+    from agentx.prefixcache.cache import UnboundedPrefixCache
 
     cache = UnboundedPrefixCache(BS)
     out = []

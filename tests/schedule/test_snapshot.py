@@ -7,11 +7,11 @@ import hashlib
 import numpy as np
 import pytest
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.formats import load_exchanges
-from agentx.replay.plan import build_plan
-from agentx.replay.trees import tree_of
-from agentx.schedule.snapshot import fresh, sample_t_star, split, tree_seed
+from agentx.schedule.spec import fresh, sample_t_star, split, tree_seed
+from agentx.workload.plan import build_plan
+from agentx.workload.trees import tree_of
 
 from .helpers import chain, stream, tree
 

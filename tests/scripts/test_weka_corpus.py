@@ -20,10 +20,10 @@ from weka_corpus import (
     trace_name,
 )
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.formats import detect_format, load_exchanges
 from agentx.formats.weka import read_weka_file, weka_files
-from agentx.stats import compute_stats
+from agentx.workload.stats import compute_stats
 
 FIXTURES = example_path("weka")
 

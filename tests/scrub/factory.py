@@ -12,7 +12,7 @@ import copy
 import random
 from typing import Any
 
-from agentx.models import (
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,

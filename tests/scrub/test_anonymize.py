@@ -9,12 +9,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from store.strategies import exchange_sequences
 
-from agentx.models import MODEL_APIS, Exchange
-from agentx.prefix import block_hashes, theoretical_hit_rate
+from agentx.core.models import MODEL_APIS, Exchange
+from agentx.prefixcache.cache import theoretical_hit_rate
+from agentx.prefixcache.hashing import block_hashes
+from agentx.prefixcache.tokens import (
+    count_request_tokens,
+    count_tokens,
+    render_segments,
+    request_tokens,
+)
 from agentx.scrub.anonymize import AnonymizeOptions, Anonymizer, anonymize_trace
 from agentx.scrub.leaves import collect
 from agentx.store import read_trace, write_trace
-from agentx.tokens import count_request_tokens, count_tokens, render_segments, request_tokens
 
 from .factory import capture
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from store.strategies import exchange_sequences
 
-from agentx.errors import UsageError
-from agentx.flags import FLAG_PROVIDER_FIELDS, FLAG_REPAIRED, FLAG_SIDE_CALL
-from agentx.flags import FLAG_SECRET_REDACTED as FLAG_REDACTED
-from agentx.models import (
+from agentx.core.errors import UsageError
+from agentx.core.flags import FLAG_PROVIDER_FIELDS, FLAG_REPAIRED, FLAG_SIDE_CALL
+from agentx.core.flags import FLAG_SECRET_REDACTED as FLAG_REDACTED
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
     API_OTHER,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx.prefixcache.tokens import count_tokens
 from agentx.scrub.secrets import MARK, SecretRedactor
-from agentx.tokens import count_tokens
 
 _RNG = random.Random(11)
 A62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 from agentx.scrub.toolpairs import check
 
 

@@ -32,10 +32,10 @@ def test_reset_drops_the_cache_not_the_counters() -> None:
 
 
 def test_refused_while_requests_hold_blocks() -> None:
-    from agentx.serve_sim.scheduler import Engine
+    from agentx.serve_sim.replica import Replica
 
-    engine = Engine(SimConfig(port=0, **QUICK))
-    engine.core.running = 1  # a request in flight
-    assert engine.reset_prefix_cache() is False
-    engine.core.running = 0
-    assert engine.reset_prefix_cache() is True
+    replica = Replica(SimConfig(port=0, **QUICK))
+    replica.core.running = 1  # a request in flight
+    assert replica.reset_prefix_cache() is False
+    replica.core.running = 0
+    assert replica.reset_prefix_cache() is True

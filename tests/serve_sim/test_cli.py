@@ -10,7 +10,7 @@ import sys
 import httpx
 import pytest
 
-from agentx.errors import AgentxError
+from agentx.core.errors import AgentxError
 from agentx.serve_sim import SimConfig, SimServer, running_server
 
 CLI = [sys.executable, "-m", "agentx", "serve-sim"]
@@ -63,8 +63,8 @@ async def test_running_server_on_the_callers_loop() -> None:
                 *(client.post("/v1/chat/completions", json=body) for _ in range(5))
             )
         assert all(r.status_code == 200 for r in results)
-        assert srv.engine.running == 0
-        assert srv.engine.metrics.finished["length"] == 5
+        assert srv.replica.running == 0
+        assert srv.replica.metrics.finished["length"] == 5
 
 
 def test_kv_blocks_and_a_hugging_face_tokenizer(hf_tokenizer_dir: str) -> None:
@@ -92,7 +92,7 @@ def test_kv_blocks_and_a_hugging_face_tokenizer(hf_tokenizer_dir: str) -> None:
         assert 'num_gpu_blocks="37"' in metrics and 'block_size="8"' in metrics
         body = {"messages": [{"role": "user", "content": "the lazy dog"}], "max_tokens": 2}
         usage = httpx.post(url + "/v1/chat/completions", json=body).json()["usage"]
-        from agentx.tokenizer import resolve_tokenizer
+        from agentx.prefixcache.tokenizer import resolve_tokenizer
 
         want = resolve_tokenizer(hf_tokenizer_dir).request_tokens("openai.chat", body).size
         assert usage["prompt_tokens"] == want

@@ -12,9 +12,9 @@ import aiohttp
 import orjson
 import pytest
 
-from agentx.models import API_GEMINI
+from agentx.core.models import API_GEMINI
+from agentx.prefixcache.tokens import count_request_tokens, count_tokens
 from agentx.serve_sim import SimServer
-from agentx.tokens import count_request_tokens, count_tokens
 
 from .helpers import sse_events
 

@@ -12,8 +12,8 @@ import httpx
 import orjson
 import pytest
 
+from agentx.prefixcache.tokens import count_tokens, get_encoding
 from agentx.serve_sim import SimConfig, SimServer
-from agentx.tokens import count_tokens, get_encoding
 
 from .helpers import QUICK, metric, parse_metrics, sse_events
 

@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_CHAT, API_OPENAI_RESPONSES
+from agentx.core.models import (
+    API_ANTHROPIC_MESSAGES,
+    API_GEMINI,
+    API_OPENAI_CHAT,
+    API_OPENAI_RESPONSES,
+)
+from agentx.prefixcache.tokens import count_tokens
 from agentx.serve_sim.output import (
     choose_tool,
     example_value,
@@ -26,7 +32,6 @@ from agentx.serve_sim.requests import (
     parse_messages,
     parse_responses,
 )
-from agentx.tokens import count_tokens
 
 
 @pytest.mark.parametrize("n", [1, 7, 100, 1000, len(filler_cycle(0)) + 5])

@@ -11,9 +11,9 @@ import aiohttp
 import orjson
 import pytest
 
-from agentx.models import API_OPENAI_RESPONSES
+from agentx.core.models import API_OPENAI_RESPONSES
+from agentx.prefixcache.tokens import count_request_tokens, count_tokens
 from agentx.serve_sim import SimServer
-from agentx.tokens import count_request_tokens, count_tokens
 
 from .helpers import sse_events
 

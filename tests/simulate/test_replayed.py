@@ -10,18 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.engine import EngineParams, ServingEngine
-from agentx.examples import example_path
+from agentx.core.examples import example_path
+from agentx.prefixcache.engine import EngineParams, ServingEngine
+from agentx.prefixcache.hashing import make_hasher
 from agentx.replay import ReplayOptions, run_replay
-from agentx.replay.build import BuildConfig
-from agentx.replay.plan import build_plan
-from agentx.replay.rules import ScheduleRules
-from agentx.replay.source import open_source
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.simulate.replayed import PromptSource, run_engine
 from agentx.simulate.schedule import SharedSchedule
-from agentx.tokenizer import make_hasher
+from agentx.workload.build import BuildConfig
+from agentx.workload.plan import build_plan
+from agentx.workload.rules import ScheduleRules
+from agentx.workload.source import open_source
 
 EXAMPLE = example_path("example")
 runner = CliRunner()
@@ -252,9 +252,10 @@ def test_simulate_schedules_with_replays_options(scenario: str | None) -> None:
     from the same preset and flags (one worker, no shard)."""
     from types import SimpleNamespace
 
-    from agentx.replay.rules import ScheduleRules
-    from agentx.replay.scenario import scenario_options, scenario_values
-    from agentx.replay.setup import engine_config
+    from agentx.replay.options import scenario_options
+    from agentx.replay.setup import lane_config
+    from agentx.workload.rules import ScheduleRules
+    from agentx.workload.scenario import scenario_values
 
     flags = {
         "concurrency": 3,
@@ -268,7 +269,7 @@ def test_simulate_schedules_with_replays_options(scenario: str | None) -> None:
     given = scenario_values(scenario, **flags)
     ro = scenario_options(scenario, trace=EXAMPLE, endpoint="http://127.0.0.1:1/v1", **flags)
     setup = SimpleNamespace(options=ro, build=None, nonce="n")
-    replays = engine_config(setup, (0, 1, 2), ro.max_requests, 0).schedule  # type: ignore[arg-type]
+    replays = lane_config(setup, (0, 1, 2), ro.max_requests, 0).schedule  # type: ignore[arg-type]
     assert ScheduleRules.of(given).options(given["seed"]) == replays
     if scenario == "agentx":
         assert replays.start_ratio == (0.25, 0.75) and replays.warmup_per_lane == 10

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.errors import UsageError
-from agentx.examples import example_path
-from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
-from agentx.prefix import chain_ids
+from agentx.core.errors import UsageError
+from agentx.core.examples import example_path
+from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.prefixcache.hashing import chain_ids
 from agentx.simulate import (
     SimulateOptions,
     default_capacities,
@@ -28,7 +28,7 @@ from agentx.simulate import (
 )
 from agentx.simulate.stack import Fenwick, kvcache_simulate, stack_simulate
 from agentx.simulate.workload import RawRequest, build_workload, raw_requests
-from agentx.stats import compute_stats, summarize
+from agentx.workload.stats import compute_stats, summarize
 
 ROOT = Path(__file__).parents[2]
 WEKA = example_path("weka")

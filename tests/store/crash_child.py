@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
 from agentx.store import TraceWriter
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from agentx.models import (
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_OPENAI_CHAT,
     API_OPENAI_RESPONSES,

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from agentx.errors import TraceError
-from agentx.models import Exchange, Timing
+from agentx.core.errors import TraceError
+from agentx.core.models import Exchange, Timing
 from agentx.store import iter_exchanges, open_trace, read_trace, write_trace
 
 

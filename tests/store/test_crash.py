@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from agentx import __version__
 from agentx.cli import app
-from agentx.errors import TraceError
+from agentx.core.errors import TraceError
 from agentx.store import TraceWriter, open_trace, read_trace, recover, spool_path
 
 from .crash_child import make_exchange

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.errors import FormatError, TraceError
-from agentx.examples import example_path
+from agentx.core.errors import FormatError, TraceError
+from agentx.core.examples import example_path
 from agentx.formats import detect_format
 from agentx.store import is_dataset, open_trace, read_trace, trace_files, write_trace
 from agentx.store.dataset import DatasetWriter, concat_traces

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from agentx.models import API_OPENAI_CHAT, Exchange, Timing
+from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing
 from agentx.store import TraceWriter, read_trace, recover, spool_path
 from agentx.store.codec import DeltaEncoder
 

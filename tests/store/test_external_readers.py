@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from agentx.examples import example_path
+from agentx.core.examples import example_path
 from agentx.formats.convert import convert
 from agentx.store import read_trace
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.models import API_OPENAI_CHAT, Exchange, Timing, Usage
-from agentx.prefix import common_prefix
+from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.prefixcache.hashing import common_prefix
 from agentx.store import (
     METADATA_COLUMNS,
     TraceWriter,

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx import __version__
-from agentx.errors import TraceError
-from agentx.record import RequestRecord
+from agentx.core.errors import TraceError
+from agentx.core.record import RequestRecord
 from agentx.store import results
 from agentx.store.results import FIELDS, SCHEMA, read_requests, write_requests
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from agentx import DISTRIBUTION, __version__
-from agentx.models import API_ANTHROPIC_MESSAGES, Exchange, Timing
+from agentx.core.models import API_ANTHROPIC_MESSAGES, Exchange, Timing
 from agentx.store import TraceWriter, iter_exchanges, open_trace, read_trace, write_trace
 from agentx.store.codec import DeltaDecoder, DeltaEncoder
 from agentx.store.spool import line_row, row_line
@@ -172,7 +172,7 @@ def test_empty_trace_is_valid(tmp_path: Path) -> None:
 
 
 def test_unserialisable_body_is_a_trace_error(tmp_path: Path) -> None:
-    from agentx.errors import TraceError
+    from agentx.core.errors import TraceError
 
     ex = replace(_growing_session(1)[0], request={"messages": [{"x": object()}]})
     with TraceWriter(tmp_path / "t.parquet") as w, pytest.raises(TraceError, match="r0"):

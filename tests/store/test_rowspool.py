@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.record import RequestRecord
+from agentx.core.record import RequestRecord
 from agentx.store.rowspool import RowSpool, read_spools, spooled_batches
 
 from .test_results import records

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentx.errors import TraceError
-from agentx.prefix_union import TheoryRow
+from agentx.core.errors import TraceError
+from agentx.prefixcache.theory import TheoryRow
 from agentx.store import theory as store
 from agentx.store.results import write_requests
 

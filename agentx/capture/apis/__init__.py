@@ -2,7 +2,7 @@
 
 Each assembler takes the response either as SSE events (``event``, which says whether an
 event carried generated output, for time to first token) or as one JSON body (``body``),
-and builds the normalised :class:`~agentx.models.Response` and :class:`~agentx.models.Usage`.
+and builds the normalised :class:`~agentx.core.models.Response` and :class:`~agentx.core.models.Usage`.
 Assemblers never raise on odd input: a malformed event is skipped, a missing field is ``None``.
 
 One module per API family (:mod:`.anthropic`, :mod:`.openai_chat`, :mod:`.openai_responses`,

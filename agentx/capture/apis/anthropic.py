@@ -7,19 +7,18 @@ from typing import Any
 
 import orjson
 
+from agentx.apis.usage import as_int, merge_usage, usage_from
 from agentx.capture.apis.common import (
     Assembled,
     AssemblerBase,
     Obj,
-    as_int,
     as_obj,
     error_text,
     join,
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import API_ANTHROPIC_MESSAGES, JSON, Response
-from agentx.usage import merge_usage, usage_from
+from agentx.core.models import API_ANTHROPIC_MESSAGES, JSON, Response
 
 
 class AnthropicAssembler(AssemblerBase):

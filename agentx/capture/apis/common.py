@@ -8,8 +8,7 @@ from typing import Any, Protocol
 import orjson
 
 from agentx.capture.sse import SSEEvent
-from agentx.models import JSON, Response, Usage
-from agentx.usage import as_int as as_int
+from agentx.core.models import JSON, Response, Usage
 
 Obj = dict[str, Any]
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
+from agentx.apis.usage import merge_usage, usage_from
 from agentx.capture.apis.common import Assembled, AssemblerBase, Obj, as_obj, error_text, loads_obj
 from agentx.capture.sse import SSEEvent
-from agentx.models import API_GEMINI, JSON, Response
-from agentx.usage import merge_usage, usage_from
+from agentx.core.models import API_GEMINI, JSON, Response
 
 
 def model_from_path(path: str) -> str | None:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from agentx.apis.usage import as_int, usage_from
 from agentx.capture.apis.common import (
     Assembled,
     AssemblerBase,
     Obj,
-    as_int,
     as_obj,
     error_text,
     join,
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import API_OPENAI_CHAT, JSON, Response
-from agentx.usage import usage_from
+from agentx.core.models import API_OPENAI_CHAT, JSON, Response
 
 
 class ChatAssembler(AssemblerBase):

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import orjson
 
+from agentx.apis.usage import as_int, usage_from
 from agentx.capture.apis.common import (
     Assembled,
     AssemblerBase,
     Obj,
-    as_int,
     as_obj,
     error_text,
     join,
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.models import API_OPENAI_RESPONSES, JSON, Response
-from agentx.usage import usage_from
+from agentx.core.models import API_OPENAI_RESPONSES, JSON, Response
 
 _TOKEN_DELTAS = {
     "response.output_text.delta": "text",

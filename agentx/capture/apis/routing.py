@@ -7,7 +7,7 @@ from agentx.capture.apis.common import Assembler
 from agentx.capture.apis.gemini import GeminiAssembler
 from agentx.capture.apis.openai_chat import ChatAssembler
 from agentx.capture.apis.openai_responses import ResponsesAssembler
-from agentx.models import (
+from agentx.core.models import (
     API_ANTHROPIC_MESSAGES,
     API_GEMINI,
     API_OPENAI_CHAT,

@@ -23,7 +23,7 @@ from agentx.capture.recorder.events import RequestSent
 from agentx.capture.recorder.flow import Flow, body_limit
 from agentx.capture.sessions.ids import new_id, session_hint
 from agentx.capture.sessions.placement import Placement, Sessions
-from agentx.flags import (
+from agentx.core.flags import (
     FLAG_HTTP_ERROR,
     FLAG_NO_RESPONSE,
     FLAG_NON_MODEL,
@@ -34,7 +34,7 @@ from agentx.flags import (
     FLAG_UNPARSED_BODY,
     FLAG_USAGE_ESTIMATED,
 )
-from agentx.models import (
+from agentx.core.models import (
     API_GEMINI,
     API_OPENAI_RESPONSES,
     API_OTHER,
@@ -44,8 +44,7 @@ from agentx.models import (
     Timing,
     Usage,
 )
-from agentx.tokens import conversation
-from agentx.usage import estimate_missing
+from agentx.prefixcache.tokens import conversation, estimate_missing
 
 KEEP_RESPONSES = 512
 

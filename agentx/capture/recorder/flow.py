@@ -16,7 +16,7 @@ from agentx.capture.apis import Assembled, Assembler, make_assembler
 from agentx.capture.encodings import StreamDecoder
 from agentx.capture.sessions.placement import Placement
 from agentx.capture.sse import SSEParser
-from agentx.models import API_OTHER, JSON
+from agentx.core.models import API_OTHER, JSON
 
 MAX_MODEL_BODY = 64 * 1024 * 1024
 MAX_OTHER_BODY = 256 * 1024

@@ -36,15 +36,15 @@ from agentx.capture.recorder.exchange import ExchangeBuilder
 from agentx.capture.recorder.flow import Flow
 from agentx.capture.sessions.conversation import has_tools
 from agentx.capture.sessions.placement import Sessions
-from agentx.errors import AgentxError
-from agentx.flags import (
+from agentx.core.errors import AgentxError
+from agentx.core.flags import (
     FLAG_NO_RESPONSE,
     FLAG_PARTIAL,
     FLAG_SIDE_CALL,
     FLAG_USAGE_ESTIMATED,
     THREAD_FLAGS,
 )
-from agentx.models import API_OTHER, Exchange
+from agentx.core.models import API_OTHER, Exchange
 from agentx.store import TraceWriter, spool_path
 
 log = logging.getLogger("agentx.capture")

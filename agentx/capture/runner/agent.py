@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agentx.capture.runner.config import UPSTREAMS, CaptureConfig, resolve_upstream
-from agentx.errors import CaptureError
+from agentx.core.errors import CaptureError
 
 
 def agent_env(

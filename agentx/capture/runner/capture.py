@@ -19,10 +19,10 @@ from agentx.capture.runner.config import (
     resolve_upstream,
 )
 from agentx.capture.runner.proxy import ProxyThread
-from agentx.errors import AgentxError, CaptureError, UsageError
-from agentx.outputs import check_output
+from agentx.core.errors import AgentxError, CaptureError, UsageError
+from agentx.core.outputs import check_output
+from agentx.core.urls import redact_url
 from agentx.store import TraceWriter
-from agentx.urls import redact_url
 
 _LOGGERS = ("mitmproxy", "agentx.capture")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from agentx.errors import UsageError
-from agentx.urls import check_http_url, has_credentials, redact_url
+from agentx.core.errors import UsageError
+from agentx.core.urls import check_http_url, has_credentials, redact_url
 
 UPSTREAMS = {
     "anthropic": "https://api.anthropic.com",
@@ -56,7 +56,7 @@ def resolve_upstream(upstream: str | None) -> str:
     prefix.
 
     Credentials in the URL (``user:pass@``, ``?key=``) are dropped: the agent sends its own
-    with each request, and a URL is stored and printed without them (:mod:`agentx.urls`)."""
+    with each request, and a URL is stored and printed without them (:mod:`agentx.core.urls`)."""
     value = (upstream or "anthropic").strip()
     if value in UPSTREAMS:
         return UPSTREAMS[value]

@@ -18,7 +18,7 @@ from agentx.capture.runner.config import (
     listen_port,
     resolve_upstream,
 )
-from agentx.errors import CaptureError
+from agentx.core.errors import CaptureError
 
 
 class ProxyThread:

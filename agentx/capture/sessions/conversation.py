@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from agentx.models import JSON
-from agentx.provider_fields import CACHE_MARKER_KEYS, without_keys
-from agentx.tokens import render_content, render_message
+from agentx.apis.provider_fields import CACHE_MARKER_KEYS, without_keys
+from agentx.core.models import JSON
+from agentx.prefixcache.tokens import render_content, render_message
 
 
 def digest(value: Any) -> bytes:

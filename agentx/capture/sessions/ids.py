@@ -8,7 +8,7 @@ import uuid
 import orjson
 
 from agentx.capture.agents import session_header
-from agentx.models import JSON
+from agentx.core.models import JSON
 
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
 

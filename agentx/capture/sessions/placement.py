@@ -41,7 +41,7 @@ from agentx.capture.sessions.conversation import (
     text_of,
 )
 from agentx.capture.sessions.ids import new_id
-from agentx.flags import (
+from agentx.core.flags import (
     FLAG_COMPACTION,
     FLAG_FORK,
     FLAG_HISTORY_REWRITTEN,
@@ -50,8 +50,8 @@ from agentx.flags import (
     FLAG_SUBAGENT,
     replaced_chars_flag,
 )
-from agentx.models import JSON, Response, system_key
-from agentx.tokens import conversation
+from agentx.core.models import JSON, Response, system_key
+from agentx.prefixcache.tokens import conversation
 
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
 MAX_NODES = 16384

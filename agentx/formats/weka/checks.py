@@ -10,8 +10,8 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from agentx.errors import FormatError
-from agentx.prefix import common_prefix
+from agentx.core.errors import FormatError
+from agentx.prefixcache.hashing import common_prefix
 
 LOCAL_SCOPE_STRIDE = 1 << 32  # per-file id offset when a directory mixes local-scope files
 _INT64 = (-(1 << 63), (1 << 63) - 1)

@@ -33,8 +33,10 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import FormatError
-from agentx.flags import FLAG_SUBAGENT, weka_flag
+from agentx.core.errors import FormatError
+from agentx.core.flags import FLAG_SUBAGENT, weka_flag
+from agentx.core.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
+from agentx.core.progress import Progress
 from agentx.formats.weka.checks import (
     LOCAL_SCOPE_STRIDE,
     Invalid,
@@ -57,8 +59,6 @@ from agentx.formats.weka.record import (
     request_fields,
     to_ns,
 )
-from agentx.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
-from agentx.progress import Progress
 
 SUBAGENT = "subagent"  # the Weka record type of a child thread
 

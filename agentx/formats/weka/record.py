@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentx.flags import weka_values
-from agentx.models import JSON, Exchange
+from agentx.core.flags import weka_values
+from agentx.core.models import JSON, Exchange
 
 FILE = "weka_file"
 ID_OFFSET = "weka_id_offset"

@@ -20,8 +20,10 @@ from typing import Any
 
 import orjson
 
-from agentx.errors import TraceError, UsageError
-from agentx.flags import FLAG_SUBAGENT, weka_values
+from agentx.core.errors import TraceError, UsageError
+from agentx.core.flags import FLAG_SUBAGENT, weka_values
+from agentx.core.models import JSON, Exchange
+from agentx.core.outputs import check_output, write_atomic
 from agentx.formats.blocks import IdMapper, block_keys, output_tokens
 from agentx.formats.weka.record import (
     ABSOLUTE,
@@ -38,11 +40,9 @@ from agentx.formats.weka.record import (
     record_of,
     to_ns,
 )
-from agentx.hitrate import is_model_call
-from agentx.models import JSON, Exchange
-from agentx.outputs import check_output, write_atomic
-from agentx.prefix import common_prefix
-from agentx.tokens import conversation
+from agentx.prefixcache.hashing import common_prefix
+from agentx.prefixcache.theory import is_model_call
+from agentx.prefixcache.tokens import conversation
 
 WEKA_BLOCK_SIZE = 64
 _ID_STRIDE = 1 << 32  # the Weka importer offsets the k-th local-scope file's ids by k * 2**32

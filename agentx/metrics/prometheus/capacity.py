@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from agentx.errors import AgentxError, UsageError
+from agentx.core.errors import AgentxError, UsageError
 from agentx.metrics.prometheus.parse import parse_prometheus
 
 _V0_BLOCKS = re.compile(r"# GPU blocks:\s*([\d,]+)")

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentx.metrics.percentiles import P, percentiles, ratio
+from agentx.core.percentiles import P, percentiles, ratio
 from agentx.metrics.prometheus.parse import Sample
 
 Labels = tuple[tuple[str, str], ...]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agentx.metrics.percentiles import percentiles
+from agentx.core.percentiles import percentiles
 from agentx.metrics.prometheus.server_metrics import (
     CounterSeries,
     SeriesKey,

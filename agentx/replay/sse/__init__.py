@@ -20,7 +20,7 @@ a shared base (:mod:`.base`); :func:`parser_for` picks one for a request's API.
 
 from __future__ import annotations
 
-from agentx.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES
+from agentx.core.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES
 from agentx.replay.sse.base import SHAPE_ERRORS, StreamParser, StreamProtocolError, shape_error
 from agentx.replay.sse.chat import ChatStreamParser
 from agentx.replay.sse.gemini import GeminiStreamParser

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from agentx.models import JSON, Usage
+from agentx.core.models import JSON, Usage
 
 SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
 

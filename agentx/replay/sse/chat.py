@@ -6,7 +6,8 @@ from typing import Any
 
 import orjson
 
-from agentx.models import API_OPENAI_CHAT
+from agentx.apis.usage import checked_usage
+from agentx.core.models import API_OPENAI_CHAT
 from agentx.replay.sse.base import (
     SHAPE_ERRORS,
     StreamParser,
@@ -14,7 +15,6 @@ from agentx.replay.sse.base import (
     error_text,
     shape_error,
 )
-from agentx.usage import checked_usage
 
 
 class ChatStreamParser(StreamParser):

@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 
-from agentx.models import API_GEMINI
+from agentx.apis.usage import checked_usage, merge_usage
+from agentx.core.models import API_GEMINI
 from agentx.replay.sse.base import StreamParser, StreamProtocolError
-from agentx.usage import checked_usage, merge_usage
 
 
 class GeminiStreamParser(StreamParser):

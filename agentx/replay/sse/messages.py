@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentx.models import API_ANTHROPIC_MESSAGES
+from agentx.apis.usage import checked_usage, merge_usage
+from agentx.core.models import API_ANTHROPIC_MESSAGES
 from agentx.replay.sse.base import StreamParser, StreamProtocolError
-from agentx.usage import checked_usage, merge_usage
 
 
 class MessagesStreamParser(StreamParser):

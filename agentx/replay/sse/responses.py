@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agentx.models import API_OPENAI_RESPONSES
+from agentx.apis.usage import checked_usage
+from agentx.core.models import API_OPENAI_RESPONSES
 from agentx.replay.sse.base import StreamParser, StreamProtocolError, error_text
-from agentx.usage import checked_usage
 
 
 class ResponsesStreamParser(StreamParser):

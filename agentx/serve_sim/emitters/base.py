@@ -12,7 +12,7 @@ from typing import Protocol
 
 import orjson
 
-from agentx.models import JSON
+from agentx.core.models import JSON
 from agentx.serve_sim.output import OutputPlan, escaped_cycle, filler_text
 
 

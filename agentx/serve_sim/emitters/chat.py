@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentx.models import JSON
+from agentx.core.models import JSON
 from agentx.serve_sim.emitters.base import SSE_CONTENT_TYPE, Pieces, UsageCounts, dumps
 from agentx.serve_sim.output import OutputPlan
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentx.models import JSON
+from agentx.core.models import JSON
 
 _OPENAI_TYPES = {
     400: "invalid_request_error",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import orjson
 
-from agentx.models import JSON
+from agentx.core.models import JSON
 from agentx.serve_sim.emitters.base import SSE_CONTENT_TYPE, Pieces, UsageCounts, dumps
 from agentx.serve_sim.output import OutputPlan
 

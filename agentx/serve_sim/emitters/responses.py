@@ -13,7 +13,7 @@ answers (OpenAI would end with ``response.incomplete``); usage is in ``response.
 
 from __future__ import annotations
 
-from agentx.models import JSON
+from agentx.core.models import JSON
 from agentx.serve_sim.emitters.base import (
     SSE_CONTENT_TYPE,
     Pieces,

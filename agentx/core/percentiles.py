@@ -1,0 +1,142 @@
+"""Distribution summaries: the ``P`` object of the contract (``p50, p90, p99, mean, max``).
+
+Percentiles interpolate linearly between closest ranks (numpy's default, as ``vllm bench serve``
+and AIPerf do), so figures from the three tools compare. An empty sample is unknown: every field
+is ``None``, never 0.
+
+A long run pools tens of millions of inter-token gaps: a sample is copied only to drop NaNs, and
+a caller that hands its array over (``scratch=True``) lets it be reordered in place instead of
+copied again; the mean is taken before any reordering, so the figures are the same either way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+from agentx.core.errors import UsageError
+
+STATS = ("p50", "p90", "p99", "mean", "max")
+CONTRACT_QS = (50.0, 90.0, 99.0)  # the percentiles every P has
+# levels (0..100) of the quantile curves the reports draw CDFs from: every percent, a finer tail
+CURVE_LEVELS = (*(float(q) for q in range(100)), 99.5, 99.9, 100.0)
+Values = Sequence[float] | npt.NDArray[Any]
+
+
+class P(TypedDict):
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    mean: float | None
+    max: float | None
+
+
+def empty() -> P:
+    return {"p50": None, "p90": None, "p99": None, "mean": None, "max": None}
+
+
+def percentiles(values: Values, *, scratch: bool = False) -> P:
+    """``P`` of ``values``; all ``None`` when there are none. NaNs are dropped. ``scratch``: a
+    float64 array the caller gives up (reordered in place rather than copied)."""
+    if len(values) == 0:
+        return empty()
+    a, own = _clean(values, scratch)
+    if a.size == 0:
+        return empty()
+    mean, top = float(a.mean()), float(a.max())  # before any reordering
+    p50, p90, p99 = np.percentile(a, (50.0, 90.0, 99.0), overwrite_input=own)
+    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": mean, "max": top}
+
+
+def key(q: float) -> str:
+    """The key of percentile ``q`` in a distribution object: ``p50``, ``p95``, ``p99.9``."""
+    return f"p{q:g}"
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``--percentiles 50,90,95,99,99.9`` -> the levels beyond the contract's p50/p90/p99,
+    sorted: ``(95.0, 99.9)``. Every level must be in (0, 100]."""
+    qs: set[float] = set()
+    for item in text.split(","):
+        item = item.strip().removeprefix("p")
+        if not item:
+            continue
+        try:
+            q = float(item)
+        except ValueError:
+            raise UsageError(
+                f"--percentiles: {item!r} is not a number (e.g. 50,90,95,99,99.9)"
+            ) from None
+        if not (math.isfinite(q) and 0 < q <= 100):
+            raise UsageError(f"--percentiles: {item} is not in (0, 100]")
+        qs.add(q)
+    return tuple(sorted(qs - set(CONTRACT_QS)))
+
+
+def distribution(
+    values: Values, extra: Iterable[float] = (), *, scratch: bool = False
+) -> dict[str, float | None]:
+    """``P`` of ``values`` plus the percentiles ``extra`` (:func:`key` names them), percentiles
+    in ascending order, then ``mean`` and ``max``. ``scratch`` as :func:`percentiles`."""
+    b = percentiles(values, scratch=scratch)
+    p = {"p50": b["p50"], "p90": b["p90"], "p99": b["p99"], "mean": b["mean"], "max": b["max"]}
+    qs = sorted({*CONTRACT_QS, *extra})
+    if len(qs) == len(CONTRACT_QS):
+        return p
+    a, own = _clean(values, scratch)
+    at = (
+        dict(zip(qs, np.percentile(a, qs, overwrite_input=own).tolist(), strict=True))
+        if a.size
+        else {}
+    )
+    out: dict[str, float | None] = {key(q): p.get(key(q), at.get(q)) for q in qs}
+    out["mean"], out["max"] = p["mean"], p["max"]
+    return out
+
+
+def quantile_curve(values: Values, digits: int = 3, *, scratch: bool = False) -> list[float] | None:
+    """``values`` at :data:`CURVE_LEVELS` (for CDF charts), rounded; ``None`` when empty.
+    ``scratch`` as :func:`percentiles`."""
+    a, own = _clean(values, scratch)
+    if a.size == 0:
+        return None
+    return [round(float(v), digits) for v in np.percentile(a, CURVE_LEVELS, overwrite_input=own)]
+
+
+def _clean(values: Values, scratch: bool = False) -> tuple[npt.NDArray[np.float64], bool]:
+    """``values`` without NaNs as a float64 array, and whether it may be reordered in place:
+    a copy made here, or ``values`` itself when the caller gave it up (``scratch``)."""
+    a = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(a)
+    if nan.any():
+        return a[~nan], True
+    return a, scratch and a is values
+
+
+def percentile(values: Values, q: float) -> float | None:
+    """One percentile (0..100) of ``values`` by the same rule; ``None`` when empty.
+
+    Pure Python below a few hundred values: numpy's per-call overhead dominates the small
+    groups of the roll-ups (thousands of sessions and seconds).
+    """
+    if len(values) > 256:
+        a, own = _clean(values)
+        return float(np.percentile(a, q, overwrite_input=own)) if a.size else None
+    xs = sorted(float(v) for v in values if not math.isnan(v))
+    if not xs:
+        return None
+    rank = (len(xs) - 1) * q / 100.0
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (rank - lo)
+
+
+def ratio(num: float | None, den: float | None) -> float | None:
+    """``num / den``, or ``None`` when either is unknown or the denominator is not positive."""
+    if num is None or den is None or den <= 0:
+        return None
+    return num / den

@@ -1,0 +1,89 @@
+"""Credentials in URLs: the one place that recognises them and takes them out.
+
+A URL is stored (trace metadata, ``summary.json``, ``sweep.json``, ``report.html``) and printed
+only through :func:`redact_url`: the user-info part (``user:pass@``) and the value of every
+query parameter whose name says it is a credential (``key``, ``api_key``, ``token``, ``sig``,
+...) become ``REDACTED``. It works on malformed URLs too (it is text substitution, not parsing),
+so even an error message about a URL that does not parse leaks nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import cast
+
+REDACTED = "REDACTED"
+
+# Query parameters that carry a credential: exact names, then any name containing these words.
+SECRET_QUERY_PARAMS = frozenset(
+    {"key", "api_key", "api-key", "apikey", "access_token", "token", "sig", "signature", "code"}
+)
+_SECRET_WORDS = re.compile(r"key|token|secret|passw|pwd|auth|credential|signature", re.IGNORECASE)
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*@)")
+_PARAM = re.compile(r"([?&;])([^=&#;]*)=([^&#;]*)")
+
+
+def is_secret_param(name: str) -> bool:
+    """Does a query parameter of this name carry a credential?"""
+    return name.lower() in SECRET_QUERY_PARAMS or bool(_SECRET_WORDS.search(name))
+
+
+def has_credentials(url: str) -> bool:
+    return redact_url(url) != url
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its user-info and secret query values replaced by ``REDACTED``."""
+    url = _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", url)
+
+    def param(m: re.Match[str]) -> str:
+        sep, name, value = m.groups()
+        if value and is_secret_param(name):
+            return f"{sep}{name}={REDACTED}"
+        return m.group(0)
+
+    head, mark, rest = url.partition("?")
+    return head + mark + _PARAM.sub(param, mark + rest)[1:] if mark else head
+
+
+def redact_urls_in(text: str) -> str:
+    """Every ``scheme://...`` URL inside free text (a metadata value, an error message)."""
+
+    def one(m: re.Match[str]) -> str:
+        url = m.group(0)
+        trail = len(url) - len(url.rstrip(".,:;)]'"))  # punctuation after the URL
+        return redact_url(url[: len(url) - trail]) + url[len(url) - trail :]
+
+    return _URL_IN_TEXT.sub(one, text)
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact_urls_deep[T](value: T) -> T:
+    """A JSON value with every URL in its strings redacted (a ``summary.json`` read back)."""
+    out: object = value
+    if isinstance(value, str):
+        out = redact_urls_in(value) if "://" in value else value
+    elif isinstance(value, dict):
+        out = {k: redact_urls_deep(v) for k, v in value.items()}
+    elif isinstance(value, list):
+        out = [redact_urls_deep(v) for v in value]
+    return cast(T, out)
+
+
+def check_http_url(url: str, flag: str) -> None:
+    """A URL agentx sends requests to: http(s), a host, a valid port. Raises ``UsageError``
+    naming the flag (and the URL, redacted)."""
+    from urllib.parse import urlsplit
+
+    from agentx.core.errors import UsageError
+
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as exc:
+        raise UsageError(f"{flag} {shown!r} is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{flag} must be an http(s) URL with a host, got {shown!r}")

@@ -1,0 +1,315 @@
+"""The block-hash prefix model, with vLLM's rules.
+
+A prompt of ``n`` tokens is cut into full blocks of ``block_size`` tokens; block ``i`` is named
+by a hash chained over *all* tokens up to its end (so equal hashes mean equal prefixes), and a
+request can hit at most its first ``floor((n - 1) / block_size)`` blocks: the last prompt token
+is always computed. The theoretical hit rate is what an unbounded cache would serve.
+
+Everything here is vectorised numpy on integer hashes: a 100K-token prompt costs one pass.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from agentx.core.models import JSON
+from agentx.prefixcache import tokens
+from agentx.prefixcache.tokenizer import Cl100kTokenizer
+from agentx.prefixcache.tokenizer.types import Tokenizer
+
+DEFAULT_BLOCK_SIZE = 16
+HashArray = npt.NDArray[np.uint64]
+
+_MASK = (1 << 64) - 1
+_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, so invertible mod 2**64
+_powers: npt.NDArray[np.uint64] = np.ones(1, dtype=np.uint64)
+
+
+def _powers_upto(n: int) -> npt.NDArray[np.uint64]:
+    global _powers
+    if _powers.size < n:
+        size = max(n, 2 * _powers.size)
+        p = np.empty(size, dtype=np.uint64)
+        p[0] = 1
+        with np.errstate(over="ignore"):
+            # repeated doubling: p[k:2k] = p[0:k] * BASE**k (wrapping uint64 arithmetic)
+            k = 1
+            step = _BASE
+            while k < size:
+                m = min(k, size - k)
+                p[k : k + m] = p[:m] * step
+                step = np.uint64((int(step) * int(step)) & _MASK)
+                k += m
+        _powers = p
+    return _powers[:n]
+
+
+def _mix(x: npt.NDArray[np.uint64]) -> HashArray:
+    """splitmix64 finaliser: spreads the polynomial hash over all 64 bits."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return x
+
+
+def _chain(values: npt.NDArray[np.uint64], ends: npt.NDArray[np.int64]) -> HashArray:
+    """Prefix hash of ``values[:e]`` for each ``e`` in ``ends`` (polynomial, mod 2**64)."""
+    if ends.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        terms = (values + np.uint64(1)) * _powers_upto(values.size)
+        sums = np.cumsum(terms, dtype=np.uint64)
+        return _mix(sums[ends - 1] ^ ends.astype(np.uint64))
+
+
+def block_hashes(tokens: npt.ArrayLike, block_size: int = DEFAULT_BLOCK_SIZE) -> HashArray:
+    """One chained hash per *full* block of ``tokens``."""
+    toks = np.asarray(tokens, dtype=np.int64).astype(np.uint64)
+    n_blocks = toks.size // block_size
+    ends = (np.arange(1, n_blocks + 1, dtype=np.int64)) * block_size
+    return _chain(toks[: n_blocks * block_size], ends)
+
+
+def chain_ids(hash_ids: npt.ArrayLike, group: int = 1) -> HashArray:
+    """Chain per-block ids of an imported trace (Weka, Mooncake) into prefix hashes.
+
+    ``group`` > 1 coarsens the blocks: the result names every ``group``-th prefix, i.e. blocks
+    ``group`` times as large. Exact, because a chained hash names its whole prefix.
+    """
+    ids = np.asarray(hash_ids, dtype=np.int64).astype(np.uint64)
+    chained = _chain(ids, np.arange(1, ids.size + 1, dtype=np.int64))
+    return chained if group == 1 else chained[group - 1 :: group]
+
+
+def salted(hashes: HashArray, salt: int) -> HashArray:
+    """Chained hashes as a prompt that starts with a per-``salt`` marker would have them: every
+    block differs from the unsalted one and from every other salt's (a mixed salt, XORed)."""
+    key: HashArray = _mix(np.array([salt * 2 + 1], dtype=np.uint64))
+    out: HashArray = hashes ^ key[0]
+    return out
+
+
+def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """Length of the longest common prefix of two id tuples, by C-level slice comparisons
+    (fast when the tuples share their int objects, as consecutive rows of a thread do)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass(slots=True)
+class _Chain:
+    ids: tuple[int, ...] = ()
+    sums: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    hashes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+
+
+class IdChainer:
+    """``chain_ids(ids)`` for a stream of hash-only requests, incrementally per thread.
+
+    A turn repeats its thread's previous ids and appends a few: only the ids after the prefix
+    they share are converted and chained (a 100-turn thread costs its new ids, not 100
+    prompts). The result is a view that stays valid until the next call for the same thread.
+    At most ``max_threads`` threads are remembered (LRU; ~50 KB each for a 100K-token prompt):
+    a forgotten thread's next turn is chained whole, with the same result.
+    """
+
+    def __init__(self, max_threads: int = 512) -> None:
+        self._max_threads = max_threads
+        self._threads: OrderedDict[Hashable, _Chain] = OrderedDict()
+
+    def chain(self, thread: Hashable, ids: tuple[int, ...]) -> HashArray:
+        state = self._threads.pop(thread, None) or _Chain()
+        self._threads[thread] = state
+        while len(self._threads) > self._max_threads:
+            self._threads.popitem(last=False)
+        if not isinstance(ids, tuple):
+            ids = tuple(ids)
+        k = common_prefix(state.ids, ids) if state.ids else 0
+        n = len(ids)
+        state.sums = _grow(state.sums, n, k)
+        state.hashes = _grow(state.hashes, n, k)
+        if n > k:
+            tail = np.asarray(ids[k:], dtype=np.int64).astype(np.uint64)
+            with np.errstate(over="ignore"):
+                sums = np.cumsum((tail + np.uint64(1)) * _powers_upto(n)[k:n], dtype=np.uint64)
+                if k:
+                    sums += state.sums[k - 1]
+            state.sums[k:n] = sums
+            ends = np.arange(k + 1, n + 1, dtype=np.uint64)
+            state.hashes[k:n] = _mix(sums ^ ends)
+        state.ids = ids
+        return state.hashes[:n]
+
+
+@dataclass(slots=True)
+class _ThreadState:
+    head: list[tokens.Source] = field(default_factory=list)  # tools, system
+    conv: list[JSON] = field(default_factory=list)  # the conversation's items
+    ends: list[int] = field(default_factory=list)  # token offset where each segment ends
+    sums: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    hashes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    n_hashed: int = 0  # blocks of ``hashes`` that are valid
+
+
+def _same_value(a: JSON, b: JSON) -> bool:
+    if a is b:
+        return True
+    # == alone would call 1, 1.0 and True equal, which render differently
+    return bool(a == b) and _canonical(a) == _canonical(b)
+
+
+def _canonical(value: JSON) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return tokens._dump(value).encode()
+
+
+def _common_head(new: list[tokens.Source], old: list[tokens.Source]) -> int:
+    n = 0
+    for (kind, value), (old_kind, old_value) in zip(new, old, strict=False):
+        if kind != old_kind or not _same_value(value, old_value):
+            break
+        n += 1
+    return n
+
+
+def _common_items(new: list[JSON], old: list[JSON]) -> int:
+    """Length of the common prefix of two conversations; identical objects are skipped in C."""
+    limit = min(len(new), len(old))
+    same = map(operator.is_, new[:limit], old[:limit])
+    for i in itertools.compress(range(limit), map(operator.not_, same)):
+        if not _same_value(new[i], old[i]):
+            return i
+    return limit
+
+
+def _grow(buf: npt.NDArray[np.uint64], n: int, keep: int) -> npt.NDArray[np.uint64]:
+    if n <= buf.size:
+        return buf
+    grown = np.empty(max(n, 2 * buf.size), dtype=np.uint64)
+    grown[:keep] = buf[:keep]
+    return grown
+
+
+class RequestHasher:
+    """Block hashes of a stream of requests, incrementally.
+
+    ``hash_request(api, body, thread)`` returns exactly
+    ``block_hashes(tokens.request_tokens(api, body), block_size)`` and the token count, but only
+    renders, tokenizes and hashes what the request changed relative to the previous request of
+    the same ``thread``: a session of n turns costs O(its unique content), not O(n^2).
+    Bodies are assumed not to be mutated after they were passed in (unchanged items are
+    recognised by identity first). At most ``max_threads`` threads are remembered (LRU).
+    """
+
+    def __init__(
+        self,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        encoding: str = tokens.DEFAULT_ENCODING,
+        max_threads: int = 64,
+    ) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be >= 1")
+        self.block_size = block_size
+        self.encoding = encoding
+        self._max_threads = max_threads
+        self._threads: OrderedDict[Hashable, _ThreadState] = OrderedDict()
+
+    def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
+        """(chained hashes of the full blocks, number of prompt tokens) of one request."""
+        state = self._threads.pop(thread, None) or _ThreadState()
+        self._threads[thread] = state
+        while len(self._threads) > self._max_threads:
+            self._threads.popitem(last=False)
+
+        head = tokens.head_sources(api, body)
+        conv = tokens.conversation(api, body) if isinstance(body, dict) else []
+        keep = _common_head(head, state.head)
+        if keep == len(head) == len(state.head):
+            keep += _common_items(conv, state.conv)
+        start = state.ends[keep - 1] if keep else 0
+        ends = state.ends[:keep]
+        arrays = []
+        offset = start
+        for i in range(keep, len(head) + len(conv)):
+            src = head[i] if i < len(head) else ("message", conv[i - len(head)])
+            arr = tokens.encode(tokens.render_source(src), self.encoding)
+            arrays.append(arr)
+            offset += int(arr.size)
+            ends.append(offset)
+        n = offset
+        state.sums = _grow(state.sums, n, start)
+        if n > start:
+            new = tokens.concat(arrays).astype(np.uint64)
+            sums = np.cumsum((new + np.uint64(1)) * _powers_upto(n)[start:n], dtype=np.uint64)
+            if start:
+                sums += state.sums[start - 1]
+            state.sums[start:n] = sums
+        state.head = head
+        state.conv = conv
+        state.ends = ends
+        # blocks that end inside the unchanged prefix keep their hashes
+        bs = self.block_size
+        first = min(state.n_hashed, start // bs)
+        n_blocks = n // bs
+        state.hashes = _grow(state.hashes, n_blocks, first)
+        if n_blocks > first:
+            block_ends = np.arange(first + 1, n_blocks + 1, dtype=np.uint64) * np.uint64(bs)
+            state.hashes[first:n_blocks] = _mix(
+                state.sums[(block_ends - np.uint64(1)).astype(np.intp)] ^ block_ends
+            )
+        state.n_hashed = n_blocks
+        return state.hashes[:n_blocks].copy(), n
+
+
+class Hasher(Protocol):
+    def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
+        """(chained hashes of the full blocks, prompt tokens) of one request."""
+        ...
+
+
+class TokenizerHasher:
+    """Block hashes of each request under ``tokenizer``, the whole prompt every time."""
+
+    def __init__(self, tokenizer: Tokenizer, block_size: int) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be >= 1")
+        self.tokenizer = tokenizer
+        self.block_size = block_size
+
+    def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
+        ids = self.tokenizer.request_tokens(api, body)
+        return block_hashes(ids, self.block_size), int(ids.size)
+
+
+def make_hasher(tokenizer: Tokenizer | None, block_size: int, *, max_threads: int = 64) -> Hasher:
+    """The incremental cl100k hasher for the default tokenizer, else a whole-prompt one.
+
+    agentx's own rendering is prefix-stable, so :class:`RequestHasher` hashes incrementally per
+    thread; a chat template can rewrite history (a date, the last message marked), so other
+    tokenizers tokenize and hash the whole prompt every time (Rust-fast for HF)."""
+    if tokenizer is None or isinstance(tokenizer, Cl100kTokenizer):
+        return RequestHasher(block_size, max_threads=max_threads)
+    return TokenizerHasher(tokenizer, block_size)

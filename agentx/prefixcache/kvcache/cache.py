@@ -1,0 +1,339 @@
+"""The KV cache's state as arrays indexed by block id (:mod:`.table`), its two LRU orders as
+:class:`~agentx.prefixcache.kvcache.queue.PositionQueue`: a request is a few dozen numpy calls, whatever
+its length. The rules are the package's (:mod:`agentx.prefixcache.kvcache`); ``tests/prefixcache/kvcache_reference.py``
+states them one block at a time with dictionaries, and a property test holds the two equal
+operation by operation.
+
+Per block id: ``ref`` (the GPU refcount, -1 when not resident), ``free_pos`` (its entry in the
+free queue, -1 while pinned or absent), ``offload_pos`` (its entry in the offload tier's LRU,
+-1 when not offloaded). Id 0 is never a block: it reads as absent everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from agentx.prefixcache.cache import hittable_blocks
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
+from agentx.prefixcache.kvcache.queue import UNNAMED, Ids, PositionQueue
+from agentx.prefixcache.kvcache.table import BlockTable, Keys
+
+Hashes = npt.ArrayLike  # a request's full-block hashes: a uint64 array or a list of ints
+Small = npt.NDArray[np.int32]  # per-block counts (refcounts, indices within a request)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Allocation:
+    """What :meth:`KVCache.allocate` pinned for one request; hand it back to ``release``."""
+
+    ids: Ids  # the request's full blocks (as the cache's ids), all pinned
+    anonymous_blocks: int  # partial prompt block + reserved output blocks, pinned, unnamed
+    prompt_tokens: int
+    gpu_hit_tokens: int
+    offload_hit_tokens: int
+    repeats: bool = False  # a block occurs twice in the request (released with counts)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens not computed: GPU hits plus offloaded hits."""
+        return self.gpu_hit_tokens + self.offload_hit_tokens
+
+    @property
+    def computed_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+
+@dataclass(slots=True)
+class CacheCounters:
+    """Cumulative token counters, named after the vLLM metrics they feed."""
+
+    queries_tokens: int = 0  # vllm:prefix_cache_queries (prompt tokens looked up)
+    gpu_hit_tokens: int = 0  # vllm:prefix_cache_hits / source="local_cache_hit"
+    offload_queries_tokens: int = 0  # vllm:external_prefix_cache_queries
+    offload_hit_tokens: int = 0  # source="external_kv_transfer"
+    evicted_blocks: int = 0  # GPU evictions (each one offered to the offload tier)
+    offload_evicted_blocks: int = 0  # dropped from the offload tier
+    refilled_blocks: int = 0  # computed and cached again after an eviction (or a reset)
+    requests: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        """(GPU + offload) hit tokens over queried tokens; 0.0 before any query."""
+        if not self.queries_tokens:
+            return 0.0
+        return (self.gpu_hit_tokens + self.offload_hit_tokens) / self.queries_tokens
+
+
+class KVCache:
+    """GPU block cache (LRU over unpinned blocks) with an optional offload (DRAM) tier."""
+
+    def __init__(
+        self,
+        capacity_tokens: int,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        offload_tokens: int = 0,
+    ) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be >= 1")
+        if capacity_tokens < 0 or offload_tokens < 0:
+            raise ValueError("capacities must be >= 0")
+        self.block_size = block_size
+        self.capacity_blocks = capacity_tokens // block_size
+        self.offload_capacity_blocks = offload_tokens // block_size
+        self.counters = CacheCounters()
+        self._table = BlockTable()
+        self._ref: Small = np.full(1, -1, dtype=np.int32)  # id 0: never a block
+        self._free_pos: Ids = np.full(1, -1, dtype=np.int64)
+        self._offload_pos: Ids = np.full(1, -1, dtype=np.int64)
+        self._stamp: Small = np.full(1, -1, dtype=np.int32)  # scratch of _has_repeats
+        self._free = PositionQueue()  # refcount-0 blocks and freed unnamed blocks, LRU first
+        self._offload = PositionQueue()
+        self._named = 0  # resident blocks with a hash (pinned or free)
+        self._named_free = 0
+        self._unnamed_free = 0  # freed unnamed blocks still taking room
+        self._anonymous = 0  # pinned blocks without a name (partial/output blocks)
+        self._offloaded = 0
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def resident_blocks(self) -> int:
+        return self._named + self._unnamed_free + self._anonymous
+
+    @property
+    def pinned_blocks(self) -> int:
+        return self._named - self._named_free + self._anonymous
+
+    @property
+    def usage(self) -> float:
+        """Pinned fraction of the GPU tier (vLLM's ``kv_cache_usage_perc``), capped at 1."""
+        if self.capacity_blocks == 0:
+            return 1.0 if self.pinned_blocks else 0.0
+        return min(1.0, self.pinned_blocks / self.capacity_blocks)
+
+    @property
+    def offload_blocks(self) -> int:
+        return self._offloaded
+
+    @property
+    def named_blocks(self) -> int:
+        """Resident blocks cached under a hash."""
+        return self._named
+
+    def __contains__(self, block: int) -> bool:
+        """Whether ``block`` is resident in the GPU tier."""
+        return bool(self._ref[self._find([block])][0] >= 0)
+
+    def in_offload(self, block: int) -> bool:
+        if not self.offload_capacity_blocks:
+            return False
+        return bool(self._offload_pos[self._find([block])][0] >= 0)
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def _find(self, hashes: Hashes) -> Ids:
+        return self._table.find(_keys(hashes))
+
+    def _hits(self, ids: Ids, prompt_tokens: int) -> tuple[int, int]:
+        limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
+        g = _leading(self._ref[ids[:limit]] >= 0)
+        o = 0
+        if self.offload_capacity_blocks:
+            o = _leading(self._offload_pos[ids[g:limit]] >= 0)
+        return g, o
+
+    def lookup(self, hashes: Hashes, prompt_tokens: int) -> tuple[int, int]:
+        """``(gpu_hit_tokens, offload_hit_tokens)`` a request would get now. No side effects."""
+        g, o = self._hits(self._find(hashes), prompt_tokens)
+        return g * self.block_size, o * self.block_size
+
+    def blocks_needed(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> int:
+        """GPU blocks :meth:`allocate` would have to take from the free pool."""
+        ids = self._find(hashes)
+        new = int(np.count_nonzero(self._ref[ids] < 0))
+        return new + self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
+
+    def can_allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> bool:
+        """Whether the request fits without over-commit: free + evictable blocks suffice.
+
+        Resident blocks the request would re-pin cost nothing but also stop being evictable,
+        so the test is ``pinned_after <= capacity``."""
+        ids = self._find(hashes)
+        newly_pinned = int(np.count_nonzero(self._ref[ids] <= 0))
+        anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
+        return self.pinned_blocks + newly_pinned + anon <= self.capacity_blocks
+
+    def _anonymous_for(self, n_full: int, prompt_tokens: int, extra_tokens: int) -> int:
+        total = -(-(prompt_tokens + max(0, extra_tokens)) // self.block_size)
+        return max(0, total - n_full)
+
+    # -- allocation ------------------------------------------------------------------------
+
+    def _grow(self) -> None:
+        n = self._table.size + 1
+        if n <= self._ref.size:
+            return
+        size = max(n, 2 * self._ref.size)
+        names = ["_ref", "_free_pos", "_stamp"]
+        if self.offload_capacity_blocks:  # without a tier, its array stays one slot
+            names.append("_offload_pos")
+        for name in names:
+            old = getattr(self, name)
+            new = np.full(size, -1, dtype=old.dtype)
+            new[: old.size] = old
+            setattr(self, name, new)
+
+    def _make_room(self, blocks: int) -> None:
+        """Evict least recently freed blocks until ``blocks`` more fit (or none is left)."""
+        k = min(self.resident_blocks + blocks - self.capacity_blocks, self._free_entries)
+        if k <= 0:
+            return
+        victims = self._free.take(k, self._free_pos)
+        named = victims[victims != UNNAMED]
+        self._unnamed_free -= int(victims.size - named.size)
+        self._ref[named] = -1
+        self._free_pos[named] = -1
+        self._named -= int(named.size)
+        self._named_free -= int(named.size)
+        self.counters.evicted_blocks += int(named.size)
+        self._offer(named)
+
+    def _has_repeats(self, ids: Ids) -> bool:
+        """Whether an id occurs twice (chained hashes never repeat; arbitrary callers may):
+        each occurrence writes its index, and a repeated id keeps only its last one."""
+        order = np.arange(ids.size, dtype=np.int32)
+        self._stamp[ids] = order
+        return not bool((self._stamp[ids] == order).all())
+
+    @property
+    def _free_entries(self) -> int:
+        return self._named_free + self._unnamed_free
+
+    def _offer(self, ids: Ids) -> None:
+        """GPU victims enter the offload tier (a victim cache), oldest first."""
+        if self.offload_capacity_blocks <= 0 or not ids.size:
+            return
+        self._offloaded += int(np.count_nonzero(self._offload_pos[ids] < 0))
+        self._offload.push(ids, self._offload_pos)
+        over = self._offloaded - self.offload_capacity_blocks
+        if over > 0:
+            dropped = self._offload.take(over, self._offload_pos)
+            self._offload_pos[dropped] = -1
+            self._offloaded -= over
+            self.counters.offload_evicted_blocks += over
+
+    def allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> Allocation:
+        """Look a request up, count it, and pin all its blocks for the duration of the request.
+
+        Hit blocks are re-pinned, offloaded hits are loaded back into the GPU tier, and the
+        rest are computed and cached under their hashes. ``extra_tokens`` reserves anonymous
+        blocks for the output (and the partial last block) so usage reflects decode too."""
+        seen = self._table.size  # ids above this are blocks never cached before
+        ids = self._table.intern(_keys(hashes))
+        self._grow()
+        bs = self.block_size
+        g, o = self._hits(ids, prompt_tokens)
+        c = self.counters
+        c.requests += 1
+        c.queries_tokens += prompt_tokens
+        c.gpu_hit_tokens += g * bs
+        if self.offload_capacity_blocks:
+            c.offload_queries_tokens += prompt_tokens - g * bs
+            c.offload_hit_tokens += o * bs
+        if o:  # loaded blocks stay in the offload tier, refreshed
+            self._offload.push(ids[g : g + o], self._offload_pos)
+
+        distinct, counts = ids, None
+        repeats = self._has_repeats(ids)
+        if repeats:
+            distinct, counts = np.unique(ids, return_counts=True)
+        ref = self._ref
+        rc = ref[distinct]
+        resident = rc >= 0
+        freed = distinct[rc == 0]  # re-pinned: out of the free queue
+        self._free_pos[freed] = -1
+        self._named_free -= int(freed.size)
+        missing = distinct[~resident]
+        c.refilled_blocks += int(np.count_nonzero(missing <= seen))
+        if counts is None:
+            ref[distinct[resident]] += 1
+        else:
+            ref[distinct[resident]] += counts[resident]
+        anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
+        self._make_room(int(missing.size) + anon)  # what is pinned above cannot be a victim
+        ref[missing] = 1 if counts is None else counts[~resident]
+        self._named += int(missing.size)
+        self._anonymous += anon
+        return Allocation(ids, anon, prompt_tokens, g * bs, o * bs, repeats)
+
+    def release(self, allocation: Allocation) -> None:
+        """Unpin a request's blocks. Its unnamed blocks, then its tail, then its head become
+        evictable, in that order."""
+        anon = allocation.anonymous_blocks
+        self._anonymous -= anon
+        self._unnamed_free += anon
+        if anon:
+            self._free.push(np.full(anon, UNNAMED, dtype=np.int64), self._free_pos)
+        ids = allocation.ids
+        ref = self._ref
+        if not allocation.repeats:
+            tail_first = ids[::-1]
+            ref[tail_first] -= 1
+            freed = tail_first[ref[tail_first] == 0]
+        else:  # a repeated block is freed where its first occurrence is, tail first
+            distinct, first, counts = np.unique(ids, return_index=True, return_counts=True)
+            ref[distinct] -= counts
+            now_free = ref[distinct] == 0
+            freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
+        self._named_free += int(freed.size)
+        self._free.push(freed, self._free_pos)
+        self._make_room(0)
+
+    def named_among_newest(self) -> npt.NDArray[np.int64]:
+        """``out[k]``: how many of the ``k`` most recently freed entries of the free queue are
+        named blocks (``k`` = 0 .. all free entries). What a smaller cache that saw the same
+        events without refilling anything would still hold, when it holds ``k`` blocks."""
+        newest_first = self._free.live(self._free_pos)[::-1]
+        out = np.zeros(newest_first.size + 1, dtype=np.int64)
+        np.cumsum(newest_first != UNNAMED, out=out[1:])
+        return out
+
+    def observe(self, hashes: Hashes, prompt_tokens: int) -> tuple[int, int]:
+        """Allocate and release at once (a request in isolation, e.g. offline simulation)."""
+        alloc = self.allocate(hashes, prompt_tokens)
+        self.release(alloc)
+        return alloc.gpu_hit_tokens, alloc.offload_hit_tokens
+
+    def reset(self) -> None:
+        """Drop every unpinned block from both tiers (vLLM's ``/reset_prefix_cache``)."""
+        free = np.flatnonzero(self._ref == 0)
+        self._ref[free] = -1
+        self._free_pos[free] = -1
+        self._named -= int(free.size)
+        self._named_free = self._unnamed_free = 0
+        self._free.clear()
+        self._offload_pos[:] = -1
+        self._offloaded = 0
+        self._offload.clear()
+
+
+def _leading(present: npt.NDArray[np.bool_]) -> int:
+    """The length of the leading run of True."""
+    if present.all():
+        return int(present.size)
+    return int(np.argmin(present))
+
+
+def _keys(hashes: Hashes) -> Keys:
+    """A request's hashes as uint64 (negative ints, from callers naming blocks freely, wrap)."""
+    if isinstance(hashes, np.ndarray) and hashes.dtype == np.uint64:
+        return hashes
+    arr = np.asarray(hashes)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if arr.dtype == np.uint64:
+        return arr
+    return arr.astype(np.int64).view(np.uint64)

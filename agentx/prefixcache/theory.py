@@ -1,0 +1,208 @@
+"""The theoretical (unbounded-cache) prefix hit rate of a stream of exchanges.
+
+One meter, shared by ``agentx stats`` and ``agentx scrub``'s report, so both count the same
+blocks. Only model calls count (:func:`is_model_call`). Text rows are rendered and hashed at
+``block_size`` (incrementally per ``(session, thread)``, :class:`agentx.prefixcache.hashing.RequestHasher`);
+hash-only rows (Weka, Mooncake) use their own ``hash_ids`` at their own block size, or at a
+multiple of it when ``requested_block_size`` is one. Each block size in use has its own
+:class:`agentx.prefixcache.cache.UnboundedPrefixCache`, fed in arrival order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from agentx.core.errors import UsageError
+from agentx.core.flags import FLAG_NON_MODEL
+from agentx.core.models import MODEL_APIS, Exchange
+from agentx.prefixcache.cache import BlockSet, UnboundedPrefixCache, hit_blocks, hittable_blocks
+from agentx.prefixcache.hashing import (
+    DEFAULT_BLOCK_SIZE,
+    HashArray,
+    IdChainer,
+    chain_ids,
+    make_hasher,
+)
+from agentx.prefixcache.tokenizer import Tokenizer
+
+
+def is_model_call(ex: Exchange) -> bool:
+    return ex.api in MODEL_APIS and FLAG_NON_MODEL not in ex.flags
+
+
+def hash_only_blocks(
+    ex: Exchange, requested: int | None, chainer: IdChainer | None = None
+) -> tuple[HashArray, int, int]:
+    """``(chained block hashes, prompt tokens, block size)`` of a hash-only row (Weka, Mooncake).
+
+    The row's own ``hash_block_size`` is used, or ``requested`` when it is a multiple of it (the
+    blocks are coarsened exactly by :func:`agentx.prefixcache.hashing.chain_ids`); any other ``requested``
+    raises :class:`UsageError` (the trace cannot say where such blocks would end). Shared with
+    ``agentx simulate``, so both count the same blocks.
+    With a ``chainer`` the hashes are chained incrementally per thread (the same values; valid
+    until the thread's next row).
+    """
+    ids = ex.hash_ids or ()
+    native = ex.hash_block_size or 1
+    group = 1
+    if requested is not None:
+        if requested % native:
+            raise UsageError(
+                f"--block-size {requested}: this trace names blocks of {native} tokens by hash "
+                f"id; give a multiple of {native}"
+            )
+        group = requested // native
+    n = ex.usage.prompt_tokens
+    if n is None:
+        n = len(ids) * native
+    full = min(len(ids), n // native)  # a last partial block (Mooncake) is never cached
+    if chainer is None:
+        return chain_ids(ids[:full], group), n, native * group
+    chained = chainer.chain((ex.session_id, ex.thread_id), ids)[:full]
+    return (chained if group == 1 else chained[group - 1 :: group]), n, native * group
+
+
+class HitRateMeter:
+    """Unbounded caches, one per block size in use, fed exchanges in arrival order."""
+
+    def __init__(
+        self,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        requested_block_size: int | None = None,
+        *,
+        max_threads: int = 64,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        self.block_size = block_size  # of text rows
+        self.requested_block_size = requested_block_size
+        self.tokenizer = tokenizer  # of text rows (None: agentx's cl100k rendering)
+        self.hasher = make_hasher(tokenizer, block_size, max_threads=max_threads)
+        self.chainer = IdChainer()
+        self.caches: dict[int, UnboundedPrefixCache] = {}
+        self.requests: Counter[int] = Counter()  # by block size
+        self.last_prompt_tokens: int | None = None  # of the last exchange observed
+
+    def _cache(self, bs: int) -> UnboundedPrefixCache:
+        cache = self.caches.get(bs)
+        if cache is None:
+            cache = self.caches[bs] = UnboundedPrefixCache(bs)
+        return cache
+
+    def observe(self, ex: Exchange) -> int | None:
+        """Count one exchange; its prompt tokens (rendered for text rows), ``None`` if not
+        counted (not a model call, or a hash-only row without a block size)."""
+        self.last_prompt_tokens = None
+        if not is_model_call(ex):
+            return None
+        if ex.hash_ids is not None:
+            if not ex.hash_block_size:
+                return None
+            hashes, n, bs = hash_only_blocks(ex, self.requested_block_size, self.chainer)
+        else:
+            hashes, n = self.hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
+            bs = self.block_size
+        self._cache(bs).observe(hashes, n)
+        self.requests[bs] += 1
+        self.last_prompt_tokens = n
+        return n
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.caches.values())
+
+    @property
+    def hit_tokens(self) -> int:
+        return sum(c.hit_tokens for c in self.caches.values())
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Hit tokens over prompt tokens, all block sizes together; ``None`` for no prompt."""
+        prompt = self.prompt_tokens
+        return self.hit_tokens / prompt if prompt else None
+
+    @property
+    def main_block_size(self) -> int:
+        """The block size that saw the most prompt tokens (the text block size if none)."""
+        if not self.caches:
+            return self.block_size
+        return max(self.caches.items(), key=lambda kv: kv[1].prompt_tokens)[0]
+
+    def per_block_size(self) -> dict[str, dict[str, int]]:
+        """``{block size: {requests, prompt_tokens, hit_tokens}}``, by increasing block size."""
+        return {
+            str(bs): {
+                "requests": self.requests[bs],
+                "prompt_tokens": c.prompt_tokens,
+                "hit_tokens": c.hit_tokens,
+            }
+            for bs, c in sorted(self.caches.items())
+        }
+
+
+# -- Several shards' theoretical caches as one -----------------------------------------------------
+# The theoretical prefix cache of several shards' requests, replayed as if they had shared one.
+#
+# A run keeps, per request sent (in send order), what its unbounded cache served (``hit_tokens``)
+# and the chained block hashes the request added (:class:`TheoryRow`, ``theory.parquet``).
+# :func:`union_theory` interleaves the shards' rows by send time and replays one cache over all of
+# them. It is exact, with no full prompt stored:
+#
+# - within a shard the rows keep their order, so when a request comes up, every request its shard
+#   sent before it has been replayed: its first ``hit_tokens`` blocks are in the shared cache;
+# - the blocks past them are its ``new_blocks``, so the shared cache's hit is the largest ``k``
+#   (capped, as vLLM does, at ``floor((prompt_tokens - 1) / block_size)`` blocks) such that
+#   block ``k - 1`` is in the cache (presence is monotone along a chain: a chained hash brings
+#   its whole prefix), found by binary search over ``new_blocks``;
+# - the request then adds the blocks past that hit.
+#
+# So the union's hit of each request equals a single unbounded cache's over the interleaved
+# order. When no block can be shared across shards (disjoint sessions whose cache-bust marker
+# precedes everything they send), no shard's new block is found in another's, and the union's hit
+# rate is exactly the token-weighted combination of the shards' per-request hits. When trees share
+# a prefix before their marker (a system prompt: the harness's ``first_turn_prefix`` marker and
+# agentx's ``--salt`` both mark the first user message), each shard paid for that prefix once and
+# the union pays once: the combination undercounts and only this replay is exact.
+
+
+@dataclass(frozen=True, slots=True)
+class TheoryRow:
+    """What one request sent did to its run's unbounded prefix cache."""
+
+    request_id: str
+    sent_ns: int  # on its run's clock
+    prompt_tokens: int  # agentx's own count of what was sent
+    hit_tokens: int  # what the cache served: a whole number of blocks
+    new_blocks: npt.NDArray[np.uint64]  # chained hashes of blocks hit_tokens // block_size, ...
+
+
+def union_theory(
+    shards: Sequence[tuple[Iterable[TheoryRow], int]], block_size: int
+) -> Iterator[TheoryRow]:
+    """The rows of every shard against one shared cache, in send order.
+
+    ``shards`` holds each shard's rows (in its own send order) and the offset that moves its
+    ``sent_ns`` onto the common clock. The rows yielded carry the common-clock ``sent_ns``, the
+    shared cache's ``hit_tokens`` and the blocks they added to it (so a merge of merges is
+    exact too).
+    """
+    seen = BlockSet()
+
+    def timed(rows: Iterable[TheoryRow], offset: int) -> Iterator[tuple[int, TheoryRow]]:
+        for r in rows:
+            yield r.sent_ns + offset, r
+
+    merged = heapq.merge(*(timed(rows, off) for rows, off in shards), key=lambda p: p[0])
+    for sent_ns, row in merged:
+        base = row.hit_tokens // block_size
+        new = row.new_blocks
+        lo = hit_blocks(new, hittable_blocks(row.prompt_tokens, block_size) - base, seen)
+        added = new[lo:]
+        if added.size:
+            seen.update(added.tolist())
+        yield TheoryRow(row.request_id, sent_ns, row.prompt_tokens, (base + lo) * block_size, added)

@@ -1,0 +1,147 @@
+"""``agentx sweep``: one replay per concurrency level; the throughput-interactivity curve.
+
+Each level is an ordinary ``agentx replay`` (:func:`agentx.replay.run_replay`) with the same
+options and ``--concurrency N``, writing its own results directory ``DIR/c{N}/``. The sweep then
+collects one point per level into ``DIR/sweep.json`` (``agentx.sweep/1``, rewritten after every
+level so an interrupted sweep keeps what it measured) and draws ``DIR/sweep.svg`` and
+``DIR/sweep.html`` (:mod:`agentx.report.sweep_view`): total output tokens/s against per-user output
+tokens/s (the throughput-interactivity trade-off), TTFT p50 / p99 against concurrency and, with
+cost options, cost per million output tokens against per-user tokens/s.
+
+Levels run in the order given, against the same server. Before each level the server's prefix
+cache is reset where the server allows it (``--reset-cache``, the default: vLLM with
+``VLLM_SERVER_DEV_MODE=1``, SGLang, serve-sim); where it does not, the level's summary carries a
+warning that it may find the previous level's blocks. The default per-lane salt (``--salt``)
+also keeps sessions from sharing cache across lanes and levels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentx.core.errors import UsageError
+from agentx.core.outputs import check_results_dir, write_atomic
+from agentx.core.urls import redact_url
+from agentx.replay import ReplayOptions, run_replay
+from agentx.replay.stop import stop_signals
+from agentx.report.sweep_view import (
+    POINT_KEYS,
+    SCHEMA,
+    render_sweep_html,
+    render_table,
+    sweep_point,
+    sweep_svg,
+)
+
+__all__ = [
+    "POINT_KEYS",
+    "SCHEMA",
+    "SweepOptions",
+    "SweepResult",
+    "parse_levels",
+    "render_table",
+    "run_sweep",
+    "sweep_point",
+]
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """``"1,2,4,8"`` -> ``(1, 2, 4, 8)``: positive, distinct, in the order given."""
+    levels: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise UsageError(f"--concurrency: {item!r} is not an integer (e.g. 1,2,4,8)") from None
+        if n < 1:
+            raise UsageError("--concurrency levels must be at least 1")
+        if n in levels:
+            raise UsageError(f"--concurrency: level {n} appears twice")
+        levels.append(n)
+    if not levels:
+        raise UsageError("--concurrency: give at least one level (e.g. 1,2,4,8)")
+    return tuple(levels)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOptions:
+    """The replay options every level shares (its ``concurrency`` and ``output_dir`` are
+    replaced per level), the levels, and the sweep's directory."""
+
+    replay: ReplayOptions
+    levels: tuple[int, ...]
+    output_dir: Path
+    force: bool = False  # replace an earlier sweep's results in output_dir
+
+    def __post_init__(self) -> None:
+        if not self.levels or any(n < 1 for n in self.levels):
+            raise UsageError("--concurrency levels must be at least 1")
+        if self.replay.workers != "auto" and self.replay.workers > min(self.levels):
+            raise UsageError("--workers cannot exceed the lowest --concurrency level")
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    data: dict[str, Any]  # the agentx.sweep/1 object (sweep.json, what --json prints)
+    output_dir: Path
+    warnings: tuple[str, ...] = ()
+    interrupted: bool = False
+    exit_code: int = 0  # the interrupted level's (130 Ctrl-C, 143 SIGTERM), else 0
+
+
+def run_sweep(
+    options: SweepOptions, on_level: Callable[[dict[str, Any]], None] | None = None
+) -> SweepResult:
+    """Replay once per level; write ``c{N}/``, ``sweep.json`` and ``sweep.svg`` under the dir.
+
+    Raises ``AgentxError`` when a level cannot run (bad trace, unreachable endpoint); the levels
+    measured before it stay on disk. ``on_level`` is called with each point as it lands.
+    """
+    out = options.output_dir
+    base = options.replay
+    check_results_dir(out, force=options.force)  # before the first level, not after it
+    for n in options.levels:
+        check_results_dir(out / f"c{n}", force=options.force)
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "endpoint": redact_url(base.endpoint),
+        "trace": str(base.trace),
+        "model": base.model,
+        "points": [],
+    }
+    warnings: list[str] = []
+    interrupted = False
+    exit_code = 0
+    with stop_signals():  # a signal between two levels stops the sweep too (Interrupted)
+        for n in options.levels:
+            level = dataclasses.replace(
+                base, concurrency=n, output_dir=out / f"c{n}", force=options.force
+            )
+            result = run_replay(level)
+            data["model"] = result.summary.get("model", data["model"])
+            point = sweep_point(n, result.summary)
+            data["points"].append(point)
+            warnings.extend(f"concurrency {n}: {w}" for w in result.warnings)
+            write_sweep(out, data)
+            if on_level is not None:
+                on_level(point)
+            if result.interrupted or result.exit_code:
+                interrupted, exit_code = True, result.exit_code
+                break
+    return SweepResult(data, out, tuple(warnings), interrupted, exit_code)
+
+
+def write_sweep(out: Path, data: dict[str, Any]) -> None:
+    summary = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    write_atomic(out / "sweep.json", summary, force=True)
+    write_atomic(out / "sweep.svg", sweep_svg(data), force=True)
+    write_atomic(out / "sweep.html", render_sweep_html(data), force=True)

@@ -1,0 +1,290 @@
+"""Where a replay's requests come from: a metadata index first, sessions loaded on demand.
+
+A :class:`TraceSource` does two things:
+
+- :meth:`~TraceSource.index` yields each session as a :class:`SessionIndex`: the
+  :class:`~agentx.core.models.ExchangeMeta` of its rows (ids, thread structure, timings, token
+  counts, flags), never request bodies or block ids. The plan is built from this alone, and
+  ``--sessions N`` samples before anything heavy is read: a Weka directory is sampled by file
+  (:attr:`~TraceSource.candidates`) before any file is opened.
+- :meth:`~TraceSource.load_session` returns a :class:`SessionLoader` whose
+  :meth:`~SessionLoader.exchange` materialises one row with its body (or block ids) when a
+  lane is about to send it: an agentx Parquet trace decodes the session's rows (and the rows
+  they extend) from the row groups that hold them; a Weka file is read back at the byte span
+  of the request's id array; a Mooncake file at the request's line.
+
+So a replay's memory follows the sessions in flight, not the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from agentx.core.models import API_OPENAI_CHAT, Exchange, ExchangeMeta, exchange_meta
+from agentx.formats import detect_format
+
+if TYPE_CHECKING:
+    from agentx.formats.lazy import WekaSession
+    from agentx.store.select import TraceIndex
+
+
+@dataclass(frozen=True, slots=True)
+class SessionIndex:
+    """One session of a trace as metadata: every row (replayable or not) in trace order."""
+
+    session_id: str
+    exchanges: tuple[ExchangeMeta, ...]
+    unit: int = 0  # the source's handle on where the session lives (e.g. a file's position)
+
+
+class SessionLoader(Protocol):
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        """The full exchange of one row of the session (raises ``AgentxError`` if unreadable)."""
+        ...
+
+
+@runtime_checkable
+class TraceSource(Protocol):
+    """A trace a replay reads in two passes: metadata, then sessions on demand."""
+
+    @property
+    def candidates(self) -> int | None:
+        """How many sessions there are, when known without reading any (else ``None``)."""
+        ...
+
+    @property
+    def apis(self) -> frozenset[str] | None:
+        """The API families of its rows, when known without reading them (else ``None``)."""
+        ...
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        """Sessions in trace order; with ``selection`` (only when :attr:`candidates` is known),
+        just those positions."""
+        ...
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        """A loader for the rows of ``session``."""
+        ...
+
+
+# -- in memory ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ListLoader:
+    exchanges: Sequence[Exchange]
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        return self.exchanges[meta.locator]
+
+
+class MemorySource:
+    """Exchanges already in memory (tests, small traces)."""
+
+    candidates = None
+    apis = None
+
+    def __init__(self, exchanges: Iterable[Exchange]) -> None:
+        self._exchanges = list(exchanges)
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        return _grouped(exchange_meta(ex, i) for i, ex in enumerate(self._exchanges))
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _ListLoader(self._exchanges)
+
+
+def _grouped(metas: Iterable[ExchangeMeta]) -> Iterator[SessionIndex]:
+    by_session: dict[str, list[ExchangeMeta]] = {}
+    for m in metas:
+        by_session.setdefault(m.session_id, []).append(m)
+    for sid, rows in by_session.items():
+        yield SessionIndex(sid, tuple(rows))
+
+
+# -- agentx Parquet traces ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _RowsLoader:
+    rows: dict[int, Exchange]
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        return self.rows[meta.locator]
+
+
+FILE_ROWS = 1 << 40  # a dataset file's rows are located at k * FILE_ROWS + row
+
+
+class ParquetSource:
+    """An agentx trace (a file, or a dataset directory of files): metadata columns first, a
+    session's rows when it starts. A dataset whose files hold one session each (known from
+    their footers, e.g. imported from a Weka directory) is indexed file by file when its
+    sessions are wanted (:attr:`candidates`); otherwise every file's index is read first."""
+
+    apis = None
+
+    def __init__(self, path: Path) -> None:
+        from agentx.store.select import GroupCache, dataset_files, sessions_per_file_known
+
+        self._files = dataset_files(path)
+        self._per_file = len(self._files) > 1 and sessions_per_file_known(self._files)
+        self._indexes: dict[int, TraceIndex] = {}
+        self._groups = GroupCache()
+
+    @property
+    def candidates(self) -> int | None:
+        return len(self._files) if self._per_file else None
+
+    def _file(self, k: int) -> TraceIndex:
+        from agentx.store.select import read_index
+
+        found = self._indexes.get(k)
+        if found is None:
+            found = self._indexes[k] = read_index(self._files[k], k * FILE_ROWS)
+        return found
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        if not self._per_file:
+            rows = [m for k in range(len(self._files)) for m in self._file(k).rows]
+            yield from _grouped(rows)
+            return
+        for k in selection if selection is not None else range(len(self._files)):
+            metas = self._file(k).rows
+            if metas:
+                yield SessionIndex(metas[0].session_id, metas, k)
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        by_file: dict[int, list[int]] = {}
+        for m in session.exchanges:
+            by_file.setdefault(m.locator // FILE_ROWS, []).append(m.locator)
+        rows: dict[int, Exchange] = {}
+        for k, locators in by_file.items():
+            index = self._file(k)
+            found = index.read_rows([loc - k * FILE_ROWS for loc in locators], self._groups)
+            rows.update(zip(locators, found, strict=True))
+        return _RowsLoader(rows)
+
+
+# -- Weka and Mooncake (hash-only) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _WekaLoader:
+    session: WekaSession
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        from agentx.formats.lazy import read_weka_ids, with_ids
+
+        ids = read_weka_ids(self.session, meta)
+        return with_ids(meta, ids, self.session.block_size)
+
+
+class WekaSource:
+    """A Weka file or directory: one session per file, indexed without parsing block ids."""
+
+    apis = frozenset({API_OPENAI_CHAT})
+
+    def __init__(self, path: Path) -> None:
+        from agentx.formats.weka import weka_files
+
+        self._files = weka_files(path)
+        self._opened: dict[int, WekaSession] = {}
+
+    @property
+    def candidates(self) -> int:
+        return len(self._files)
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_weka_file
+
+        for k in selection if selection is not None else range(len(self._files)):
+            ws = self._opened[k] = index_weka_file(self._files[k], k)
+            yield SessionIndex(ws.id, ws.exchanges, k)
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _WekaLoader(self._opened[session.unit])
+
+
+class HFSource:
+    """A Hugging Face dataset of Weka traces in ``.jsonl`` (a file, a directory, ``hf://``): one
+    pass over the rows indexes them all (one session each) without parsing block ids, as
+    :class:`WekaSource` indexes files; a request's ids are read back from its line's span. The
+    rows' count is not known before that pass, so sessions are sampled among those with
+    something to replay, as when the dataset was read whole."""
+
+    candidates = None
+    apis = frozenset({API_OPENAI_CHAT})
+
+    def __init__(self, files: Sequence[Path]) -> None:
+        self._files = list(files)
+        self._rows: dict[int, WekaSession] = {}
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_hf_jsonl
+
+        for k, ws in enumerate(index_hf_jsonl(self._files)):
+            if ws.exchanges:  # a row without requests is no session (as read whole)
+                self._rows[k] = ws
+                yield SessionIndex(ws.id, ws.exchanges, k)
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _WekaLoader(self._rows[session.unit])
+
+
+@dataclass(frozen=True, slots=True)
+class _MooncakeLoader:
+    path: Path
+
+    def exchange(self, meta: ExchangeMeta) -> Exchange:
+        from agentx.formats.lazy import read_mooncake
+
+        return read_mooncake(self.path, meta)
+
+
+class MooncakeSource:
+    """A Mooncake JSONL file: one pass for metadata and line offsets."""
+
+    candidates = None
+    apis = frozenset({API_OPENAI_CHAT})
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_mooncake
+
+        return _grouped(index_mooncake(self._path))
+
+    def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _MooncakeLoader(self._path)
+
+
+def _hf_source(path: Path) -> TraceSource:
+    """A Hugging Face dataset of Weka traces: its ``.jsonl`` rows indexed (:class:`HFSource`);
+    Parquet rows are read whole (as ``agentx convert`` reads them: a row's ids sit in a JSON
+    text or struct column, not at a byte span)."""
+    from agentx.formats.hf import exchanges_of, resolve
+
+    files = resolve(path)
+    if any(f.suffix == ".parquet" for f in files):
+        return MemorySource(exchanges_of(files))
+    return HFSource(files)
+
+
+SOURCES: dict[str, Callable[[Path], TraceSource]] = {
+    "agentx": ParquetSource,
+    "weka": WekaSource,
+    "mooncake": MooncakeSource,
+    "hf": _hf_source,
+}
+
+
+def open_source(path: str | os.PathLike[str]) -> TraceSource:
+    """The source of any trace agentx reads (format detected from the content)."""
+    p = Path(path)
+    return SOURCES[detect_format(p)](p)

@@ -1,0 +1,207 @@
+"""``agentx stats``: the shape of a trace (sessions, threads, tokens, think time) and the prefix-cache
+hit rate an unbounded cache would reach on it.
+
+Only model calls count: rows whose ``api`` is one of :data:`agentx.core.models.MODEL_APIS` and that
+are not flagged :data:`agentx.core.flags.FLAG_NON_MODEL`. Input tokens are the server's ``usage.prompt_tokens``
+where it reported them, else agentx's tiktoken count of the rendered request.
+
+The theoretical hit rate replays every request, in trace order, against an unbounded block cache
+(:class:`agentx.prefixcache.theory.HitRateMeter`, vLLM's rules). Text rows are hashed from their
+rendered tokens at ``block_size`` (incrementally, so a long session costs its unique content);
+hash-only rows (Weka, Mooncake) use their own ``hash_ids`` at their own block size, or at a
+multiple of it when ``block_size`` is one. The block size actually used is reported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from agentx.core.models import Exchange
+from agentx.core.percentiles import percentiles
+from agentx.core.progress import Progress
+from agentx.prefixcache import tokens
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
+from agentx.prefixcache.theory import HitRateMeter, is_model_call
+from agentx.prefixcache.tokenizer import Tokenizer, tokenizer_name
+
+SCHEMA = "agentx.stats/1"
+
+
+def _output_tokens(ex: Exchange) -> int | None:
+    if ex.usage.completion_tokens is not None:
+        return ex.usage.completion_tokens
+    r = ex.response
+    parts = [p for p in (r.text, r.reasoning) if p]
+    parts.extend(
+        str(c.get("arguments", "")) if isinstance(c, dict) else str(c) for c in r.tool_calls
+    )
+    if not parts:
+        return None  # nothing known about the answer: unknown, not 0
+    return sum(tokens.count_tokens(p) for p in parts)
+
+
+def summarize(
+    exchanges: Iterable[Exchange],
+    *,
+    block_size: int | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> dict[str, Any]:
+    """The ``agentx.stats/1`` object of a stream of exchanges (in trace order). Text rows'
+    theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k)."""
+    if block_size is not None and block_size < 1:
+        raise ValueError("block_size must be >= 1")
+    hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size, tokenizer=tokenizer)
+    sessions: set[str] = set()
+    threads: set[tuple[str, str]] = set()
+    apis: Counter[str] = Counter()
+    skipped = 0
+    input_tokens: list[int] = []
+    output_tokens: list[int] = []
+    think: list[float] = []
+    cached: list[int] = []
+    sources: Counter[str] = Counter()
+    for ex in exchanges:
+        if not is_model_call(ex):
+            skipped += 1
+            continue
+        sessions.add(ex.session_id)
+        threads.add((ex.session_id, ex.thread_id))
+        apis[ex.api] += 1
+        counted = hits.observe(ex)
+        rendered = counted if ex.hash_ids is None else None
+        if ex.usage.prompt_tokens is not None:
+            input_tokens.append(ex.usage.prompt_tokens)
+            sources["usage"] += 1
+        elif rendered is not None:
+            input_tokens.append(rendered)
+            sources["tiktoken"] += 1
+        out = _output_tokens(ex)
+        if out is not None:
+            output_tokens.append(out)
+        if ex.think_time_s is not None:
+            think.append(ex.think_time_s)
+        if ex.usage.cached_tokens is not None:
+            cached.append(ex.usage.cached_tokens)
+    source = (
+        "usage"
+        if set(sources) == {"usage"}
+        else "tiktoken"
+        if set(sources) == {"tiktoken"}
+        else "mixed"
+    )
+    return {
+        "schema": SCHEMA,
+        "sessions": len(sessions),
+        "threads": len(threads),
+        "requests": sum(apis.values()),
+        "apis": dict(sorted(apis.items())),
+        "input_tokens": percentiles(input_tokens),
+        "output_tokens": percentiles(output_tokens),
+        "think_time_s": percentiles(think),
+        "theoretical_hit_rate": hits.hit_rate,
+        "block_size": hits.main_block_size,
+        # extras
+        "tokenizer": tokenizer_name(tokenizer),
+        "tokens_source": source if sources else None,
+        "totals": {
+            "input_tokens": sum(input_tokens),
+            "output_tokens": sum(output_tokens) if output_tokens else None,
+            "cached_tokens": sum(cached) if cached else None,
+        },
+        "block_sizes": hits.per_block_size(),
+        "non_model_rows": skipped,
+    }
+
+
+# What stats reads of an agentx trace: everything but the columns it never uses (chunk
+# timings, credentials, the assistant message, importers' extra fields).
+STATS_SKIPS = frozenset({"chunk_offsets_ns", "credentials", "response_message", "import_fields"})
+
+
+def compute_stats(
+    path: str | os.PathLike[str],
+    *,
+    block_size: int | None = None,
+    tokenizer: Tokenizer | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Stats of a trace in any supported format (see :func:`agentx.formats.detect_format`),
+    streamed: memory holds the distributions and the unbounded cache's block set, not the
+    trace. ``progress`` follows the reading."""
+    from agentx.formats import detect_format, load_exchanges
+    from agentx.store.schema import COLUMNS
+
+    fmt = detect_format(path)
+    prog = progress or Progress()
+    prog.phase("reading")
+    columns = [c for c in COLUMNS if c not in STATS_SKIPS]
+    exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
+    result = summarize(_counted(exchanges, prog), block_size=block_size, tokenizer=tokenizer)
+    result["trace"] = str(path)
+    result["format"] = fmt
+    return result
+
+
+def _counted(exchanges: Iterable[Exchange], progress: Progress) -> Iterator[Exchange]:
+    for ex in exchanges:
+        progress.count("exchanges")
+        yield ex
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if unit == "s":
+        return f"{value:,.1f}"
+    return f"{value:,.0f}"
+
+
+def render_table(result: dict[str, Any]) -> Any:
+    """A rich renderable of a stats result."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("trace", f"{result.get('trace', '')} ({result.get('format', '?')})")
+    head.add_row("sessions", f"{result['sessions']:,}")
+    head.add_row("threads", f"{result['threads']:,}")
+    apis = ", ".join(f"{k} {v:,}" for k, v in result["apis"].items()) or "-"
+    head.add_row("requests", f"{result['requests']:,}  ({apis})")
+    rate = result["theoretical_hit_rate"]
+    head.add_row(
+        "theoretical hit rate",
+        ("-" if rate is None else f"{rate:.1%}")
+        + f"  (unbounded cache, block size {result['block_size']}, "
+        + f"{result.get('tokenizer', 'cl100k_base')} tokens)",
+    )
+    totals = result.get("totals") or {}
+    if totals:
+        parts = [
+            f"input {_fmt(totals.get('input_tokens'))}",
+            f"output {_fmt(totals.get('output_tokens'))}",
+        ]
+        if totals.get("cached_tokens") is not None:
+            parts.append(f"cached (reported) {_fmt(totals['cached_tokens'])}")
+        head.add_row("total tokens", ", ".join(parts))
+    if result.get("non_model_rows"):
+        head.add_row("not counted", f"{result['non_model_rows']:,} non-model rows")
+
+    dist = Table(title=None, show_edge=False, header_style="bold")
+    dist.add_column("per request")
+    for col in ("p50", "p90", "p99", "mean", "max"):
+        dist.add_column(col, justify="right")
+    source = result.get("tokens_source")
+    rows = [
+        ("input tokens" + (f" ({source})" if source else ""), result["input_tokens"], ""),
+        ("output tokens", result["output_tokens"], ""),
+        ("think time (s)", result["think_time_s"], "s"),
+    ]
+    for label, p, unit in rows:
+        dist.add_row(label, *(_fmt(p[k], unit) for k in ("p50", "p90", "p99", "mean", "max")))
+    return Group(head, Text(""), dist)

@@ -1,0 +1,219 @@
+"""`agentx sweep`: one replay per concurrency level against the in-process serve-sim."""
+
+from __future__ import annotations
+
+import json
+import socket
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentx.cli import app
+from agentx.core.errors import UsageError
+from agentx.core.examples import example_path
+from agentx.replay.sweep import POINT_KEYS, SCHEMA, parse_levels, sweep_point
+from agentx.serve_sim import SimConfig, SimServer
+
+EXAMPLE = example_path("example")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    # modelled latency (not --fast), so lanes overlap: ~0.1 s of decode per request
+    # batch_slowdown 0.1: four lanes decode 30% slower per user, well clear of timing noise
+    config = SimConfig(
+        port=0, decode_tps=1000.0, prefill_tps=1e6, overhead_ms=2.0, batch_slowdown=0.1
+    )
+    with SimServer(config) as srv:
+        yield srv
+
+
+def test_parse_levels() -> None:
+    assert parse_levels("1,2, 4,16") == (1, 2, 4, 16)
+    assert parse_levels("8,1") == (8, 1)  # the order given is the order run
+    for bad in ("", "0", "1,x", "2,2", "-1"):
+        with pytest.raises(UsageError):
+            parse_levels(bad)
+
+
+def test_point_from_a_summary() -> None:
+    p = {"p50": 1.0, "p90": 2.0, "p99": 3.0, "mean": 1.5, "max": 4.0}
+    summary = {
+        "duration_s": 2.0,
+        "requests": {"total": 10, "ok": 9, "errors": 1},
+        "throughput": {"requests_per_s": 5.0, "output_tokens_per_s": 50.0},
+        "latency_ms": {"ttft": p, "itl": {**p, "p50": 0.5}},
+        "per_user_output_tokens_per_s": {**p, "p50": 20.0},
+        "cache": {"reported_hit_rate": None, "theoretical_hit_rate": 0.8},
+        "client": {"saturated": False},
+    }
+    point = sweep_point(4, summary)
+    assert set(POINT_KEYS) <= set(point)
+    assert (point["concurrency"], point["requests_per_s"], point["output_tokens_per_s"]) == (
+        4,
+        5.0,
+        50.0,
+    )
+    assert point["per_user_output_tokens_per_s_p50"] == 20.0 and point["itl_ms_p50"] == 0.5
+    assert (point["ttft_ms_p50"], point["ttft_ms_p99"]) == (1.0, 3.0)
+    assert point["hit_rate_reported"] is None and point["hit_rate_theoretical"] == 0.8
+    assert point["errors"] == 1 and point["results_dir"] == "c4"
+
+
+def test_sweep_against_serve_sim(sim: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "1,4", "-o", str(out)]
+    args += ["--max-requests", "8", "--time-scale", "0", "--json", "--api-key", "sk-sweep-secret"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data == json.loads((out / "sweep.json").read_text())
+    assert data["schema"] == SCHEMA and data["model"] == "agentx-sim"
+    assert [p["concurrency"] for p in data["points"]] == [1, 4]
+    for p in data["points"]:
+        assert set(POINT_KEYS) <= set(p)
+        assert p["errors"] == 0 and p["requests"] == 8
+        summary = json.loads((out / f"c{p['concurrency']}" / "summary.json").read_text())
+        assert summary["config"]["concurrency"] == p["concurrency"]
+        assert p["output_tokens_per_s"] == summary["throughput"]["output_tokens_per_s"]
+        assert (out / f"c{p['concurrency']}" / "requests.parquet").exists()
+        assert 0 < p["hit_rate_theoretical"] <= 1 and p["hit_rate_reported"] is not None
+    one, four = data["points"]
+    # four lanes overlap on the simulated engine: more tokens/s in total, fewer per user (the
+    # modelled engine gives ~3x; a loaded 2-core machine has shown 1.5x, so only the direction
+    # with a margin is asserted, not the factor)
+    assert four["output_tokens_per_s"] > 1.25 * one["output_tokens_per_s"]
+    assert four["requests_per_s"] > 1.25 * one["requests_per_s"]
+    assert four["per_user_output_tokens_per_s_p50"] <= one["per_user_output_tokens_per_s_p50"]
+    root = ET.fromstring((out / "sweep.svg").read_text())
+    assert root.tag.endswith("svg") and len(root.findall(".//{*}polyline")) == 3
+    for f in out.rglob("*"):
+        if f.is_file() and f.suffix in (".json", ".svg", ".html"):
+            assert "sk-sweep-secret" not in f.read_text()
+    assert "sk-sweep-secret" not in res.output
+
+
+def test_table_output(sim: SimServer, tmp_path: Path) -> None:
+    args = ["sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "2"]
+    args += ["-o", str(tmp_path / "s"), "--max-requests", "2", "--time-scale", "0"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "TTFT" in res.stdout and "lanes" in res.stdout
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("extra", "code"),
+    [
+        (["--concurrency", "1,zero"], 2),
+        (["--concurrency", "0"], 2),
+        (["--concurrency", "1", "--extra-body", "[1]"], 2),
+        (["--concurrency", "1"], 1),  # nothing listens there
+    ],
+)
+def test_errors_are_one_line(extra: list[str], code: int, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    res = runner.invoke(
+        app, ["sweep", str(EXAMPLE), "--endpoint", url, "-o", str(tmp_path), *extra]
+    )
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output and "agentx: error:" in res.output
+
+
+def test_each_level_starts_from_a_reset_cache(sim: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "1,2", "-o", str(out)]
+    args += ["--max-requests", "4", "--time-scale", "0", "--no-salt", "--json"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    for n in (1, 2):
+        summary = json.loads((out / f"c{n}" / "summary.json").read_text())
+        assert summary["config"]["reset_cache"] is True
+        assert summary["config"]["cache_reset"] == "/reset_prefix_cache"
+        assert not any("reset" in w for w in summary.get("warnings", []))
+    res = runner.invoke(app, [*args[:-1], "-o", str(tmp_path / "kept"), "--no-reset-cache"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "kept" / "c2" / "summary.json").read_text())
+    assert summary["config"]["cache_reset"] is None and summary["config"]["reset_cache"] is False
+
+
+def test_cost_per_level_and_the_sweep_re_renders(sim: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "1,3", "-o", str(out)]
+    args += ["--max-requests", "6", "--time-scale", "0", "--json"]
+    args += ["--gpu-hour-cost", "2.5", "--gpus", "2", "--price-preset", "gpt-5"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    for p in data["points"]:
+        summary = json.loads((out / p["results_dir"] / "summary.json").read_text())
+        tps = summary["throughput"]["output_tokens_per_s"]
+        assert p["usd_per_million_output_tokens"] == pytest.approx(5.0 / (tps * 3600) * 1e6)
+        assert p["gross_margin"] == summary["cost"]["gross_margin"]
+        assert summary["cost"]["price_usd_per_million_tokens"]["preset"] == "gpt-5"
+    svg_text = (out / "sweep.svg").read_text()
+    assert (
+        "Cost per million output tokens vs interactivity" in svg_text and ">c3</text>" in svg_text
+    )
+    assert "c1/report.html" in (out / "sweep.html").read_text()
+
+    # the whole directory re-renders from its files: table, JSON, HTML, PNG, CSV
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "lanes" in res.stdout and "$/M out" in res.stdout
+    html, png, csv_dir = tmp_path / "s.html", tmp_path / "png", tmp_path / "csv"
+    res = runner.invoke(
+        app,
+        [
+            "report",
+            str(out),
+            "--json",
+            "--html",
+            str(html),
+            "--png",
+            str(png),
+            "--csv",
+            str(csv_dir),
+            "--gpu-hour-cost",
+            "5",
+            "--gpus",
+            "2",
+            "--price-preset",
+            "gpt-5",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    again = json.loads(res.stdout)
+    assert [p["concurrency"] for p in again["points"]] == [1, 3]
+    for before, after in zip(data["points"], again["points"], strict=True):
+        assert after["usd_per_million_output_tokens"] == pytest.approx(
+            2 * before["usd_per_million_output_tokens"]
+        )  # twice the hourly cost, the same measured tokens
+    assert "agentx sweep" in html.read_text()
+    assert {p.stem for p in png.glob("*.png")} == {
+        "throughput_vs_interactivity",
+        "ttft_vs_concurrency",
+        "cost_vs_interactivity",
+    }
+    assert (csv_dir / "sweep.csv").read_text().startswith("concurrency,")
+
+
+def test_report_of_a_sweep_without_its_levels(tmp_path: Path) -> None:
+    point = sweep_point(2, {"throughput": {"output_tokens_per_s": 5.0}})
+    (tmp_path / "sweep.json").write_text(
+        json.dumps(
+            {"schema": SCHEMA, "endpoint": "e", "trace": "t", "model": "m", "points": [point]}
+        )
+    )
+    res = runner.invoke(app, ["report", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["points"] == [point]

@@ -1,0 +1,59 @@
+"""--scenario presets: what they set, explicit values win, the alias, the printed line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentx.core.errors import UsageError
+from agentx.replay.options import describe, parse_ratio, scenario_options
+
+BASE = {"trace": Path("t.parquet"), "endpoint": "http://127.0.0.1:1"}
+
+
+def test_agentx_preset_is_the_harness_default() -> None:
+    o = scenario_options("agentx", **BASE)
+    assert (o.scenario, o.duration_s, o.start_ratio, o.warmup, o.seed) == (
+        "agentx",
+        3600.0,
+        (0.25, 0.75),
+        10,
+        42,
+    )
+    assert (o.trace_idle_cap_s, o.system_idle_cap_s, o.max_failed_ratio, o.min_coverage) == (
+        300.0,
+        10.0,
+        0.1,
+        0.95,
+    )
+    assert o.ignore_eos is True and o.salt is True and o.timeout_s == 21600.0
+    assert o.max_think_s is None and o.spawn_join == "recorded"
+
+
+def test_explicit_options_win_and_none_means_not_given() -> None:
+    o = scenario_options("agentx", **BASE, duration_s=60.0, warmup=0, seed=None, salt=False)
+    assert (o.duration_s, o.warmup, o.seed, o.salt) == (60.0, 0, 42, False)
+    plain = scenario_options(None, **BASE, seed=None, warmup=None)
+    assert (plain.scenario, plain.seed, plain.warmup, plain.start_ratio) == (None, 0, 0, (0.0, 0.0))
+
+
+def test_mvp_alias_and_its_random_seed() -> None:
+    a = scenario_options("inferencex-agentx-mvp", **BASE)
+    b = scenario_options("agentx-mvp", **BASE)
+    assert a.scenario == b.scenario == "agentx-mvp"
+    assert (a.duration_s, a.start_ratio, a.warmup, a.trace_idle_cap_s) == (1800.0, (0, 1), 0, None)
+    assert a.seed != b.seed  # drawn per run (and written to summary.json), unless given
+    assert scenario_options("agentx-mvp", **BASE, seed=7).seed == 7
+    with pytest.raises(UsageError, match="--scenario must be one of agentx, agentx-mvp"):
+        scenario_options("nope", **BASE)
+
+
+def test_describe_and_ratio_parsing() -> None:
+    line = describe(scenario_options("agentx", **BASE))
+    assert line.startswith("scenario agentx: duration 3600 s, concurrency 1, start ratio 0.25:0.75")
+    assert "trace idle cap 300 s" in line and "seed 42" in line
+    assert parse_ratio("0.25:0.75") == (0.25, 0.75) and parse_ratio("0.3") == (0.3, 0.3)
+    for bad in ("0.8:0.2", "a:b", "0:2", "1:2:3"):
+        with pytest.raises(UsageError, match="--start-ratio"):
+            parse_ratio(bad)
