@@ -1,18 +1,23 @@
-"""The theoretical (unbounded-cache) prefix hit rate of a stream of exchanges.
+"""The theoretical hit rate: what an unbounded prefix cache would serve, one implementation for
+every stage (``stats``, ``scrub``'s report, ``simulate``, ``replay``'s theoretical pass, ``merge``).
 
-One meter, shared by ``agentx stats`` and ``agentx scrub``'s report, so both count the same
-blocks. Only model calls count (:func:`is_model_call`). Text rows are rendered and hashed at
-``block_size`` (incrementally per ``(session, thread)``, :class:`agentx.prefixcache.hashing.RequestHasher`);
-hash-only rows (Weka, Mooncake) use their own ``hash_ids`` at their own block size, or at a
-multiple of it when ``requested_block_size`` is one. Each block size in use has its own
-:class:`agentx.prefixcache.cache.UnboundedPrefixCache`, fed in arrival order.
+- :class:`ExchangeBlocks`: the chained block hashes of an exchange. Only model calls count
+  (:func:`is_model_call`). Text rows are rendered and hashed at ``block_size`` (incrementally per
+  ``(session, thread)``, :class:`agentx.prefixcache.hashing.RequestHasher`); hash-only rows (Weka,
+  Mooncake) use their own ``hash_ids`` at their own block size, or at a multiple of it when
+  ``requested_block_size`` is one (:func:`hash_only_blocks`).
+- :class:`HitRateMeter`: unbounded caches (one per block size in use) fed in arrival order, with
+  exchanges (:meth:`HitRateMeter.observe`), request bodies as sent (:meth:`HitRateMeter.hash_body`)
+  or requests already hashed (:meth:`HitRateMeter.observe_blocks`); :meth:`HitRateMeter.row`
+  records what one request sent did to the cache as a :class:`TheoryRow` (``theory.parquet``).
+- :func:`union_theory`: several shards' rows replayed as if they had shared one cache, exactly.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,8 +25,14 @@ import numpy.typing as npt
 
 from agentx.core.errors import UsageError
 from agentx.core.flags import FLAG_NON_MODEL
-from agentx.core.models import MODEL_APIS, Exchange
-from agentx.prefixcache.cache import BlockSet, UnboundedPrefixCache, hit_blocks, hittable_blocks
+from agentx.core.models import JSON, MODEL_APIS, Exchange
+from agentx.prefixcache.cache import (
+    BlockSet,
+    PrefixLookup,
+    UnboundedPrefixCache,
+    hit_blocks,
+    hittable_blocks,
+)
 from agentx.prefixcache.hashing import (
     DEFAULT_BLOCK_SIZE,
     HashArray,
@@ -68,8 +79,49 @@ def hash_only_blocks(
     return (chained if group == 1 else chained[group - 1 :: group]), n, native * group
 
 
+class ExchangeBlocks:
+    """``(chained block hashes, prompt tokens, block size)`` of each exchange, by the rules every
+    stage counts with (``None`` for a row that does not count: not a model call, or hash ids
+    without a block size).
+
+    With ``incremental_ids`` hash-only rows are chained per thread (:class:`IdChainer`): the hashes
+    returned are then a view valid until the thread's next row; without it each is a new array
+    (for callers that keep them)."""
+
+    def __init__(
+        self,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        requested_block_size: int | None = None,
+        *,
+        max_threads: int = 64,
+        tokenizer: Tokenizer | None = None,
+        incremental_ids: bool = True,
+    ) -> None:
+        self.block_size = block_size  # of text rows
+        self.requested_block_size = requested_block_size
+        self.tokenizer = tokenizer  # of text rows (None: agentx's cl100k rendering)
+        self.hasher = make_hasher(tokenizer, block_size, max_threads=max_threads)
+        self.chainer = IdChainer() if incremental_ids else None
+
+    def of(self, ex: Exchange) -> tuple[HashArray, int, int] | None:
+        if not is_model_call(ex):
+            return None
+        if ex.hash_ids is not None:
+            if not ex.hash_block_size:
+                return None
+            return hash_only_blocks(ex, self.requested_block_size, self.chainer)
+        hashes, n = self.hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
+        return hashes, n, self.block_size
+
+
+def new_blocks(hashes: HashArray, hit_tokens: int, block_size: int) -> HashArray:
+    """The blocks a request added to an unbounded cache: its chain from its hit on (a copy, not a
+    view of the whole chain). What :class:`TheoryRow` keeps and :func:`union_theory` replays."""
+    return hashes[hit_tokens // block_size :].copy()
+
+
 class HitRateMeter:
-    """Unbounded caches, one per block size in use, fed exchanges in arrival order."""
+    """Unbounded caches, one per block size in use, fed requests in arrival order."""
 
     def __init__(
         self,
@@ -79,11 +131,10 @@ class HitRateMeter:
         max_threads: int = 64,
         tokenizer: Tokenizer | None = None,
     ) -> None:
+        self.blocks = ExchangeBlocks(
+            block_size, requested_block_size, max_threads=max_threads, tokenizer=tokenizer
+        )
         self.block_size = block_size  # of text rows
-        self.requested_block_size = requested_block_size
-        self.tokenizer = tokenizer  # of text rows (None: agentx's cl100k rendering)
-        self.hasher = make_hasher(tokenizer, block_size, max_threads=max_threads)
-        self.chainer = IdChainer()
         self.caches: dict[int, UnboundedPrefixCache] = {}
         self.requests: Counter[int] = Counter()  # by block size
         self.last_prompt_tokens: int | None = None  # of the last exchange observed
@@ -98,19 +149,34 @@ class HitRateMeter:
         """Count one exchange; its prompt tokens (rendered for text rows), ``None`` if not
         counted (not a model call, or a hash-only row without a block size)."""
         self.last_prompt_tokens = None
-        if not is_model_call(ex):
+        blocks = self.blocks.of(ex)
+        if blocks is None:
             return None
-        if ex.hash_ids is not None:
-            if not ex.hash_block_size:
-                return None
-            hashes, n, bs = hash_only_blocks(ex, self.requested_block_size, self.chainer)
-        else:
-            hashes, n = self.hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
-            bs = self.block_size
-        self._cache(bs).observe(hashes, n)
-        self.requests[bs] += 1
+        hashes, n, bs = blocks
+        self.observe_blocks(hashes, n, bs)
         self.last_prompt_tokens = n
         return n
+
+    def hash_body(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
+        """A request body as sent, rendered and hashed at the text block size (not observed)."""
+        return self.blocks.hasher.hash_request(api, body, thread)
+
+    def observe_blocks(
+        self, hashes: HashArray, prompt_tokens: int, block_size: int | None = None
+    ) -> PrefixLookup:
+        """Count one request already hashed (at ``block_size``, default the text block size)."""
+        bs = self.block_size if block_size is None else block_size
+        self.requests[bs] += 1
+        return self._cache(bs).observe(hashes, prompt_tokens)
+
+    def row(
+        self, request_id: str, sent_ns: int, hashes: HashArray, prompt_tokens: int
+    ) -> TheoryRow:
+        """Count one request sent (hashed at the text block size) and return what it did to the
+        cache: the row ``theory.parquet`` keeps for it."""
+        lookup = self.observe_blocks(hashes, prompt_tokens)
+        new = new_blocks(hashes, lookup.hit_tokens, self.block_size)
+        return TheoryRow(request_id, sent_ns, lookup.prompt_tokens, lookup.hit_tokens, new)
 
     @property
     def prompt_tokens(self) -> int:
@@ -146,8 +212,6 @@ class HitRateMeter:
 
 
 # -- Several shards' theoretical caches as one -----------------------------------------------------
-# The theoretical prefix cache of several shards' requests, replayed as if they had shared one.
-#
 # A run keeps, per request sent (in send order), what its unbounded cache served (``hit_tokens``)
 # and the chained block hashes the request added (:class:`TheoryRow`, ``theory.parquet``).
 # :func:`union_theory` interleaves the shards' rows by send time and replays one cache over all of

@@ -150,11 +150,7 @@ def _with_theory(
             records[i] = dataclasses.replace(
                 r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
             )
-    rows = [
-        TheoryRow(rid, e.sent_ns, e.prompt_tokens, e.hit_tokens, e.new_blocks)
-        for rid, e in expected.items()
-    ]
-    return records, rows
+    return records, list(expected.values())
 
 
 def finish_run(

@@ -5,7 +5,7 @@ delta over the previous body of its thread (the bytes they share at the start ar
 again: a turn that re-sends a 100K-token conversation spools what it added); tokenisation happens
 after the run, so it never delays a dispatch. The bodies are then
 rendered with :func:`agentx.prefixcache.tokens.request_tokens` and looked up in an unbounded prefix cache
-(:class:`agentx.prefixcache.cache.UnboundedPrefixCache`) at the server's block size. Warm-up requests
+(:class:`agentx.prefixcache.theory.HitRateMeter`) at the server's block size. Warm-up requests
 count in the cache state (they warmed the server's cache too). Each request's *new* blocks (from
 its hit on) are kept for ``theory.parquet``, from which ``agentx merge`` replays the cache of
 several shards' requests as one (:mod:`agentx.prefixcache.theory`).
@@ -18,16 +18,14 @@ import heapq
 import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import numpy.typing as npt
 import orjson
 
-from agentx.prefixcache.cache import UnboundedPrefixCache
-from agentx.prefixcache.hashing import make_hasher
+from agentx.prefixcache.theory import HitRateMeter, TheoryRow
 from agentx.prefixcache.tokenizer import Tokenizer
 
 
@@ -141,44 +139,31 @@ def merged(paths: Iterable[Path]) -> Iterator[SentBody]:
     return heapq.merge(*streams, key=lambda s: s.sent_ns)
 
 
-@dataclass(frozen=True, slots=True)
-class Expected:
-    prompt_tokens: int  # the tokenizer's count of what was sent (default: agentx's cl100k)
-    hit_tokens: int  # what an unbounded prefix cache would have served
-    sent_ns: int = 0  # when it was sent (perf counter)
-    new_blocks: npt.NDArray[np.uint64] = field(
-        default_factory=lambda: np.zeros(0, dtype=np.uint64)
-    )  # the chained hashes of its blocks from the hit on: what it added to the cache
-
-
 def theoretical(
     sent: Iterable[SentBody],
     block_size: int,
     tokenizer: Tokenizer | None = None,
     max_threads: int = 4096,
-) -> dict[str, Expected]:
-    """Expected prompt tokens, unbounded-cache hit tokens and new blocks of each request sent,
-    in send order (the dict keeps it), counted by ``tokenizer`` (default: agentx's cl100k
-    rendering).
+) -> dict[str, TheoryRow]:
+    """What each request sent did to an unbounded prefix cache (its prompt tokens, hit tokens and
+    new blocks: :meth:`agentx.prefixcache.theory.HitRateMeter.row`), in send order (the dict
+    keeps it), counted by ``tokenizer`` (default: agentx's cl100k rendering).
 
     With the default tokenizer bodies are hashed incrementally per thread
-    (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique content)
-    rather than O(n^2). ``max_threads`` bounds the threads whose state is kept (~2 MB each for
-    100K-token prompts): the threads in flight together; one forgotten and seen again is hashed
-    from scratch, with the same result.
+    (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique
+    content) rather than O(n^2). ``max_threads`` bounds the threads whose state is kept (~2 MB
+    each for 100K-token prompts): the threads in flight together; one forgotten and seen again is
+    hashed from scratch, with the same result.
     """
-    cache = UnboundedPrefixCache(block_size)
-    hasher = make_hasher(tokenizer, block_size, max_threads=max_threads)
-    out: dict[str, Expected] = {}
+    meter = HitRateMeter(block_size, max_threads=max_threads, tokenizer=tokenizer)
+    out: dict[str, TheoryRow] = {}
     for s in sent:
         try:
             body = orjson.loads(s.body)
         except orjson.JSONDecodeError:
             continue
-        hashes, n = hasher.hash_request(s.api, body, s.thread)
-        lookup = cache.observe(hashes, n)
-        new = hashes[lookup.hit_tokens // block_size :].copy()  # not a view of the whole chain
-        out[s.request_id] = Expected(lookup.prompt_tokens, lookup.hit_tokens, s.sent_ns, new)
+        hashes, n = meter.hash_body(s.api, body, s.thread)
+        out[s.request_id] = meter.row(s.request_id, s.sent_ns, hashes, n)
     return out
 
 

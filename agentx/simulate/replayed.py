@@ -29,10 +29,9 @@ import orjson
 
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.core.record import RequestRecord
-from agentx.prefixcache.cache import UnboundedPrefixCache
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.hashing import HashArray, Hasher, salted
-from agentx.prefixcache.theory import hash_only_blocks
+from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
 from agentx.simulate.schedule import Send
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
@@ -222,7 +221,7 @@ def run_engine(
     called as each request finishes; ``keep_order`` keeps the final free queue's make-up
     (:attr:`EngineRun.named_among_newest`)."""
     engine = ServingEngine(params)
-    theory = UnboundedPrefixCache(params.block_size)
+    theory = HitRateMeter(params.block_size)
     tie = itertools.count()
     firsts: list[tuple[float, int, _Live]] = []  # first token due
     decode = _Decode()
@@ -270,7 +269,7 @@ def run_engine(
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
-                hit = theory.observe(prompt.array, prompt.prompt_tokens).hit_tokens
+                hit = theory.observe_blocks(prompt.array, prompt.prompt_tokens).hit_tokens
                 ticket = engine.submit(
                     prompt.array, prompt.prompt_tokens, prompt.output_tokens, now
                 )

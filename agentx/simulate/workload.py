@@ -1,9 +1,8 @@
 """A trace as the simulator sees it: model calls in start order, each a run of dense block ids.
 
-Which rows count, and how a row becomes blocks, is exactly what ``agentx stats`` does
-(:func:`agentx.prefixcache.theory.is_model_call`, :func:`agentx.prefixcache.theory.hash_only_blocks`, and
-:class:`agentx.prefixcache.hashing.RequestHasher` keyed by ``(session, thread)`` for text rows), so the
-unbounded limit of the simulation is ``agentx stats``' theoretical hit rate.
+Which rows count, and how a row becomes blocks, is exactly what ``agentx stats`` does (the same
+:class:`agentx.prefixcache.theory.ExchangeBlocks`), so the unbounded limit of the simulation is
+``agentx stats``' theoretical hit rate.
 
 Requests are ordered by ``start_wall_ns`` (ties keep the trace's order): a trace with several
 sessions (a Weka directory, whose sessions all start at t=0, or a capture of parallel agents)
@@ -26,8 +25,8 @@ import numpy.typing as npt
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.models import Exchange
 from agentx.core.progress import Progress
-from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray, IdChainer, RequestHasher
-from agentx.prefixcache.theory import hash_only_blocks, is_model_call
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
+from agentx.prefixcache.theory import ExchangeBlocks
 
 IdArray = npt.NDArray[np.int32]  # dense block ids (2**31 distinct blocks: 137G tokens at 64)
 MAX_BLOCKS = 2**31 - 1
@@ -96,20 +95,14 @@ def raw_requests(
     hash-only row at 64, say): the simulated cache has one block size.
     """
     text_bs = block_size or DEFAULT_BLOCK_SIZE
-    hasher: RequestHasher | None = None
+    counted = ExchangeBlocks(text_bs, block_size, incremental_ids=False)  # hashes are kept
     out: list[RawRequest] = []
     sizes: set[int] = set()
     for ex in exchanges:
-        if not is_model_call(ex):
+        blocks = counted.of(ex)  # None: what stats skips too
+        if blocks is None:
             continue
-        if ex.hash_ids is not None and ex.hash_block_size:
-            hashes, n, bs = hash_only_blocks(ex, block_size)
-        elif ex.hash_ids is None:
-            hasher = hasher or RequestHasher(text_bs)
-            hashes, n = hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
-            bs = text_bs
-        else:
-            continue  # hash ids without a block size: nothing to simulate (stats skips it too)
+        hashes, n, bs = blocks
         sizes.add(bs)
         out.append(
             RawRequest(
@@ -285,23 +278,16 @@ def load_workload(
     columns = [c for c in COLUMNS if c not in SIMULATE_SKIPS]
     exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
     text_bs = block_size or DEFAULT_BLOCK_SIZE
-    hasher: RequestHasher | None = None
-    chainer = IdChainer()
+    counted = ExchangeBlocks(text_bs, block_size)
     numbers = Renumberer()
     requests: list[SimRequest] = []
     sizes: set[int] = set()
     sessions: set[str] = set()
     for ex in exchanges:
-        if not is_model_call(ex):
+        blocks = counted.of(ex)  # None: what stats skips too
+        if blocks is None:
             continue
-        if ex.hash_ids is not None and ex.hash_block_size:
-            hashes, n, bs = hash_only_blocks(ex, block_size, chainer)
-        elif ex.hash_ids is None:
-            hasher = hasher or RequestHasher(text_bs)
-            hashes, n = hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
-            bs = text_bs
-        else:
-            continue  # hash ids without a block size: nothing to simulate (stats skips it too)
+        hashes, n, bs = blocks  # renumbered at once: a view of the thread's chain is enough
         sizes.add(bs)
         if len(sizes) > 1:
             raise _mixed(sizes)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agentx.prefixcache.cache import UnboundedPrefixCache
 from agentx.prefixcache.hashing import block_hashes
-from agentx.prefixcache.theory import TheoryRow, union_theory
+from agentx.prefixcache.theory import HitRateMeter, TheoryRow, union_theory
 
 BS = 4
 
@@ -26,14 +26,12 @@ Prompt = list[int]
 
 
 def shard_rows(prompts: Sequence[tuple[str, int, Prompt]], block_size: int = BS) -> list[TheoryRow]:
-    """What replay writes to theory.parquet for one shard (``agentx.replay.theory``)."""
-    cache = UnboundedPrefixCache(block_size)
-    rows = []
-    for rid, sent_ns, toks in prompts:
-        hashes = block_hashes(toks, block_size)
-        hit = cache.observe(hashes, len(toks)).hit_tokens
-        rows.append(TheoryRow(rid, sent_ns, len(toks), hit, hashes[hit // block_size :].copy()))
-    return rows
+    """What replay writes to theory.parquet for one shard (its producer: ``HitRateMeter.row``)."""
+    meter = HitRateMeter(block_size)
+    return [
+        meter.row(rid, sent_ns, block_hashes(toks, block_size), len(toks))
+        for rid, sent_ns, toks in prompts
+    ]
 
 
 def one_cache(prompts: Sequence[tuple[str, int, Prompt]], block_size: int = BS) -> dict[str, int]:

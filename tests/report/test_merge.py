@@ -197,17 +197,13 @@ def test_different_block_sizes_are_refused(tmp_path: Path) -> None:
 
 
 def theory_rows(shard: int, prompts: list[list[int]], perf0: int) -> list[TheoryRow]:
-    from agentx.prefixcache.cache import UnboundedPrefixCache
+    from agentx.prefixcache.theory import HitRateMeter
 
-    cache = UnboundedPrefixCache(BS)
-    out = []
-    for k, toks in enumerate(prompts):
-        h = block_hashes(toks, BS)
-        hit = cache.observe(h, len(toks)).hit_tokens
-        out.append(
-            TheoryRow(f"{shard}.0.{k}", perf0 + k * S, len(toks), hit, h[hit // BS :].copy())
-        )
-    return out
+    meter = HitRateMeter(BS)  # what replay's theoretical pass writes for each request sent
+    return [
+        meter.row(f"{shard}.0.{k}", perf0 + k * S, block_hashes(toks, BS), len(toks))
+        for k, toks in enumerate(prompts)
+    ]
 
 
 def with_theory(records: list[RequestRecord], rows: list[TheoryRow]) -> list[RequestRecord]:
