@@ -85,6 +85,7 @@ class ProxyThread:
             connection_strategy="lazy",
         )
         self._master = master
+        asyncio.get_running_loop().set_exception_handler(_quiet_cancellation)
         await master.run()
 
     def _on_running(self) -> None:
@@ -149,3 +150,13 @@ def _local_names(listen_host: str) -> set[str]:
     except OSError:
         pass
     return names
+
+
+def _quiet_cancellation(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler around mitmproxy's own: a client handler cancelled at shutdown
+    is no error. CPython 3.12.0 and 3.12.1's ``asyncio.start_server`` call ``task.exception()`` on
+    a cancelled handler task and log the ``CancelledError`` as a traceback at every stop (fixed in
+    3.12.2); anything else goes to asyncio's default handler."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
