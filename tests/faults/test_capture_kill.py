@@ -20,8 +20,8 @@ import httpx
 import orjson
 import pytest
 from capture.clients import run_anthropic
-from capture.upstream import Upstream
 from typer.testing import CliRunner
+from upstream import Upstream
 
 from agentx.capture.recorder import SPOOL_LATENCY_S
 from agentx.cli import app

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from capture.upstream import Upstream
 from replay.factory import chat_session, write
 from replay.fault_server import FaultServer
 from typer.testing import CliRunner
+from upstream import Upstream
 
 from agentx.cli import app
 from agentx.core.urls import REDACTED, redact_url, redact_urls_in
