@@ -1,4 +1,4 @@
-"""Issue 13, item 7: credentials in URLs never reach disk or the terminal.
+"""Credentials in URLs never reach disk or the terminal.
 
 ``--upstream`` with ``?key=`` or ``user:pass@``, ``--endpoint`` / ``--metrics-url`` with
 ``?api_key=``: not in the trace's metadata (nor scrub's output), not in ``summary.json``,
