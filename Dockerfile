@@ -10,8 +10,9 @@ ARG PYTHON_IMAGE=python:3.12-slim
 # Build the wheel (the same one `pip install agentx-replay` installs).
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml setup.py README.md LICENSE ./
 COPY agentx ./agentx
+COPY traces/example.parquet ./traces/example.parquet
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}

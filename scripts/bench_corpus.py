@@ -1,4 +1,4 @@
-"""`make bench BENCH=corpus`: agentx on a generated real-size Weka corpus (issue 10).
+"""`make bench BENCH=corpus`: agentx on a generated real-size Weka corpus (docs/corpus.md).
 
 Builds (or reuses) a corpus with scripts/weka_corpus (the Weka fixtures' statistics: ~68
 requests per session, input p50 ~100K tokens, theoretical hit rate ~96 %), then runs each
@@ -9,8 +9,8 @@ own ``ru_maxrss``), outcome, and the step's figures (requests, hit rate, output 
 seconds from launch to the first replayed request).
 
     .venv/bin/python scripts/bench_corpus.py                       # 50 traces, every step
-    .venv/bin/python scripts/bench_corpus.py --traces 700 --corpus /work/corpora/weka-1x \\
-        --steps stats,convert,simulate,replay --keep /work/corpora/out/bench-1x
+    .venv/bin/python scripts/bench_corpus.py --traces 700 --corpus .cache/corpora/weka-1x \\
+        --steps stats,convert,simulate,replay --keep .cache/corpora/bench-1x
 
 Steps: ``stats`` (of the JSON directory), ``convert`` (to an agentx Parquet trace, ``--jobs``
 processes), ``convert-dataset`` (to a dataset directory, one file per source),

@@ -1,4 +1,4 @@
-"""`make bench BENCH=corpus_replay`: replay on real-size agent corpora (issue 10, replay part).
+"""`make bench BENCH=corpus_replay`: replay on real-size agent corpora (docs/corpus.md).
 
 Figures go in docs/benchmarks.md ("Replay on agent corpora"). Each part prints a table.
 
@@ -18,8 +18,10 @@ Figures go in docs/benchmarks.md ("Replay on agent corpora"). Each part prints a
    time, requests/s, the bottleneck verdict. ``--before AGENTX`` runs the same step with another
    agentx install (e.g. the main branch's) for a side-by-side.
 
-    .venv/bin/python scripts/bench_corpus_replay.py --corpus /work/corpora/weka-1x \\
-        --corpus /work/corpora/weka-4x --before /work/main/.venv/bin/agentx
+    .venv/bin/python scripts/bench_corpus_replay.py --corpus .cache/corpora/weka-1x \\
+        --corpus .cache/corpora/weka-4x --before BEFORE/.venv/bin/agentx
+
+(``BEFORE``: a checkout of the agentx to compare with, set up with ``make setup``.)
 
 Without ``--corpus`` the bundled Weka samples are used (parts 1-3 only make sense on a corpus).
 """

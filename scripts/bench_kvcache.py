@@ -1,9 +1,9 @@
 """`KVCache` (block state in numpy arrays) against the block-at-a-time reference model
-(`tests/prefixcache/kvcache_reference.py`: dicts and an OrderedDict, the implementation agentx shipped
+(`scripts/kvcache_reference.py`: dicts and an OrderedDict, the implementation agentx shipped
 before), side by side in one run, on two workloads:
 
 - growing: 8 threads growing by 30 blocks a turn to 3,000 blocks of 64 tokens, each turn
-  looked up, allocated and released (the figure docs/benchmarks.md has tracked since issue 12);
+  looked up, allocated and released (docs/benchmarks.md, "KVCache");
 - corpus: 48 agent threads of ~1,600-block prompts (100K tokens at block size 64) growing by
   20 blocks a turn, 16 of them in flight at a time, in a cache of 40K blocks with a 100K-block
   offload tier: evictions and offload hits on every step.
@@ -15,15 +15,11 @@ Prints CPU seconds per operation for both and the ratio; both caches must agree 
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "prefixcache"))
-from kvcache_reference import ReferenceKVCache
+from kvcache_reference import ReferenceKVCache  # scripts/, beside this file
 
 from agentx.prefixcache.kvcache import KVCache
 

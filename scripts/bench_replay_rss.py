@@ -15,9 +15,11 @@ Python read them back: the bytes one row holds in memory, as it is held after th
 before the rows were spooled, during it), and the peak RSS of building ``summary.json`` and
 writing the results from them (what the end of an N-request run adds).
 
-    .venv/bin/python scripts/bench_replay_rss.py --trace /work/corpora/out/w1x.parquet \\
+    .venv/bin/python scripts/bench_replay_rss.py --trace .cache/corpora/w1x.parquet \\
         --requests 12000 --at 1000,3000,10000 \\
-        --agentx before=/work/main/.venv/bin/agentx --agentx after=.venv/bin/agentx
+        --agentx before=BEFORE/.venv/bin/agentx --agentx after=.venv/bin/agentx
+
+(``BEFORE``: a checkout of the agentx to compare with, set up with ``make setup``.)
 
 Without arguments (``make bench BENCH=replay_rss``): the bundled example trace, 3,000 requests,
 this checkout's agentx.

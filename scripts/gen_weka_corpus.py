@@ -1,6 +1,6 @@
 """Generate a realistic Weka-format agent corpus (see scripts/weka_corpus and docs/corpus.md).
 
-    .venv/bin/python scripts/gen_weka_corpus.py /work/corpora/weka-1x --traces 700
+    .venv/bin/python scripts/gen_weka_corpus.py .cache/corpora/weka-1x --traces 700
     .venv/bin/python scripts/gen_weka_corpus.py DIR --traces 50 --scale 0.1 --json
 
 Prints a one-line summary (or ``--json``): traces, requests, input tokens and percentiles, the

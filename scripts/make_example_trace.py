@@ -1,6 +1,8 @@
 """Build the bundled ``example`` trace: a small, realistic coding-agent trace (deterministic, seeded).
 
-Five sessions on a made-up Python project ("ledgerlite"), in the shapes real agents send:
+Five sessions on a made-up Python project ("ledgerlite"), in the shapes real agents send; their
+text (the project's files, command output, prompts, tool schemas and the scripted turns) is data
+in ``traces/source/``, read by example_content.py:
 
 - S1 anthropic.messages (Claude-Code-like): fix a rounding bug, then a follow-up task after the
   user thinks for a while; plus a small title-generation side call (thread flagged side_call).
@@ -15,7 +17,8 @@ results (file contents, command output) and a growing history; rows carry plausi
 (prompt/cached/cache-write/completion/reasoning tokens), timing (TTFB, TTFT, per-chunk offsets,
 end) and think times. The largest request stays under 30K tokens (it is replayed against a CPU
 vLLM in CI). Usage: ``python scripts/make_example_trace.py [-o OUT]``; the default OUT,
-``agentx/data/example.parquet``, is the bundled file, rebuilt byte for byte.
+``traces/example.parquet``, is the bundled file, rebuilt byte for byte (the build copies it into
+the package: setup.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,18 +47,9 @@ from agentx.prefixcache import tokens
 from agentx.store import write_trace
 
 sys.path.insert(0, str(Path(__file__).parent))
-from example_content import (
-    CHAT_TOOLS,
-    CLAUDE_TOOLS,
-    CODEX_INSTRUCTIONS,
-    CODEX_TOOLS,
-    SESSIONS,
-    SUBAGENT_SYSTEM,
-    SUBAGENT_TOOLS,
-    SYSTEM_PROMPT,
-    Turn,
-)
+from example_content import Turn, load
 
+OUT = Path(__file__).resolve().parents[1] / "traces" / "example.parquet"
 SEED = 20250601
 MAX_PROMPT_TOKENS = 30_000
 T0_NS = 1_748_772_000 * 10**9  # 2025-06-01T10:00:00Z
@@ -168,8 +163,12 @@ class Thread:
                 f"{self.session}/{self.thread}: a {prompt}-token request; keep them under {MAX_PROMPT_TOKENS}"
             )
         calls = [
-            (self._id("toolu_" if self.api == API_ANTHROPIC_MESSAGES else "call_"), name, args)
-            for name, args in turn.calls
+            (
+                self._id("toolu_" if self.api == API_ANTHROPIC_MESSAGES else "call_"),
+                call.tool,
+                call.arguments,
+            )
+            for call in turn.calls
         ]
         reasoning_text = turn.thinking if self.reasoning else None
         completion = tokens.count_tokens(turn.text) + sum(
@@ -312,7 +311,7 @@ def tool_seconds(rng: random.Random, name: str) -> float:
     return rng.uniform(lo, hi) + rng.uniform(0.05, 0.3)  # plus the client's own overhead
 
 
-def run_thread(th: Thread, turns: list[Turn], first_think: float = 0.0) -> str:
+def run_thread(th: Thread, turns: Sequence[Turn], first_think: float = 0.0) -> str:
     """Play a scripted thread; returns the final answer text."""
     think = first_think
     final = ""
@@ -350,10 +349,11 @@ def anthropic_base(model: str, system: str, tools: list[Any], user_id: str) -> d
 def build(seed: int = SEED) -> list[Exchange]:
     rng = random.Random(seed)
     exchanges: list[Exchange] = []
-    starts = {"S1": 0, "S2": 420, "S3": 1500, "S4": 2400, "S5": 3300}  # seconds after T0
-    for sid, spec in SESSIONS.items():
-        clock = Clock(rng, T0_NS + starts[sid] * 10**9)
-        api, agent = spec["api"], spec["agent"]
+    content = load()
+    for spec in content.sessions:
+        sid = spec.name
+        clock = Clock(rng, T0_NS + spec.start_s * 10**9)
+        api, agent = spec.api, spec.agent
         if api == API_ANTHROPIC_MESSAGES:
             user_id = (
                 "user_"
@@ -361,7 +361,10 @@ def build(seed: int = SEED) -> list[Exchange]:
                 + f"_session_{sid.lower()}"
             )
             base = anthropic_base(
-                "claude-sonnet-4-5-20250929", SYSTEM_PROMPT, CLAUDE_TOOLS, user_id
+                "claude-sonnet-4-5-20250929",
+                content.system_prompt,
+                content.claude_tools,
+                user_id,
             )
             main = Thread(
                 api,
@@ -377,8 +380,8 @@ def build(seed: int = SEED) -> list[Exchange]:
             )
         elif api == API_OPENAI_CHAT:
             base = {
-                "model": spec["model"],
-                "tools": CHAT_TOOLS,
+                "model": spec.model,
+                "tools": content.chat_tools,
                 "tool_choice": "auto",
                 "stream": True,
                 "stream_options": {"include_usage": True},
@@ -388,7 +391,7 @@ def build(seed: int = SEED) -> list[Exchange]:
                 api,
                 sid,
                 f"{sid}/main",
-                spec["model"],
+                spec.model or "",
                 agent,
                 "opencode/0.15.2 ai-sdk/5.0",
                 rng,
@@ -396,12 +399,12 @@ def build(seed: int = SEED) -> list[Exchange]:
                 base,
                 decode_tps=70.0,
             )
-            main.conv.append({"role": "system", "content": SYSTEM_PROMPT})
+            main.conv.append({"role": "system", "content": content.system_prompt})
         else:
             base = {
                 "model": "gpt-5-codex",
-                "instructions": CODEX_INSTRUCTIONS,
-                "tools": CODEX_TOOLS,
+                "instructions": content.codex_instructions,
+                "tools": content.codex_tools,
                 "tool_choice": "auto",
                 "parallel_tool_calls": False,
                 "reasoning": {"effort": "medium", "summary": "auto"},
@@ -448,20 +451,18 @@ def build(seed: int = SEED) -> list[Exchange]:
                 flags=(FLAG_SIDE_CALL,),
                 decode_tps=150.0,
             )
-            side.user(spec["turns"][0].user or "")
+            side.user(spec.turns[0].user or "")
             side.assistant(Turn(text='{"title": "Fix tax rounding on invoice totals"}'), 0.0)
             exchanges += side.out
-        if "subagent" in spec:  # S2: the main thread hands a search to a subagent
-            before, after = (
-                spec["turns"][: spec["subagent_at"] + 1],
-                spec["turns"][spec["subagent_at"] + 1 :],
-            )
+        if spec.subagent is not None:  # S2: the main thread hands a search to a subagent
+            at = spec.subagent.after_turn + 1
+            before, after = spec.turns[:at], spec.turns[at:]
             run_thread(main, before)
             task_call_id = main.out[-1].response.tool_calls[0]["id"]
             sub_base = anthropic_base(
                 "claude-haiku-4-5-20251001",
-                SUBAGENT_SYSTEM,
-                SUBAGENT_TOOLS,
+                content.subagent_system,
+                content.subagent_tools(spec.subagent.tools),
                 base["metadata"]["user_id"],
             )
             sub_clock = Clock(rng, (main.last_end_ns or 0) + int(0.35e9))
@@ -478,13 +479,13 @@ def build(seed: int = SEED) -> list[Exchange]:
                 flags=(FLAG_SUBAGENT,),
                 decode_tps=140.0,
             )
-            report = run_thread(sub, spec["subagent"])
+            report = run_thread(sub, spec.subagent.turns)
             main.tool_results([(task_call_id, "Task")], [report])
             main.last_end_ns = sub.last_end_ns
             run_thread(main, after, first_think=0.4)
             exchanges += sub.out
         else:
-            run_thread(main, spec["turns"])
+            run_thread(main, spec.turns)
         exchanges += main.out
     exchanges.sort(key=lambda ex: ex.timing.start_wall_ns)
     return exchanges
@@ -492,11 +493,7 @@ def build(seed: int = SEED) -> list[Exchange]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "-o",
-        "--out",
-        default=str(Path(__file__).parents[1] / "agentx" / "data" / "example.parquet"),
-    )
+    ap.add_argument("-o", "--out", default=str(OUT))
     ap.add_argument("--seed", type=int, default=SEED)
     args = ap.parse_args()
     exchanges = build(args.seed)

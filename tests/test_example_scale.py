@@ -341,7 +341,8 @@ def test_the_docker_build_context_builds_the_wheel(tmp_path: Path) -> None:
     the .dockerignore lets through."""
     ctx = tmp_path / "context"
     sent = build_context(ctx)
-    assert "pyproject.toml" in sent and "agentx/data/example.parquet" in sent
+    assert {"pyproject.toml", "setup.py", "traces/example.parquet"} <= set(sent)
+    assert not any(p.startswith("traces/source/") for p in sent)  # only what builds the wheel
     assert not any(p.startswith(("tests/", "docs/", ".git")) for p in sent)
     res = subprocess.run(
         [

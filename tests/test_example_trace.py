@@ -1,4 +1,5 @@
-"""The bundled example trace (agentx/data/example.parquet): the shape replay and the demo rely on, and up to date."""
+"""The bundled example trace (traces/example.parquet): the shape replay and the demo rely on, and
+what its recipe (scripts/make_example_trace.py on traces/source/) builds."""
 
 from __future__ import annotations
 

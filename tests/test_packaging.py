@@ -24,13 +24,14 @@ pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).parents[1]
 DIST = DISTRIBUTION.replace("-", "_")
-DATA = (
-    "agentx/data/example.parquet",
+WEKA = (
     "agentx/data/weka/LICENSE",
     "agentx/data/weka/NOTICE.md",
     "agentx/data/weka/trace_0001.json",
     "agentx/data/weka/trace_0010_head.json",
 )
+# the example trace: one copy in the repository (traces/), built into the wheel's package data
+EXAMPLE_SOURCE, EXAMPLE_PACKAGED = "traces/example.parquet", "agentx/data/example.parquet"
 
 
 def run(
@@ -91,13 +92,16 @@ def user_env(venv: Path) -> dict[str, str]:
 def test_sdist_holds_the_license_and_the_data(dists: tuple[Path, Path]) -> None:
     with tarfile.open(dists[0]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert {"LICENSE", "README.md", "pyproject.toml", *DATA} <= names
+    assert {"LICENSE", "README.md", "pyproject.toml", "setup.py", EXAMPLE_SOURCE, *WEKA} <= names
+    assert EXAMPLE_PACKAGED not in names  # the build makes it from traces/
     # the whole project for a packager: the examples, docs, tests and the scripts they use
     assert {
         "Makefile",
         "examples/ci/slo-gate.sh",
         "docs/cli.md",
         "scripts/make_example_trace.py",
+        "traces/README.md",
+        "traces/source/sessions/S1.json",
     } <= names
     assert any(n.startswith("tests/") for n in names)
 
@@ -108,7 +112,7 @@ def test_wheel_holds_the_license_data_metadata_and_command(dists: tuple[Path, Pa
         names = set(whl.namelist())
         metadata = whl.read(f"{info}/METADATA").decode()
         entry_points = whl.read(f"{info}/entry_points.txt").decode()
-    assert {*DATA, "agentx/py.typed", f"{info}/licenses/LICENSE"} <= names
+    assert {EXAMPLE_PACKAGED, *WEKA, "agentx/py.typed", f"{info}/licenses/LICENSE"} <= names
     assert f"{info}/licenses/agentx/data/weka/LICENSE" in names  # the samples' own licence
     assert not any(n.startswith(("tests/", "scripts/", "traces/", "docs/")) for n in names)
     assert f"Name: {DISTRIBUTION}\n" in metadata and f"Version: {__version__}\n" in metadata
@@ -131,6 +135,7 @@ def test_installed_agentx_runs_the_readme_commands_from_an_empty_dir(
 
     path = run(["agentx", "example-path"], timeout=60, cwd=cwd, env=env)
     assert Path(path.stdout.strip()).is_relative_to(venv) and Path(path.stdout.strip()).is_file()
+    assert Path(path.stdout.strip()).read_bytes() == (ROOT / EXAMPLE_SOURCE).read_bytes()
 
     stats = json.loads(
         run(["agentx", "stats", "example", "--json"], timeout=120, cwd=cwd, env=env).stdout

@@ -5,6 +5,10 @@ A user names a bundled example wherever a trace path is accepted (``agentx stats
 [NAME]`` prints where it is. An existing file or directory of the same name always wins, so a
 local ``./example`` is never shadowed. This module is the only place that knows where the
 package's data lives.
+
+The example trace is made in the repository's ``traces/`` (its recipe is there) and copied into
+``agentx/data/`` when the wheel is built (``setup.py``), so git holds it once: an installed agentx
+finds it in its package data, a source checkout (an editable install) in ``traces/``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from pathlib import Path
 
 from agentx.core.errors import TraceError, UsageError
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+DATA_DIR = PACKAGE_DIR / "data"
+CHECKOUT_DIR = PACKAGE_DIR.parent  # the repository's root, when agentx runs from a checkout
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,10 +28,17 @@ class Example:
     name: str
     relpath: str  # under DATA_DIR
     description: str
+    checkout_relpath: str | None = None  # under CHECKOUT_DIR, for data the build copies in
 
     @property
     def path(self) -> Path:
-        return DATA_DIR / self.relpath
+        """In the package's data when it is there (an installed agentx), else in the checkout;
+        the package's path when neither has it, for the error to name."""
+        packaged = DATA_DIR / self.relpath
+        if self.checkout_relpath is None or packaged.exists():
+            return packaged
+        checkout = CHECKOUT_DIR / self.checkout_relpath
+        return checkout if checkout.exists() else packaged
 
 
 EXAMPLES: dict[str, Example] = {
@@ -36,6 +49,7 @@ EXAMPLES: dict[str, Example] = {
             "example.parquet",
             "5 scripted coding-agent sessions, 48 requests over Anthropic Messages, OpenAI Chat "
             "and Responses (agentx Parquet trace)",
+            checkout_relpath="traces/example.parquet",
         ),
         Example(
             "weka",

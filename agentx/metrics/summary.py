@@ -1,4 +1,4 @@
-"""``summary.json`` (schema ``agentx.summary/1``, /work/shared/spec/cli.md) from a run's records.
+"""``summary.json`` (schema ``agentx.summary/1``, the contract in docs/cli.md) from a run's records.
 
 The headline figures describe the *measured* requests: not warm-up, sent inside the ``--duration``
 window. Requests sent after it (drained) are reported apart under ``windows.drained``. Latency

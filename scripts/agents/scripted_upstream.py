@@ -1,6 +1,6 @@
 """A scripted model upstream that real coding agents can drive through `agentx capture`.
 
-It speaks Anthropic Messages, OpenAI Chat, OpenAI Responses and Gemini generateContent (see tests/capture/upstream.py)
+It speaks Anthropic Messages, OpenAI Chat, OpenAI Responses and Gemini generateContent (see scripts/upstream.py)
 and answers with calls to the agent's own shell tool for two turns, then a final text, so an
 agent runs a short multi-turn tool loop without any real model:
 
@@ -21,9 +21,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/
 
-from capture.upstream import Upstream
+from upstream import Upstream
 
 SECRET_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
 COMMANDS = ["echo 'agentx was here' > notes.txt && ls", "cat notes.txt"]

@@ -118,7 +118,7 @@ async def client_agentx(url: str, streams: int) -> int:
 
 
 async def client_agentx_httpx(url: str, streams: int) -> int:
-    """agentx before issue 15: httpx's API on httpx-aiohttp's transport, the same parser."""
+    """agentx's earlier lane transport: httpx's API on httpx-aiohttp's, the same parser."""
     from agentx.replay.client import make_http_client
     from agentx.replay.sse import ChatStreamParser
 

@@ -1,13 +1,13 @@
 """The generator's parameters, and the measurements behind them.
 
-Measured on the four Weka samples (/work/shared/fixtures/weka = agentx/data/weka's sources: 290
-requests, 4 traces, 4 subagents) with the analysis in docs/corpus.md; "tuned" parameters were
-then set so that a 700-trace corpus lands on issue 10's figures for the 710-session corpus
-(49,334 requests, input p50 ~104K, p90 ~234K, max ~894K tokens, 6.0e9 input tokens, theoretical
-hit rate 96.3 %). lognormal(m, s) has median m and log-sigma s.
+Measured on the four published Weka samples (kv-cache-tester's ``traces/``, the sources of
+agentx/data/weka: 290 requests, 4 traces, 4 subagents) with the analysis in docs/corpus.md;
+"tuned" parameters were then set so that a 700-trace corpus lands on the reference corpus's
+figures (docs/corpus.md: 710 sessions, 49,334 requests, input p50 ~104K, p90 ~234K, max ~894K
+tokens, 6.0e9 input tokens, theoretical hit rate 96.3 %). lognormal(m, s) has median m and log-sigma s.
 
     fixtures (measured)                              parameter
-    requests per trace 26, 41, 51, 172 (issue: 69.5) main requests lognormal(42, 0.95), tuned
+    requests per trace 26, 41, 51, 172 (ref.: 69.5)  main requests lognormal(42, 0.95), tuned
     1 of 4 traces has subagents (4 Explore agents,   p_delegating 0.3; a spawn per 40 main
       one alone, then three in parallel)             requests; 1/2/3 at once 55/20/25 %
     requests per subagent 5, 7, 14, 24               lognormal(10, 0.7)
@@ -30,7 +30,7 @@ hit rate 96.3 %). lognormal(m, s) has median m and log-sigma s.
     resets at 148K, 148K, 152K -> 50-62K (and one    200K window: at U(158K, 168K) -> tools +
       197K); shared blocks 261, 269, 346, 350 =        system + lognormal(55K, 0.35); 40 % also
       (tools + system) // 64, +85 twice                keep 20-100 more blocks; tuned
-    (no 1M sample; the issue's p90 234K and max      1M window for p_long 0.2 of the sessions
+    (no 1M sample; the reference's p90 234K, max       1M window for p_long 0.2 of the sessions
       894K need some)                                  (Sonnet): at U(300K, 950K) -> + 90K
     out (main): p10 112, p50 293, p90 995, max 5.4K  lognormal(310, 0.85); stop '' rows 120
     subagent report (last turn) 3.4K-4.0K            lognormal(3700, 0.1)
@@ -157,7 +157,7 @@ class Params:
 
 
 DEFAULT_PARAMS = Params()
-# The realisation closest to issue 10's figures among seeds 0-5 at 700 traces (docs/corpus.md):
+# The realisation closest to the reference corpus among seeds 0-5 at 700 traces (docs/corpus.md):
 # the long-context sessions make p90 and max swing between seeds (p90 179K-246K).
 DEFAULT_SEED = 2
 # subagent types: (weight, model or None for the parent's, tool tokens, system tokens)

@@ -4,10 +4,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from upstream import Upstream
 
 from agentx.capture.runner import Capture, CaptureConfig
-
-from .upstream import Upstream
 
 
 @pytest.fixture(scope="session")

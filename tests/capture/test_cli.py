@@ -14,13 +14,12 @@ import httpx
 import orjson
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
+from upstream import Upstream
 
 from agentx.capture import ADDON_PATH
 from agentx.cli import app
 from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 from agentx.store import read_trace
-
-from .upstream import Upstream
 
 HERE = Path(__file__).parent
 AGENTX = [sys.executable, "-m", "agentx"]

@@ -14,6 +14,7 @@ import httpx
 import orjson
 import pyarrow.parquet as pq
 import pytest
+from upstream import Upstream, usage_for
 
 from agentx.capture.runner import Capture
 from agentx.core.models import (
@@ -26,7 +27,6 @@ from agentx.core.models import (
 from agentx.store import read_trace, spool_path
 
 from .clients import run_anthropic, run_chat, run_responses
-from .upstream import Upstream, usage_for
 
 ANT_KEY = "sk-ant-api03-TESTsecretKEYanthropic0001"
 OAI_KEY = "sk-proj-TESTsecretKEYopenai0002"

@@ -12,12 +12,11 @@ from typing import Any
 import aiohttp
 import httpx
 import orjson
+from upstream import Upstream, usage_for
 
 from agentx.capture.runner import Capture
 from agentx.core.models import API_GEMINI, API_OPENAI_RESPONSES, API_OTHER
 from agentx.store import read_trace
-
-from .upstream import Upstream, usage_for
 
 KEY = "sk-proj-TESTsecretKEYwebsocket0001"
 GEMINI_KEY = "AIzaTESTsecretGEMINIkey0002"

@@ -1,5 +1,6 @@
-"""The bundled examples (agentx/data/): found by name, by `agentx example-path`, and wherever a
-trace argument is read; no help text points at a file a pip user does not have."""
+"""The bundled examples (agentx/data/; the example trace from traces/): found by name, by
+`agentx example-path`, and wherever a trace argument is read; no help text points at a file a pip
+user does not have."""
 
 from __future__ import annotations
 
@@ -10,19 +11,52 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.core.errors import UsageError
-from agentx.core.examples import DATA_DIR, EXAMPLES, example_path, resolve_trace
+from agentx.core import examples
+from agentx.core.errors import TraceError, UsageError
+from agentx.core.examples import (
+    CHECKOUT_DIR,
+    DATA_DIR,
+    EXAMPLES,
+    example_path,
+    resolve_trace,
+)
 
 runner = CliRunner()
+ROOT = Path(__file__).parents[2]
 
 
-def test_every_example_is_in_the_package() -> None:
-    for name in EXAMPLES:
+def test_every_example_is_in_the_package_or_made_in_the_checkout() -> None:
+    for name, example in EXAMPLES.items():
         path = example_path(name)
-        assert path.exists() and DATA_DIR in path.parents
+        assert path.exists()
+        if example.checkout_relpath is None:
+            assert DATA_DIR in path.parents
+        else:  # the build copies it into the package's data; a checkout has it where it is made
+            assert path in (DATA_DIR / example.relpath, CHECKOUT_DIR / example.checkout_relpath)
     weka = example_path("weka")
     assert {"LICENSE", "NOTICE.md", "trace_0001.json"} <= {p.name for p in weka.iterdir()}
     assert example_path() == example_path("example")
+    # this checkout: the trace is in traces/ only, with no second copy in agentx/data/
+    assert example_path("example") == ROOT / "traces" / "example.parquet"
+    assert not (DATA_DIR / "example.parquet").exists()
+
+
+def test_the_package_data_wins_over_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing called example here
+    data, checkout = tmp_path / "site" / "agentx" / "data", tmp_path / "repo"
+    monkeypatch.setattr(examples, "DATA_DIR", data)
+    monkeypatch.setattr(examples, "CHECKOUT_DIR", checkout)
+    with pytest.raises(TraceError, match=f"{data / 'example.parquet'}: bundled example missing"):
+        example_path("example")  # in neither: the package's path is named
+    (checkout / "traces").mkdir(parents=True)
+    (checkout / "traces" / "example.parquet").write_bytes(b"made here")
+    assert example_path("example") == checkout / "traces" / "example.parquet"
+    data.mkdir(parents=True)
+    (data / "example.parquet").write_bytes(b"installed")
+    assert example_path("example") == data / "example.parquet"
+    assert resolve_trace(Path("example")) == data / "example.parquet"
 
 
 def test_unknown_name_is_a_usage_error() -> None:

@@ -1,4 +1,4 @@
-"""Issue 13, item 8: a bad argument is one line on stderr and exit 1 or 2, never a traceback.
+"""A bad argument is one line on stderr and exit 1 or 2, never a traceback.
 
 Every case reaches agentx's own code (typer's own range checks print their usage box).
 """

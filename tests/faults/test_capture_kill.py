@@ -1,4 +1,4 @@
-"""Issue 13, items 2 and 5: a capture killed with SIGKILL keeps every completed exchange; a
+"""A capture killed with SIGKILL keeps every completed exchange; a
 capture that could not write its trace says so and exits 1, keeping the spool.
 
 Real ``agentx capture`` subprocesses (embedded mitmproxy) in front of the scripted upstream.
@@ -20,8 +20,8 @@ import httpx
 import orjson
 import pytest
 from capture.clients import run_anthropic
-from capture.upstream import Upstream
 from typer.testing import CliRunner
+from upstream import Upstream
 
 from agentx.capture.recorder import SPOOL_LATENCY_S
 from agentx.cli import app

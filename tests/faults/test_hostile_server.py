@@ -1,4 +1,4 @@
-"""Issue 13, item 1: whatever a server sends, a replay turns it into a typed row.
+"""Whatever a server sends, a replay turns it into a typed row.
 
 Valid JSON of the wrong shape is a ``protocol`` error row; impossible usage (negative, absurd,
 not a number, cached > prompt) is a ``bad_usage`` row whose counts are dropped (unknown), never

@@ -1,4 +1,4 @@
-"""Issue 13, item 9: bounded lanes, no proxy loops, exposure warnings, CA file permissions.
+"""Bounded lanes, no proxy loops, exposure warnings, CA file permissions.
 
 (The linear SSE parsing is in test_hostile_server.py, leftover files in test_outputs.py.)
 """

@@ -1,4 +1,4 @@
-"""Issue 13, items 3 and 9 (leftovers): no command destroys a file the user already had.
+"""No command destroys a file the user already had, nor leaves a temporary one behind.
 
 Every output is written to a temporary file beside it and renamed on success; an existing output
 is replaced only with ``--force``; a failed command leaves the old output byte for byte and no

@@ -1,4 +1,4 @@
-"""Issue 13, item 6: ``recover`` skips damaged spool lines, keeps everything else, says how many
+"""``recover`` skips damaged spool lines, keeps everything else, says how many
 it skipped, and never deletes a spool it did not fully recover.
 
 (One damaged line used to stop the recovery there: 4 of 66 exchanges kept, exit 0, spool gone.)

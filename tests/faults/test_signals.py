@@ -1,4 +1,4 @@
-"""Issue 13, item 4: SIGTERM (Kubernetes, SLURM, ``timeout``) stops a replay or a sweep like
+"""SIGTERM (Kubernetes, SLURM, ``timeout``) stops a replay or a sweep like
 Ctrl-C: partial results written, exit 143; ``--workers`` processes stop with their parent; no
 temporary file is left behind. Real signals to real ``agentx`` subprocesses.
 """

@@ -1,4 +1,4 @@
-"""Issue 13, item 7: credentials in URLs never reach disk or the terminal.
+"""Credentials in URLs never reach disk or the terminal.
 
 ``--upstream`` with ``?key=`` or ``user:pass@``, ``--endpoint`` / ``--metrics-url`` with
 ``?api_key=``: not in the trace's metadata (nor scrub's output), not in ``summary.json``,
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from capture.upstream import Upstream
 from replay.factory import chat_session, write
 from replay.fault_server import FaultServer
 from typer.testing import CliRunner
+from upstream import Upstream
 
 from agentx.cli import app
 from agentx.core.urls import REDACTED, redact_url, redact_urls_in

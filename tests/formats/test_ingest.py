@@ -12,13 +12,11 @@ from typing import Any
 
 import orjson
 import pytest
+from weka_corpus import DEFAULT_SEED, CorpusSummary, generate_corpus
 
 from agentx.workload.stats import compute_stats
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from weka_corpus import DEFAULT_SEED, CorpusSummary, generate_corpus  # noqa: E402
 
 # Imports the corpus in a fresh interpreter and prints its RSS before and at its peak (VmHWM:
 # ru_maxrss would remember the forking parent's RSS across exec).

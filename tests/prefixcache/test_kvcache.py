@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.prefixcache.cache import UnboundedPrefixCache
+from agentx.prefixcache.cache import UnboundedPrefixCache, hittable_blocks
 from agentx.prefixcache.hashing import block_hashes
 from agentx.prefixcache.kvcache import KVCache
 
@@ -217,7 +217,7 @@ def test_offload_adds_hits_without_changing_the_gpu_tier(
         g2, o2 = tiered.observe(h, n)
         assert o1 == 0
         assert g1 == g2  # the offload tier is a victim cache: the GPU tier evolves the same
-        assert g2 + o2 <= ((n - 1) // BS) * BS
+        assert g2 + o2 <= hittable_blocks(n, BS) * BS
         assert gpu_only.resident_blocks <= gpu_only.capacity_blocks
         assert tiered.offload_blocks <= tiered.offload_capacity_blocks
     assert tiered.counters.hit_rate >= gpu_only.counters.hit_rate

@@ -1,4 +1,4 @@
-"""The array KVCache against the block-at-a-time reference (tests/prefixcache/kvcache_reference.py): the
+"""The array KVCache against the block-at-a-time reference (scripts/kvcache_reference.py): the
 same random operations, every answer and every counter equal, after every step."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kvcache_reference import ReferenceKVCache
 
 from agentx.prefixcache.kvcache import KVCache
-from prefixcache.kvcache_reference import ReferenceKVCache
 
 BS = 4
 

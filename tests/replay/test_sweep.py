@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from report.sample import summary as sample_summary
 from typer.testing import CliRunner
 
 from agentx.cli import app
@@ -41,27 +42,26 @@ def test_parse_levels() -> None:
 
 
 def test_point_from_a_summary() -> None:
-    p = {"p50": 1.0, "p90": 2.0, "p99": 3.0, "mean": 1.5, "max": 4.0}
-    summary = {
-        "duration_s": 2.0,
-        "requests": {"total": 10, "ok": 9, "errors": 1},
-        "throughput": {"requests_per_s": 5.0, "output_tokens_per_s": 50.0},
-        "latency_ms": {"ttft": p, "itl": {**p, "p50": 0.5}},
-        "per_user_output_tokens_per_s": {**p, "p50": 20.0},
-        "cache": {"reported_hit_rate": None, "theoretical_hit_rate": 0.8},
-        "client": {"saturated": False},
-    }
+    summary = sample_summary()  # summary.json as a run builds it (build_summary)
+    summary["cache"]["reported_hit_rate"] = None  # as from a server that reports no cached tokens
     point = sweep_point(4, summary)
     assert set(POINT_KEYS) <= set(point)
-    assert (point["concurrency"], point["requests_per_s"], point["output_tokens_per_s"]) == (
-        4,
-        5.0,
-        50.0,
-    )
-    assert point["per_user_output_tokens_per_s_p50"] == 20.0 and point["itl_ms_p50"] == 0.5
-    assert (point["ttft_ms_p50"], point["ttft_ms_p99"]) == (1.0, 3.0)
-    assert point["hit_rate_reported"] is None and point["hit_rate_theoretical"] == 0.8
-    assert point["errors"] == 1 and point["results_dir"] == "c4"
+    want = {
+        "requests_per_s": summary["throughput"]["requests_per_s"],
+        "output_tokens_per_s": summary["throughput"]["output_tokens_per_s"],
+        "per_user_output_tokens_per_s_p50": summary["per_user_output_tokens_per_s"]["p50"],
+        "ttft_ms_p50": summary["latency_ms"]["ttft"]["p50"],
+        "ttft_ms_p99": summary["latency_ms"]["ttft"]["p99"],
+        "itl_ms_p50": summary["latency_ms"]["itl"]["p50"],
+        "hit_rate_reported": summary["cache"]["reported_hit_rate"],
+        "hit_rate_theoretical": summary["cache"]["theoretical_hit_rate"],
+        "errors": summary["requests"]["errors"],
+        "requests": summary["requests"]["total"],
+    }
+    assert len(set(want.values())) == len(want)  # distinct figures: a swapped key shows
+    assert {k: point[k] for k in want} == want
+    assert point["concurrency"] == 4 and point["results_dir"] == "c4"
+    assert point["hit_rate_reported"] is None  # unknown stays unknown
 
 
 def test_sweep_against_serve_sim(sim: SimServer, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
+from agentx.metrics import latency
 from agentx.report import load_results
 from agentx.store.results import write_requests
 
@@ -190,7 +191,9 @@ class TestExports:
             rows = list(csv.DictReader(f))
         assert len(rows) == len(records(1.0))
         ok = next(r for r in rows if r["ok"] == "True")
-        assert float(ok["ttft_ms"]) == pytest.approx(int(ok["ttft_ns"]) / 1e6)
+        record = {r.request_id: r for r in records(1.0)}[ok["request_id"]]
+        assert int(ok["ttft_ns"]) == record.ttft_ns
+        assert float(ok["ttft_ms"]) == pytest.approx(latency.ttft_ms(record))  # the derived column
         assert len(ok["itl_ns"].split()) == 31
         with (out / "summary.csv").open() as f:
             kv = dict(csv.reader(f))

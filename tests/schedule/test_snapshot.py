@@ -29,7 +29,7 @@ def test_t_star_is_the_harness_draw() -> None:
 
 def test_the_bundled_weka_trace_starts_where_agentx_harness_started_it() -> None:
     # agentx-harness 1.0.12, --scenario agentx --random-seed 42, lane 0 on trace_0001 logged
-    # "sample_time= 54%  root_next= 17/41" (/work/notes/harness.md, run2)
+    # "sample_time= 54%  root_next= 17/41" (its log of that run)
     (session,) = build_plan(load_exchanges(example_path("weka") / "trace_0001.json")).sessions
     t = tree_of(session)
     t_star = sample_t_star(t, (0.25, 0.75), 42, 0)

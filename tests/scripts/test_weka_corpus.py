@@ -1,5 +1,6 @@
 """The Weka corpus generator (scripts/weka_corpus): valid Weka that agentx reads, deterministic,
-and a 50-trace corpus with the fixtures' and issue 10's statistics (agentx's own counts)."""
+and a 50-trace corpus with the fixtures' and the reference corpus's statistics (docs/corpus.md;
+agentx's own counts)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def test_agentx_imports_it_and_counts_the_generators_hit_rate(
 
 
 def test_a_50_trace_corpus_has_the_intended_statistics(stats50: dict[str, Any]) -> None:
-    """Ranges hold for 30 seeds at 50 traces (p5-p95 well inside them); targets: issue 10's
+    """Ranges hold for 30 seeds at 50 traces (p5-p95 well inside them); targets: the reference
     corpus (69.5 requests per session, p50 ~104K, p90 ~234K, hit rate 96.3 %)."""
     per_trace = stats50["requests"] / 50
     p = stats50["input_tokens"]

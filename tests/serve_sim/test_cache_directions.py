@@ -1,6 +1,6 @@
-"""The issue's "done when" directions, over HTTP with requests sent directly (no replay tool):
-a repeated request sequence hits more the second time; a small KV cache hits less; an offload
-tier wins part of it back."""
+"""The directions serve-sim's cache must show, over HTTP with requests sent directly (no replay
+tool): a repeated request sequence hits more the second time; a small KV cache hits less; an
+offload tier wins part of it back."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from agentx.apis.usage import usage_from
+from agentx.capture.apis.routing import classify
 from agentx.serve_sim import SimConfig, SimServer
 
 from .helpers import QUICK, metric, parse_metrics
@@ -47,18 +49,15 @@ def workload() -> list[tuple[str, dict[str, Any]]]:
 
 
 def run(client: httpx.Client, requests: list[tuple[str, dict[str, Any]]]) -> float:
-    """Hit rate the server reported in the responses' usage."""
+    """Hit rate the server reported in the responses' usage, read as agentx reads any usage."""
     prompt = cached = 0
     for path, body in requests:
         resp = client.post(path, json=body)
         assert resp.status_code == 200, resp.text
-        usage = resp.json()["usage"]
-        if "prompt_tokens" in usage:
-            prompt += usage["prompt_tokens"]
-            cached += usage["prompt_tokens_details"]["cached_tokens"]
-        else:
-            prompt += usage["input_tokens"] + usage["cache_read_input_tokens"]
-            cached += usage["cache_read_input_tokens"]
+        usage = usage_from(classify("POST", path), resp.json()["usage"])
+        assert usage.prompt_tokens is not None and usage.cached_tokens is not None
+        prompt += usage.prompt_tokens
+        cached += usage.cached_tokens
     return cached / prompt
 
 

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from agentx.core.models import API_GEMINI
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.tokens import count_request_tokens, count_tokens
 from agentx.serve_sim import SimServer
 
@@ -136,7 +137,7 @@ async def test_stream_with_alt_sse(http: aiohttp.ClientSession) -> None:
         if n is None
     ]
     cached = again[-1]["usageMetadata"]["cachedContentTokenCount"]
-    assert cached == (usage["promptTokenCount"] - 1) // 16 * 16
+    assert cached == hittable_blocks(usage["promptTokenCount"], 16) * 16
 
 
 async def test_stream_without_alt_is_a_json_array_sent_piece_by_piece(

@@ -12,6 +12,7 @@ import httpx
 import orjson
 import pytest
 
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.tokens import count_tokens, get_encoding
 from agentx.serve_sim import SimConfig, SimServer
 
@@ -82,7 +83,7 @@ def test_cached_tokens_rise_on_a_growing_conversation(client: httpx.Client) -> N
     assert c3 == (n2 // 16) * 16
     again = client.post("/v1/chat/completions", json=body).json()["usage"]  # turn 3 repeated
     assert again["prompt_tokens"] == n3
-    assert again["prompt_tokens_details"]["cached_tokens"] == ((n3 - 1) // 16) * 16
+    assert again["prompt_tokens_details"]["cached_tokens"] == hittable_blocks(n3, 16) * 16
 
 
 def test_a_growing_long_message_counts_exactly_as_encoding_it_whole(
@@ -511,7 +512,6 @@ def test_a_long_prompt_is_tokenized_off_the_loop_and_cached(client: httpx.Client
     first = client.post("/v1/chat/completions", json=body).json()["usage"]
     assert first["prompt_tokens"] > 50_000
     second = client.post("/v1/chat/completions", json=body).json()["usage"]
-    assert (
-        second["prompt_tokens_details"]["cached_tokens"]
-        == ((first["prompt_tokens"] - 1) // 16) * 16
+    assert second["prompt_tokens_details"]["cached_tokens"] == (
+        hittable_blocks(first["prompt_tokens"], 16) * 16
     )

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from agentx.core.models import API_OPENAI_RESPONSES
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.tokens import count_request_tokens, count_tokens
 from agentx.serve_sim import SimServer
 
@@ -141,7 +142,9 @@ async def test_streaming_events_in_openai_order_with_usage(http: aiohttp.ClientS
     assert raw.rfind(b": agentx-server-timing") < raw.rfind(b"event: response.completed")
 
     again = streamed((await post(http, body))[1])[1][-1]["response"]["usage"]
-    assert again["input_tokens_details"]["cached_tokens"] == (usage["input_tokens"] - 1) // 16 * 16
+    assert again["input_tokens_details"]["cached_tokens"] == (
+        hittable_blocks(usage["input_tokens"], 16) * 16
+    )
 
 
 async def test_a_function_call_streams_its_arguments(http: aiohttp.ClientSession) -> None:

@@ -1,8 +1,9 @@
 """The KV cache's state as arrays indexed by block id (:mod:`.table`), its two LRU orders as
 :class:`~agentx.prefixcache.kvcache.queue.PositionQueue`: a request is a few dozen numpy calls, whatever
-its length. The rules are the package's (:mod:`agentx.prefixcache.kvcache`); ``tests/prefixcache/kvcache_reference.py``
-states them one block at a time with dictionaries, and a property test holds the two equal
-operation by operation.
+its length. The rules are the package's (:mod:`agentx.prefixcache.kvcache`);
+``scripts/kvcache_reference.py`` states them one block at a time with dictionaries, and a
+property test (``tests/prefixcache/test_kvcache_equivalence.py``) holds the two equal operation
+by operation.
 
 Per block id: ``ref`` (the GPU refcount, -1 when not resident), ``free_pos`` (its entry in the
 free queue, -1 while pinned or absent), ``offload_pos`` (its entry in the offload tier's LRU,

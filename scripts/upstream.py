@@ -1,4 +1,5 @@
 """A scripted model upstream for capture tests: Anthropic Messages, OpenAI Chat and Responses.
+The capture tests and ``scripts/agents/scripted_upstream.py`` (real agents) both build on it.
 
 Answers depend on the request: while a conversation holds fewer than ``TOOL_TURNS`` tool
 results, the model calls a tool (the first one offered, else ``run``); then it answers in text.
@@ -671,7 +672,7 @@ def _example(schema: Any) -> Any:
     return "ok"
 
 
-def main() -> None:  # pragma: no cover - manual use: python -m tests.capture.upstream
+def main() -> None:  # pragma: no cover - manual use: python scripts/upstream.py [GAP_S]
     import sys
 
     up = Upstream(gap_s=float(sys.argv[1]) if len(sys.argv) > 1 else 0.01).start()

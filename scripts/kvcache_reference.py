@@ -1,7 +1,8 @@
 """The reference model of :mod:`agentx.prefixcache.kvcache`: the same rules, one block at a time, with a
 dict of refcounts and an ``OrderedDict`` free queue (the implementation agentx shipped before
-its state moved into arrays). ``tests/prefixcache/test_kvcache_equivalence.py`` drives both with the same
-operations and compares every answer and counter."""
+its state moved into arrays). ``tests/prefixcache/test_kvcache_equivalence.py`` drives both with
+the same operations and compares every answer and counter; ``scripts/bench_kvcache.py`` times
+both."""
 
 from __future__ import annotations
 
