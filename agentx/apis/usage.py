@@ -36,13 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    Usage,
-)
+from agentx.apis.names import Api
+from agentx.core.models import Usage
 
 Raw = Mapping[str, Any]
 # No request has this many tokens (the largest context windows are ~10M): a larger count is a
@@ -195,10 +190,10 @@ def gemini_usage(raw: Raw, timings: Raw | None, check: _Check) -> Usage:
 
 
 _FAMILIES: dict[str, Callable[[Raw, Raw | None, _Check], Usage]] = {
-    API_OPENAI_CHAT: chat_usage,
-    API_OPENAI_RESPONSES: responses_usage,
-    API_ANTHROPIC_MESSAGES: anthropic_usage,
-    API_GEMINI: gemini_usage,
+    Api.OPENAI_CHAT: chat_usage,
+    Api.OPENAI_RESPONSES: responses_usage,
+    Api.ANTHROPIC_MESSAGES: anthropic_usage,
+    Api.GEMINI: gemini_usage,
 }
 
 

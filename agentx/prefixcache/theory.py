@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from agentx.apis import MODEL_APIS
 from agentx.core.errors import UsageError
 from agentx.core.flags import FLAG_NON_MODEL
-from agentx.core.models import MODEL_APIS, Exchange
+from agentx.core.models import Exchange
 from agentx.prefixcache.cache import BlockSet, UnboundedPrefixCache, hit_blocks, hittable_blocks
 from agentx.prefixcache.hashing import (
     DEFAULT_BLOCK_SIZE,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, JSON
+from agentx.apis import Api
+from agentx.core.models import JSON
 
 _CALL_ITEMS = {
     "function_call": "function_call_output",
@@ -41,7 +42,7 @@ def _ids(api: str, msg: JSON) -> tuple[list[str], list[str]]:
     results: list[str] = []
     if not isinstance(msg, dict):
         return calls, results
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         kind = msg.get("type")
         cid = msg.get("call_id")
         if isinstance(cid, str):
@@ -50,7 +51,7 @@ def _ids(api: str, msg: JSON) -> tuple[list[str], list[str]]:
             elif kind in _RESULT_ITEMS:
                 results.append(cid)
         return calls, results
-    if api == API_OPENAI_CHAT:
+    if api == Api.OPENAI_CHAT:
         if msg.get("role") == "assistant" and isinstance(msg.get("tool_calls"), list):
             calls.extend(
                 c["id"]
@@ -74,7 +75,7 @@ def _ids(api: str, msg: JSON) -> tuple[list[str], list[str]]:
 
 def check(api: str, conversation: list[JSON]) -> ToolCheck:
     """Find orphans in ``conversation`` (never modified) and build the repaired copy."""
-    if api not in (API_OPENAI_CHAT, API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES):
+    if api not in (Api.OPENAI_CHAT, Api.ANTHROPIC_MESSAGES, Api.OPENAI_RESPONSES):
         return ToolCheck(0, 0, None)
     per_msg = [_ids(api, m) for m in conversation]
     called: set[str] = set()
@@ -103,11 +104,11 @@ def _repair(
     for i, msg in enumerate(conversation):
         new = _strip_message(api, msg, {r for j, r in orphans if j == i}, unanswered)
         if new is _EMPTY:
-            if api != API_OPENAI_RESPONSES and not _droppable(api, msg):
+            if api != Api.OPENAI_RESPONSES and not _droppable(api, msg):
                 return None  # removing this message would restructure the conversation
             continue
         out.append(new)
-    if api == API_ANTHROPIC_MESSAGES and _same_role_pairs(out) > _same_role_pairs(conversation):
+    if api == Api.ANTHROPIC_MESSAGES and _same_role_pairs(out) > _same_role_pairs(conversation):
         return None  # two turns of one role would now meet
     return out
 
@@ -117,13 +118,13 @@ _EMPTY: JSON = object()
 
 def _droppable(api: str, msg: JSON) -> bool:
     """A whole OpenAI ``tool`` message may go; anything else emptied is ambiguous."""
-    return api == API_OPENAI_CHAT and isinstance(msg, dict) and msg.get("role") == "tool"
+    return api == Api.OPENAI_CHAT and isinstance(msg, dict) and msg.get("role") == "tool"
 
 
 def _strip_message(api: str, msg: JSON, orphan_ids: set[str], unanswered: set[str]) -> JSON:
     if not isinstance(msg, dict):
         return msg
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         cid = msg.get("call_id")
         kind = msg.get("type")
         if (kind in _RESULT_ITEMS and cid in orphan_ids) or (
@@ -131,7 +132,7 @@ def _strip_message(api: str, msg: JSON, orphan_ids: set[str], unanswered: set[st
         ):
             return _EMPTY
         return msg
-    if api == API_OPENAI_CHAT:
+    if api == Api.OPENAI_CHAT:
         if msg.get("role") == "tool" and msg.get("tool_call_id") in orphan_ids:
             return _EMPTY
         calls = msg.get("tool_calls")

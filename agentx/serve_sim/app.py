@@ -26,14 +26,9 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from agentx.apis import Api
 from agentx.apis.translate import to_chat
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    JSON,
-)
+from agentx.core.models import JSON
 from agentx.prefixcache.hashing import HashArray, block_hashes
 from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.prefixcache.tokens import set_encode_memo_tokens
@@ -94,9 +89,9 @@ def _error(
     code: str | None = None,
     kind: str | None = None,
 ) -> web.Response:
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         return json_response(anthropic_error(status, message, kind), status)
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         return json_response(gemini_error(status, message), status)
     return json_response(openai_error(status, message, param, code), status)
 
@@ -104,10 +99,10 @@ def _error(
 def _api_of(path: str) -> str:
     """The family whose error shape a path answers in."""
     if path.startswith("/v1/messages"):
-        return API_ANTHROPIC_MESSAGES
+        return Api.ANTHROPIC_MESSAGES
     if path.startswith("/v1beta/"):
-        return API_GEMINI
-    return API_OPENAI_RESPONSES if path.startswith("/v1/responses") else API_OPENAI_CHAT
+        return Api.GEMINI
+    return Api.OPENAI_RESPONSES if path.startswith("/v1/responses") else Api.OPENAI_CHAT
 
 
 @web.middleware
@@ -154,22 +149,24 @@ async def _prompt(
 
 
 Parse = Callable[[dict[str, JSON], str], SimRequest]  # (body, served model) -> request
-_CALL_ID_PREFIX = {API_ANTHROPIC_MESSAGES: "toolu_"}  # tool call ids; the others: "call_"
+_CALL_ID_PREFIX: dict[str, str] = {
+    Api.ANTHROPIC_MESSAGES: "toolu_"
+}  # tool call ids; the others: "call_"
 
 
 def _emitter(state: _State, sreq: SimRequest, plan: OutputPlan, sse: bool) -> tuple[str, Emitter]:
     """The request id and the emitter of ``sreq``'s family."""
     seed = state.replica.config.seed
     api = sreq.api
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         rid = state.next_id("msg_")
         return rid, AnthropicEmitter(rid, sreq.model, plan, seed)
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         rid = state.next_id("resp_")
         item = state.next_id("msg_" if plan.tool_call is None else "fc_")
         created = int(time.time())
         return rid, ResponsesEmitter(rid, item, created, sreq.model, plan, seed, sreq.body)
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         rid = state.next_id("")
         return rid, GeminiEmitter(rid, sreq.model, plan, seed, sse)
     rid = state.next_id("chatcmpl-")
@@ -211,15 +208,15 @@ async def _generate(
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_OPENAI_CHAT, parse_chat)
+    return await _generate(request, Api.OPENAI_CHAT, parse_chat)
 
 
 async def _messages(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_ANTHROPIC_MESSAGES, parse_messages)
+    return await _generate(request, Api.ANTHROPIC_MESSAGES, parse_messages)
 
 
 async def _responses(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_OPENAI_RESPONSES, parse_responses)
+    return await _generate(request, Api.OPENAI_RESPONSES, parse_responses)
 
 
 _GEMINI_METHODS = {"generateContent": False, "streamGenerateContent": True}  # -> streamed
@@ -236,7 +233,7 @@ async def _gemini(request: web.Request) -> web.StreamResponse:
     def parse(body: dict[str, JSON], served: str) -> SimRequest:
         return parse_gemini(body, model, streamed)
 
-    return await _generate(request, API_GEMINI, parse, sse=request.query.get("alt") == "sse")
+    return await _generate(request, Api.GEMINI, parse, sse=request.query.get("alt") == "sse")
 
 
 async def _count_tokens(request: web.Request) -> web.StreamResponse:
@@ -246,8 +243,8 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
         body = parse_json(raw)
         parse_messages({**body, "max_tokens": 1}, state.replica.config.model)
     except RequestError as exc:
-        return _error(API_ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
-    n, _ = await _prompt(state, API_ANTHROPIC_MESSAGES, body, len(raw))
+        return _error(Api.ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
+    n, _ = await _prompt(state, Api.ANTHROPIC_MESSAGES, body, len(raw))
     return json_response({"input_tokens": n})
 
 
@@ -295,7 +292,7 @@ async def warm_up(app: web.Application) -> None:
     loop = asyncio.get_running_loop()
     bs = state.replica.config.block_size
     await loop.run_in_executor(
-        state.executor, _tokenize, state.tokenizer, API_OPENAI_CHAT, _WARMUP, bs
+        state.executor, _tokenize, state.tokenizer, Api.OPENAI_CHAT, _WARMUP, bs
     )
 
 

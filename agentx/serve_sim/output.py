@@ -34,8 +34,10 @@ from typing import Literal
 import numpy as np
 import orjson
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES, JSON
-from agentx.prefixcache.tokens import DEFAULT_ENCODING, conversation, get_encoding
+from agentx.apis import Api
+from agentx.apis.bodies import conversation
+from agentx.core.models import JSON
+from agentx.prefixcache.tokens import DEFAULT_ENCODING, get_encoding
 
 Finish = Literal["stop", "length", "tool"]
 
@@ -129,12 +131,12 @@ def _tool_specs(api: str, body: dict[str, JSON]) -> list[tuple[str, JSON]]:
         if not isinstance(tool, dict):
             continue
         fn = tool.get("function")
-        if api == API_GEMINI:
+        if api == Api.GEMINI:
             for decl in tool.get("functionDeclarations") or ():
                 if isinstance(decl, dict) and isinstance(decl.get("name"), str):
                     schema = decl.get("parameters", decl.get("parametersJsonSchema"))
                     specs.append((decl["name"], schema))
-        elif api == API_OPENAI_RESPONSES:  # built-in and custom (free-text) tools never called
+        elif api == Api.OPENAI_RESPONSES:  # built-in and custom (free-text) tools never called
             if tool.get("type") == "function" and isinstance(tool.get("name"), str):
                 specs.append((tool["name"], tool.get("parameters")))
         elif isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
@@ -147,7 +149,7 @@ def _tool_specs(api: str, body: dict[str, JSON]) -> list[tuple[str, JSON]]:
 def _tool_choice(api: str, body: dict[str, JSON]) -> tuple[JSON, str | None]:
     """``(kind, named tool)``: kind ``"none"``, ``"required"``/``"any"``, or anything else for
     auto; every family's spelling."""
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         config = body.get("toolConfig")
         calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
         if not isinstance(calling, dict):
@@ -176,14 +178,14 @@ def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
     last = items[-1]
     if last.get("role") != "user":  # assistant turns, Responses function_call_output items
         return False
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         parts = last.get("parts")
         return not (
             isinstance(parts, list)
             and any(isinstance(p, dict) and "functionResponse" in p for p in parts)
         )
     content = last.get("content")
-    if api == API_ANTHROPIC_MESSAGES and isinstance(content, list):
+    if api == Api.ANTHROPIC_MESSAGES and isinstance(content, list):
         kinds = {b.get("type") for b in content if isinstance(b, dict)}
         return "tool_result" not in kinds
     return True

@@ -8,13 +8,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    JSON,
-)
+from agentx.apis import Api
+from agentx.core.models import JSON
 
 _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _ANTHROPIC_ROLES = frozenset({"user", "assistant"})
@@ -127,7 +122,7 @@ def parse_chat(body: dict[str, JSON], default_model: str) -> SimRequest:
         raise RequestError("stream_options must be an object", param="stream_options")
     include_usage = bool(options and options.get("include_usage"))
     return SimRequest(
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         body=body,
         model=_model(body, default_model),
         stream=stream,
@@ -155,7 +150,7 @@ def parse_messages(body: dict[str, JSON], default_model: str) -> SimRequest:
         raise RequestError("max_tokens: Field required", param="max_tokens")
     min_tokens = _int_field(body, "min_tokens", 0) or 0
     return SimRequest(
-        api=API_ANTHROPIC_MESSAGES,
+        api=Api.ANTHROPIC_MESSAGES,
         body=body,
         model=_model(body, default_model),
         stream=_bool_field(body, "stream"),
@@ -194,7 +189,7 @@ def parse_responses(body: dict[str, JSON], default_model: str) -> SimRequest:
             param="min_tokens",
         )
     return SimRequest(
-        api=API_OPENAI_RESPONSES,
+        api=Api.OPENAI_RESPONSES,
         body=body,
         model=_model(body, default_model),
         stream=_bool_field(body, "stream"),
@@ -237,7 +232,7 @@ def parse_gemini(body: dict[str, JSON], model: str, stream: bool) -> SimRequest:
     max_tokens = _int_field(config, "maxOutputTokens", 1, where)
     min_tokens = _int_field(body, "min_tokens", 0) or 0  # serve-sim's extras, as on the others
     return SimRequest(
-        api=API_GEMINI,
+        api=Api.GEMINI,
         body=body,
         model=model,
         stream=stream,
@@ -253,11 +248,11 @@ def context_error(api: str, prompt_tokens: int, max_tokens: int | None, limit: i
     wanted = prompt_tokens + (max_tokens or 0)
     if prompt_tokens < limit and wanted <= limit:
         return
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         raise RequestError(
             f"prompt is too long: {wanted} tokens > {limit} maximum", param="messages"
         )
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         asked = f"The input token count ({prompt_tokens})"
         if prompt_tokens < limit:
             asked += f" plus maxOutputTokens ({max_tokens})"
@@ -273,5 +268,5 @@ def context_error(api: str, prompt_tokens: int, max_tokens: int | None, limit: i
             f"{wanted} tokens ({prompt_tokens} in the messages, {max_tokens} in the "
             "completion). Please reduce the length of the messages or completion."
         )
-    param = "input" if api == API_OPENAI_RESPONSES else "messages"
+    param = "input" if api == Api.OPENAI_RESPONSES else "messages"
     raise RequestError(message, param=param, code="context_length_exceeded")

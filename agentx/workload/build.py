@@ -22,27 +22,21 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
+from agentx.apis.bodies import conversation, conversation_key
 from agentx.apis.provider_fields import strip_provider_fields
 from agentx.apis.translate import Message, ThreadConverter
 from agentx.core.flags import FLAG_PROVIDER_FIELDS
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    JSON,
-    Exchange,
-    conversation_key,
-)
+from agentx.core.models import JSON, Exchange
 from agentx.prefixcache.synth import BlockTexts, ThreadText
-from agentx.prefixcache.tokens import conversation, count_tokens
+from agentx.prefixcache.tokens import count_tokens
 
 DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was
 SYNTH_CACHE_BYTES = 64 << 20  # block texts kept per run (per process), shared by its threads
-PATHS = {
-    API_OPENAI_CHAT: "/v1/chat/completions",
-    API_ANTHROPIC_MESSAGES: "/v1/messages",
-    API_OPENAI_RESPONSES: "/v1/responses",
+PATHS: dict[str, str] = {
+    Api.OPENAI_CHAT: "/v1/chat/completions",
+    Api.ANTHROPIC_MESSAGES: "/v1/messages",
+    Api.OPENAI_RESPONSES: "/v1/responses",
 }
 GEMINI_PATH = "/v1beta/models/{model}:streamGenerateContent?alt=sse"
 
@@ -217,7 +211,7 @@ class ThreadBuilder:
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
         return BuiltRequest(
-            API_OPENAI_CHAT, PATHS[API_OPENAI_CHAT], orjson.dumps(body), _asked(body), fallback
+            Api.OPENAI_CHAT, PATHS[Api.OPENAI_CHAT], orjson.dumps(body), _asked(body), fallback
         )
 
     def _thread_live(self, recorded: list[Message]) -> tuple[list[Message], bool]:
@@ -247,7 +241,7 @@ class ThreadBuilder:
             body[key] = salt_messages(body[key], salt_marker(salt))
         elif salt and isinstance(body.get(key), str):
             body[key] = salt_marker(salt) + body[key]
-        if api == API_GEMINI:  # the model is in the path; no "stream" key: the path says it
+        if api == Api.GEMINI:  # the model is in the path; no "stream" key: the path says it
             config = body.get("generationConfig")
             body["generationConfig"] = {
                 **(config if isinstance(config, dict) else {}),
@@ -260,15 +254,15 @@ class ThreadBuilder:
             path = GEMINI_PATH.format(model=cfg.model)
             return BuiltRequest(api, path, orjson.dumps(body), max_tokens)
         body["model"] = cfg.model
-        if api == API_OPENAI_RESPONSES:
+        if api == Api.OPENAI_RESPONSES:
             body["max_output_tokens"] = max_tokens
-        elif api == API_OPENAI_CHAT and "max_completion_tokens" in body:
+        elif api == Api.OPENAI_CHAT and "max_completion_tokens" in body:
             body["max_completion_tokens"] = max_tokens
             body.pop("max_tokens", None)
         else:
             body["max_tokens"] = max_tokens
         body["stream"] = True
-        if api == API_OPENAI_CHAT:
+        if api == Api.OPENAI_CHAT:
             body["stream_options"] = {"include_usage": True}
         if cfg.ignore_eos:
             # serve-sim honours these on every route, SGLang on /v1/messages too; vLLM 0.32's
@@ -278,7 +272,7 @@ class ThreadBuilder:
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
         return BuiltRequest(
-            api, PATHS.get(api, PATHS[API_OPENAI_CHAT]), orjson.dumps(body), _asked(body)
+            api, PATHS.get(api, PATHS[Api.OPENAI_CHAT]), orjson.dumps(body), _asked(body)
         )
 
 

@@ -4,6 +4,7 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.capture.apis import (
     AnthropicAssembler,
     ChatAssembler,
@@ -12,12 +13,6 @@ from agentx.capture.apis import (
     max_output_tokens,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-)
 
 
 def ev(data: Any, event: str = "message") -> SSEEvent:
@@ -25,14 +20,14 @@ def ev(data: Any, event: str = "message") -> SSEEvent:
 
 
 def test_classify() -> None:
-    assert classify("POST", "/v1/messages?beta=true") == API_ANTHROPIC_MESSAGES
-    assert classify("POST", "/v1/messages/count_tokens") == API_OTHER
+    assert classify("POST", "/v1/messages?beta=true") == Api.ANTHROPIC_MESSAGES
+    assert classify("POST", "/v1/messages/count_tokens") == Api.OTHER
     assert (
-        classify("POST", "/openai/deployments/x/chat/completions?api-version=1") == API_OPENAI_CHAT
+        classify("POST", "/openai/deployments/x/chat/completions?api-version=1") == Api.OPENAI_CHAT
     )
-    assert classify("POST", "/backend-api/codex/responses") == API_OPENAI_RESPONSES
-    assert classify("GET", "/v1/responses/resp_1") == API_OTHER
-    assert classify("GET", "/v1/models") == API_OTHER
+    assert classify("POST", "/backend-api/codex/responses") == Api.OPENAI_RESPONSES
+    assert classify("GET", "/v1/responses/resp_1") == Api.OTHER
+    assert classify("GET", "/v1/models") == Api.OTHER
     assert max_output_tokens({"max_output_tokens": 1}) == 1 and max_output_tokens({}) is None
 
 

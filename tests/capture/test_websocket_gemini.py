@@ -13,8 +13,8 @@ import aiohttp
 import httpx
 import orjson
 
+from agentx.apis import Api
 from agentx.capture.runner import Capture
-from agentx.core.models import API_GEMINI, API_OPENAI_RESPONSES, API_OTHER
 from agentx.store import read_trace
 
 from .upstream import Upstream, usage_for
@@ -80,8 +80,8 @@ def test_responses_over_websocket(
     assert stats.requests == 6 and stats.partial == 0
 
     trace = sorted(read_trace(tmp_path / "trace.parquet"), key=lambda e: e.timing.start_wall_ns)
-    model = [r for r in trace if r.api == API_OPENAI_RESPONSES]
-    upgrades = [r for r in trace if r.api == API_OTHER]
+    model = [r for r in trace if r.api == Api.OPENAI_RESPONSES]
+    upgrades = [r for r in trace if r.api == Api.OTHER]
     assert len(model) == 6 and len(upgrades) == 2  # the two GET upgrades, non_model rows
     assert all(r.method == "WS" and r.path == "/v1/responses" for r in model)
     assert {r.session_id for r in model} == {"ws-session-1"}
@@ -168,7 +168,7 @@ def test_gemini_streamed_and_not(
     assert streamed == whole == 3
     cap.close()
     trace = sorted(read_trace(tmp_path / "trace.parquet"), key=lambda e: e.timing.start_wall_ns)
-    assert [r.api for r in trace] == [API_GEMINI] * 6
+    assert [r.api for r in trace] == [Api.GEMINI] * 6
     for rows in (trace[:3], trace[3:]):
         assert len({r.thread_id for r in rows}) == 1
         for prev, cur in itertools.pairwise(rows):

@@ -9,6 +9,8 @@ tool calls keep their ids so tool results still pair with them. Details: docs/re
 
 from __future__ import annotations
 
+from agentx.apis.bodies import conversation, system_key
+from agentx.apis.names import Api
 from agentx.apis.translate.anthropic import anthropic_message, anthropic_tools
 from agentx.apis.translate.common import Message, text_of
 from agentx.apis.translate.gemini import gemini_content, gemini_text, gemini_tools
@@ -19,19 +21,11 @@ from agentx.apis.translate.openai import (
     responses_item,
     responses_tools,
 )
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_RESPONSES,
-    JSON,
-    conversation_key,
-    system_key,
-)
+from agentx.core.models import JSON
 
 __all__ = [
     "Message",
     "ThreadConverter",
-    "conversation_items",
     "convert_item",
     "finish",
     "system_messages",
@@ -41,23 +35,13 @@ __all__ = [
 ]
 
 
-def conversation_items(api: str, body: JSON) -> list[JSON]:
-    """The request's growing list (``messages``, or ``input`` of the Responses API)."""
-    if not isinstance(body, dict):
-        return []
-    items = body.get(conversation_key(api))
-    if isinstance(items, str):
-        return [{"role": "user", "content": items}]
-    return list(items) if isinstance(items, list) else []
-
-
 def convert_item(api: str, item: JSON) -> list[Message]:
     """One conversation item of ``api`` as zero or more chat messages."""
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         return anthropic_message(item)
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         return responses_item(item)
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         return gemini_content(item)
     return chat_message(item)
 
@@ -67,20 +51,20 @@ def system_messages(api: str, body: JSON) -> list[Message]:
     Gemini ``systemInstruction``)."""
     if not isinstance(body, dict):
         return []
-    if api not in (API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, API_GEMINI):
+    if api not in (Api.ANTHROPIC_MESSAGES, Api.OPENAI_RESPONSES, Api.GEMINI):
         return []
     system = body.get(system_key(api))
-    text = gemini_text(system) if api == API_GEMINI else text_of(system)
+    text = gemini_text(system) if api == Api.GEMINI else text_of(system)
     return [{"role": "system", "content": text}] if text else []
 
 
 def tools_of(api: str, body: JSON) -> list[Message]:
     tools = body.get("tools") if isinstance(body, dict) else None
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         return anthropic_tools(tools)
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         return responses_tools(tools)
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         return gemini_tools(tools)
     return chat_tools(tools)
 
@@ -88,13 +72,13 @@ def tools_of(api: str, body: JSON) -> list[Message]:
 def finish(api: str, fragments: list[list[Message]]) -> list[Message]:
     """Join per-item conversions into the message list (merging Responses tool calls)."""
     flat = [m for group in fragments for m in group]
-    return merge_tool_calls(flat) if api == API_OPENAI_RESPONSES else flat
+    return merge_tool_calls(flat) if api == Api.OPENAI_RESPONSES else flat
 
 
 def to_chat(api: str, body: JSON) -> tuple[list[Message], list[Message]]:
     """``(messages, tools)`` of ``body`` as OpenAI chat, system prompt first."""
     fragments = [system_messages(api, body)]
-    fragments.extend(convert_item(api, item) for item in conversation_items(api, body))
+    fragments.extend(convert_item(api, item) for item in conversation(api, body))
     return finish(api, fragments), tools_of(api, body)
 
 
@@ -114,7 +98,7 @@ class ThreadConverter:
 
     def convert(self, body: JSON) -> tuple[list[Message], list[Message]]:
         api = self.api
-        items = conversation_items(api, body)
+        items = conversation(api, body)
         system = body.get(system_key(api)) if isinstance(body, dict) else None
         if system is not self._system and system != self._system:
             self._system = system

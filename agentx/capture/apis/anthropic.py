@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.apis.usage import as_int, merge_usage, usage_from
 from agentx.capture.apis.common import (
     Assembled,
@@ -18,7 +19,7 @@ from agentx.capture.apis.common import (
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.core.models import API_ANTHROPIC_MESSAGES, JSON, Response
+from agentx.core.models import JSON, Response
 
 
 class AnthropicAssembler(AssemblerBase):
@@ -133,5 +134,5 @@ class AnthropicAssembler(AssemblerBase):
                 stop_reason=self.stop_reason,
                 message=message,
             ),
-            usage=usage_from(API_ANTHROPIC_MESSAGES, self.usage_raw),
+            usage=usage_from(Api.ANTHROPIC_MESSAGES, self.usage_raw),
         )

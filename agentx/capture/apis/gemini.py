@@ -13,10 +13,11 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.apis.usage import merge_usage, usage_from
 from agentx.capture.apis.common import Assembled, AssemblerBase, Obj, as_obj, error_text, loads_obj
 from agentx.capture.sse import SSEEvent
-from agentx.core.models import API_GEMINI, JSON, Response
+from agentx.core.models import JSON, Response
 
 
 def model_from_path(path: str) -> str | None:
@@ -129,7 +130,7 @@ class GeminiAssembler(AssemblerBase):
                 stop_reason=self.finish,
                 message=message,
             ),
-            usage=usage_from(API_GEMINI, self.usage_raw),
+            usage=usage_from(Api.GEMINI, self.usage_raw),
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentx.apis import Api
 from agentx.apis.usage import as_int, usage_from
 from agentx.capture.apis.common import (
     Assembled,
@@ -13,7 +14,7 @@ from agentx.capture.apis.common import (
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.core.models import API_OPENAI_CHAT, JSON, Response
+from agentx.core.models import JSON, Response
 
 
 class ChatAssembler(AssemblerBase):
@@ -123,5 +124,5 @@ class ChatAssembler(AssemblerBase):
                 stop_reason=self.finish,
                 message=message,
             ),
-            usage=usage_from(API_OPENAI_CHAT, self.usage_raw, self.timings_raw),
+            usage=usage_from(Api.OPENAI_CHAT, self.usage_raw, self.timings_raw),
         )

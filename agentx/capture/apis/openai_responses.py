@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 
+from agentx.apis import Api
 from agentx.apis.usage import as_int, usage_from
 from agentx.capture.apis.common import (
     Assembled,
@@ -15,7 +16,7 @@ from agentx.capture.apis.common import (
     loads_obj,
 )
 from agentx.capture.sse import SSEEvent
-from agentx.core.models import API_OPENAI_RESPONSES, JSON, Response
+from agentx.core.models import JSON, Response
 
 _TOKEN_DELTAS = {
     "response.output_text.delta": "text",
@@ -154,5 +155,5 @@ class ResponsesAssembler(AssemblerBase):
                 stop_reason=stop,
                 message=output or None,
             ),
-            usage=usage_from(API_OPENAI_RESPONSES, as_obj(final.get("usage"))),
+            usage=usage_from(Api.OPENAI_RESPONSES, as_obj(final.get("usage"))),
         )

@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
+from agentx.apis import Api
 from agentx.capture.apis.anthropic import AnthropicAssembler
 from agentx.capture.apis.common import Assembler
 from agentx.capture.apis.gemini import GeminiAssembler
 from agentx.capture.apis.openai_chat import ChatAssembler
 from agentx.capture.apis.openai_responses import ResponsesAssembler
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-    JSON,
-)
+from agentx.core.models import JSON
 
 
 def classify(method: str, path: str) -> str:
     """The API family of a request, from its method and path (query ignored). ``WS`` is a
     message sent over a WebSocket (the Responses API's ``response.create``)."""
     if method.upper() not in ("POST", "WS"):
-        return API_OTHER
+        return Api.OTHER
     p = path.split("?", 1)[0].rstrip("/")
     if p.endswith("/messages") and not p.endswith("/batches/messages"):
-        return API_ANTHROPIC_MESSAGES
+        return Api.ANTHROPIC_MESSAGES
     if p.endswith("/chat/completions"):
-        return API_OPENAI_CHAT
+        return Api.OPENAI_CHAT
     if p.endswith("/responses") or p.endswith("/responses/compact"):
-        return API_OPENAI_RESPONSES
+        return Api.OPENAI_RESPONSES
     if "/models/" in p and (p.endswith(":generateContent") or p.endswith(":streamGenerateContent")):
-        return API_GEMINI
-    return API_OTHER
+        return Api.GEMINI
+    return Api.OTHER
 
 
 def max_output_tokens(body: JSON) -> int | None:
@@ -50,12 +44,12 @@ def max_output_tokens(body: JSON) -> int | None:
 
 
 def make_assembler(api: str) -> Assembler:
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         return AnthropicAssembler()
-    if api == API_OPENAI_CHAT:
+    if api == Api.OPENAI_CHAT:
         return ChatAssembler()
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         return ResponsesAssembler()
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         return GeminiAssembler()
     raise ValueError(f"no assembler for api {api!r}")

@@ -20,7 +20,7 @@ a shared base (:mod:`.base`); :func:`parser_for` picks one for a request's API.
 
 from __future__ import annotations
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES
+from agentx.apis import Api
 from agentx.replay.sse.base import SHAPE_ERRORS, StreamParser, StreamProtocolError, shape_error
 from agentx.replay.sse.chat import ChatStreamParser
 from agentx.replay.sse.gemini import GeminiStreamParser
@@ -41,10 +41,10 @@ __all__ = [
 
 
 def parser_for(api: str, live: bool = False) -> StreamParser:
-    if api == API_ANTHROPIC_MESSAGES:
+    if api == Api.ANTHROPIC_MESSAGES:
         return MessagesStreamParser(live)
-    if api == API_OPENAI_RESPONSES:
+    if api == Api.OPENAI_RESPONSES:
         return ResponsesStreamParser(live)
-    if api == API_GEMINI:
+    if api == Api.GEMINI:
         return GeminiStreamParser(live)
     return ChatStreamParser(live)

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.apis.usage import checked_usage
-from agentx.core.models import API_OPENAI_CHAT
 from agentx.replay.sse.base import (
     SHAPE_ERRORS,
     StreamParser,
@@ -25,7 +25,7 @@ class ChatStreamParser(StreamParser):
     """
 
     __slots__ = ()
-    api = API_OPENAI_CHAT
+    api = Api.OPENAI_CHAT
 
     def feed(self, data: bytes, t_ns: int) -> None:
         events = self._split(data)
@@ -122,9 +122,9 @@ class ChatStreamParser(StreamParser):
         usage = obj.get("usage")
         timings = obj.get("timings")  # llama.cpp reports its prompt cache here
         if usage:
-            self._set(*checked_usage(API_OPENAI_CHAT, usage, timings))
+            self._set(*checked_usage(Api.OPENAI_CHAT, usage, timings))
         elif isinstance(timings, dict) and self.cached_tokens is None:
-            self.cached_tokens = checked_usage(API_OPENAI_CHAT, None, timings)[0].cached_tokens
+            self.cached_tokens = checked_usage(Api.OPENAI_CHAT, None, timings)[0].cached_tokens
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
         """The generic path: multi-line events, ``[DONE]``, malformed data."""

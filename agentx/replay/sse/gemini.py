@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.apis.usage import checked_usage, merge_usage
-from agentx.core.models import API_GEMINI
 from agentx.replay.sse.base import StreamParser, StreamProtocolError
 
 
@@ -16,7 +16,7 @@ class GeminiStreamParser(StreamParser):
     no end marker, the stream is done once candidate 0 has a ``finishReason``."""
 
     __slots__ = ("_usage_raw",)
-    api = API_GEMINI
+    api = Api.GEMINI
 
     def __init__(self, live: bool = False) -> None:
         super().__init__(live)
@@ -52,6 +52,6 @@ class GeminiStreamParser(StreamParser):
         usage = obj.get("usageMetadata")
         if isinstance(usage, dict) and usage:
             merge_usage(self._usage_raw, usage)
-            self._set(*checked_usage(API_GEMINI, self._usage_raw))
+            self._set(*checked_usage(Api.GEMINI, self._usage_raw))
         elif usage:  # named by checked_usage: "usage is not an object"
-            self._set(*checked_usage(API_GEMINI, usage))
+            self._set(*checked_usage(Api.GEMINI, usage))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentx.apis import Api
 from agentx.apis.usage import checked_usage, merge_usage
-from agentx.core.models import API_ANTHROPIC_MESSAGES
 from agentx.replay.sse.base import StreamParser, StreamProtocolError
 
 
@@ -13,7 +13,7 @@ class MessagesStreamParser(StreamParser):
     """Anthropic ``/v1/messages``. Prompt total = input + cache reads + cache writes."""
 
     __slots__ = ("_usage_raw",)
-    api = API_ANTHROPIC_MESSAGES
+    api = Api.ANTHROPIC_MESSAGES
 
     def __init__(self, live: bool = False) -> None:
         super().__init__(live)
@@ -21,10 +21,10 @@ class MessagesStreamParser(StreamParser):
 
     def _usage(self, usage: Any) -> None:
         if not isinstance(usage, dict):  # named by checked_usage: "usage is not an object"
-            self._set(*checked_usage(API_ANTHROPIC_MESSAGES, usage))
+            self._set(*checked_usage(Api.ANTHROPIC_MESSAGES, usage))
             return
         merge_usage(self._usage_raw, usage)
-        self._set(*checked_usage(API_ANTHROPIC_MESSAGES, self._usage_raw))
+        self._set(*checked_usage(Api.ANTHROPIC_MESSAGES, self._usage_raw))
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
         obj = self._load(payload)

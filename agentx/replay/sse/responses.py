@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from agentx.apis import Api
 from agentx.apis.usage import checked_usage
-from agentx.core.models import API_OPENAI_RESPONSES
 from agentx.replay.sse.base import StreamParser, StreamProtocolError, error_text
 
 
@@ -11,7 +11,7 @@ class ResponsesStreamParser(StreamParser):
     """OpenAI ``/v1/responses`` streaming events."""
 
     __slots__ = ()
-    api = API_OPENAI_RESPONSES
+    api = Api.OPENAI_RESPONSES
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
         if payload == b"[DONE]":
@@ -35,7 +35,7 @@ class ResponsesStreamParser(StreamParser):
             response = obj.get("response") or {}
             usage = response.get("usage")
             if usage is not None:
-                self._set(*checked_usage(API_OPENAI_RESPONSES, usage))
+                self._set(*checked_usage(Api.OPENAI_RESPONSES, usage))
             self.finish_reason = response.get("status") or kind
             if kind == "response.failed":
                 raise StreamProtocolError(f"response failed: {error_text(response.get('error'))}")
