@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.apis import Api
+from agentx.apis.sse import SSEEvent
 from agentx.apis.usage import cached_from_usage, merge_usage, usage_from
 from agentx.capture.apis import make_assembler
-from agentx.capture.sse import SSEEvent
 from agentx.core.models import Usage
 from agentx.replay.sse import parser_for
 

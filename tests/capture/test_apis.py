@@ -5,6 +5,7 @@ from typing import Any
 import orjson
 
 from agentx.apis import Api
+from agentx.apis.sse import SSEEvent
 from agentx.capture.apis import (
     AnthropicAssembler,
     ChatAssembler,
@@ -12,7 +13,6 @@ from agentx.capture.apis import (
     classify,
     max_output_tokens,
 )
-from agentx.capture.sse import SSEEvent
 
 
 def ev(data: Any, event: str = "message") -> SSEEvent:

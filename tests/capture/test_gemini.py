@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.apis import Api
+from agentx.apis.sse import SSEEvent
 from agentx.apis.translate import ThreadConverter, to_chat
 from agentx.apis.usage import usage_from
 from agentx.capture.apis import GeminiAssembler, classify, max_output_tokens, model_from_path
-from agentx.capture.sse import SSEEvent
 from agentx.core.models import Usage
 from agentx.replay.sse import parser_for
 

@@ -12,11 +12,11 @@ the shared result type and helpers in :mod:`.common`, and request routing in :mo
 
 from __future__ import annotations
 
-from agentx.capture.apis.anthropic import AnthropicAssembler
-from agentx.capture.apis.common import Assembled, Assembler, error_text
-from agentx.capture.apis.gemini import GeminiAssembler, model_from_path
-from agentx.capture.apis.openai_chat import ChatAssembler
-from agentx.capture.apis.openai_responses import ResponsesAssembler
+from agentx.apis.anthropic import AnthropicAssembler
+from agentx.apis.assemble import Assembled, Assembler, error_text
+from agentx.apis.gemini import GeminiAssembler, model_from_path
+from agentx.apis.openai_chat import ChatAssembler
+from agentx.apis.openai_responses import ResponsesAssembler
 from agentx.capture.apis.routing import classify, make_assembler, max_output_tokens
 
 __all__ = [

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from agentx.apis import Api
-from agentx.capture.apis.anthropic import AnthropicAssembler
-from agentx.capture.apis.common import Assembler
-from agentx.capture.apis.gemini import GeminiAssembler
-from agentx.capture.apis.openai_chat import ChatAssembler
-from agentx.capture.apis.openai_responses import ResponsesAssembler
+from agentx.apis.anthropic import AnthropicAssembler
+from agentx.apis.assemble import Assembler
+from agentx.apis.gemini import GeminiAssembler
+from agentx.apis.openai_chat import ChatAssembler
+from agentx.apis.openai_responses import ResponsesAssembler
 from agentx.core.models import JSON
 
 

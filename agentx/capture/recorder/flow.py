@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 
 from agentx.apis import Api
+from agentx.apis.sse import SSEParser
 from agentx.capture.apis import Assembled, Assembler, make_assembler
 from agentx.capture.encodings import StreamDecoder
 from agentx.capture.sessions.placement import Placement
-from agentx.capture.sse import SSEParser
 from agentx.core.models import JSON
 
 MAX_MODEL_BODY = 64 * 1024 * 1024

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from agentx.apis import Api
-from agentx.apis.usage import as_int, usage_from
-from agentx.capture.apis.common import (
+from agentx.apis.assemble import (
     Assembled,
     AssemblerBase,
     Obj,
@@ -15,7 +13,9 @@ from agentx.capture.apis.common import (
     join,
     loads_obj,
 )
-from agentx.capture.sse import SSEEvent
+from agentx.apis.names import Api
+from agentx.apis.sse import SSEEvent
+from agentx.apis.usage import as_int, usage_from
 from agentx.core.models import JSON, Response
 
 _TOKEN_DELTAS = {

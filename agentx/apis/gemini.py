@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
-from agentx.apis import Api
+from agentx.apis.assemble import Assembled, AssemblerBase, Obj, as_obj, error_text, loads_obj
+from agentx.apis.names import Api
+from agentx.apis.sse import SSEEvent
 from agentx.apis.usage import merge_usage, usage_from
-from agentx.capture.apis.common import Assembled, AssemblerBase, Obj, as_obj, error_text, loads_obj
-from agentx.capture.sse import SSEEvent
 from agentx.core.models import JSON, Response
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentx.capture.sse import SSEEvent
+from agentx.apis.sse import SSEEvent
 from agentx.core.models import JSON, Response, Usage
 
 Obj = dict[str, Any]

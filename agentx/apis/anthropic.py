@@ -7,9 +7,7 @@ from typing import Any
 
 import orjson
 
-from agentx.apis import Api
-from agentx.apis.usage import as_int, merge_usage, usage_from
-from agentx.capture.apis.common import (
+from agentx.apis.assemble import (
     Assembled,
     AssemblerBase,
     Obj,
@@ -18,7 +16,9 @@ from agentx.capture.apis.common import (
     join,
     loads_obj,
 )
-from agentx.capture.sse import SSEEvent
+from agentx.apis.names import Api
+from agentx.apis.sse import SSEEvent
+from agentx.apis.usage import as_int, merge_usage, usage_from
 from agentx.core.models import JSON, Response
 
 
