@@ -5,27 +5,19 @@ are (:func:`conversation_key`, :func:`system_key`), the conversation itself
 
 from __future__ import annotations
 
-from agentx.apis.names import Api
+from agentx.apis.registry import family
 from agentx.core.models import JSON, Exchange, ExchangeMeta
-
-# Where each family keeps its growing conversation and its out-of-band system prompt (every
-# family not named here: "messages" and "system").
-_CONVERSATION_KEYS: dict[str, str] = {Api.OPENAI_RESPONSES: "input", Api.GEMINI: "contents"}
-_SYSTEM_KEYS: dict[str, str] = {
-    Api.OPENAI_RESPONSES: "instructions",
-    Api.GEMINI: "systemInstruction",
-}
 
 
 def conversation_key(api: str) -> str:
     """The body key of ``api``'s conversation: ``messages``, ``input`` or ``contents``."""
-    return _CONVERSATION_KEYS.get(api, "messages")
+    return family(api).conversation_key
 
 
 def system_key(api: str) -> str:
     """The body key of ``api``'s system prompt: ``system``, ``instructions`` or
     ``systemInstruction`` (OpenAI chat keeps it in ``messages``: its ``system`` is unused)."""
-    return _SYSTEM_KEYS.get(api, "system")
+    return family(api).system_key
 
 
 def conversation(api: str, body: JSON) -> list[JSON]:

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.apis import Api
+from agentx.apis.registry import family
 from agentx.apis.sse import SSEEvent
-from agentx.apis.usage import cached_from_usage, merge_usage, usage_from
-from agentx.capture.apis import make_assembler
+from agentx.apis.usage import usage_from
+from agentx.apis.usage_counts import cached_from_usage, merge_usage
 from agentx.core.models import Usage
-from agentx.replay.sse import parser_for
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Usage]] = [
     (  # OpenAI Chat Completions, vLLM with --enable-prompt-tokens-details
@@ -225,14 +225,14 @@ def test_fields_are_ints_or_unknown_and_cached_uses_the_family_names(
 
 
 def _capture(api: str, events: list[tuple[str, dict[str, Any]]]) -> Usage:
-    asm = make_assembler(api)
+    asm = family(api).assembler()
     for name, obj in events:
         asm.event(SSEEvent(name, orjson.dumps(obj).decode()))
     return asm.result().usage
 
 
 def _replay(api: str, events: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, ...]:
-    parser = parser_for(api)
+    parser = family(api).stream_parser(False)
     for name, obj in events:
         parser.feed(f"event: {name}\ndata: ".encode() + orjson.dumps(obj) + b"\n\n", 1)
     return parser.prompt_tokens, parser.completion_tokens, parser.cached_tokens

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from agentx.apis import Api
+from agentx.apis.registry import classify
 from agentx.capture.agents import AGENT_NAMES, AGENTS, detect_agent, session_header
-from agentx.capture.apis import classify
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder import Recorder
 from agentx.capture.recorder.events import RequestSent, ResponseData, ResponseEnd, ResponseHeaders

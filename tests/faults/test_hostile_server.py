@@ -19,11 +19,13 @@ from replay.factory import T0, chat_session, write
 from replay.fault_server import HOSTILE, FaultServer
 
 from agentx.apis import Api
-from agentx.apis.usage import MAX_TOKENS, checked_usage, usage_from
+from agentx.apis.registry import family
+from agentx.apis.stream import StreamParser
+from agentx.apis.usage import checked_usage, usage_from
+from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.record import ERR_BAD_USAGE, ERR_NO_USAGE, ERR_PROTOCOL
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.client import StreamOutcome, make_stream_client, stream_request
-from agentx.replay.sse import StreamParser, parser_for
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +213,7 @@ def test_sse_parsing_is_linear_in_the_event_size(api: str) -> None:
         obj = {"type": "content_block_delta", "index": 0}
         obj["delta"] = {"type": "text_delta", "text": "x" * (16 << 20)}
     event = b"data: " + orjson.dumps(obj) + b"\n\n"
-    parser = parser_for(api)
+    parser = family(api).stream_parser(False)
     costs = _read_costs(parser, event)
     assert parser.token_chunks == 1
     early, late = statistics.median(costs[16:48]), statistics.median(costs[-32:])
@@ -232,7 +234,7 @@ def test_events_split_anywhere_parse_the_same(split: int) -> None:
             b"data: [DONE]\r\n\r\n",
         ]
     )
-    parser = parser_for(Api.OPENAI_CHAT, live=True)
+    parser = family(Api.OPENAI_CHAT).stream_parser(True)
     for i in range(0, len(stream), split):
         parser.feed(stream[i : i + split], i)
     parser.finish(len(stream))

@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 
 from agentx.apis import Api
+from agentx.apis.assemble import error_text
 from agentx.apis.bodies import conversation
+from agentx.apis.registry import classify, family
 from agentx.capture.agents import detect_agent
-from agentx.capture.apis import classify, error_text, model_from_path
 from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
@@ -239,7 +240,7 @@ class ExchangeBuilder:
         model = (
             (result.model if result else None)
             or (flow.body.get("model") if isinstance(flow.body, dict) else None)
-            or (model_from_path(flow.path) if flow.api == Api.GEMINI else None)
+            or family(flow.api).model_from_path(flow.path)
         )
         ex = Exchange(
             request_id=flow.request_id,

@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 
 from agentx.apis import Api
+from agentx.apis.assemble import Assembled, Assembler
+from agentx.apis.registry import family
 from agentx.apis.sse import SSEParser
-from agentx.capture.apis import Assembled, Assembler, make_assembler
 from agentx.capture.encodings import StreamDecoder
 from agentx.capture.sessions.placement import Placement
 from agentx.core.models import JSON
@@ -62,7 +63,7 @@ class Flow:
         except ValueError as exc:
             self.decode_error = str(exc)
         if self.api != Api.OTHER:
-            self.assembler = make_assembler(self.api)
+            self.assembler = family(self.api).assembler()
             if ctype and "text/event-stream" in ctype.lower():
                 self.sse = SSEParser()
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from agentx.apis.bodies import conversation, system_key
-from agentx.capture.apis import max_output_tokens
+from agentx.apis.registry import max_output_tokens
 from agentx.capture.sessions.conversation import (
     answer_digest,
     assistant_digests,

@@ -139,7 +139,7 @@ class StreamParser:
             raise StreamProtocolError(f"SSE data is not a JSON object: {payload[:80]!r}")
         error = obj.get("error")
         if error or obj.get("type") == "error":
-            raise StreamProtocolError(f"server error event: {error_text(error or obj)}")
+            raise StreamProtocolError(f"server error event: {server_error_text(error or obj)}")
         return obj
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
@@ -190,7 +190,7 @@ class StreamParser:
             call["arguments"] = call.get("arguments", "") + arguments
 
 
-def error_text(error: Any) -> str:
+def server_error_text(error: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error.get("type") or error)[:200]
     return str(error)[:200]

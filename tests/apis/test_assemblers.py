@@ -5,14 +5,11 @@ from typing import Any
 import orjson
 
 from agentx.apis import Api
+from agentx.apis.anthropic import AnthropicAssembler
+from agentx.apis.openai_chat import ChatAssembler
+from agentx.apis.openai_responses import ResponsesAssembler
+from agentx.apis.registry import classify, max_output_tokens
 from agentx.apis.sse import SSEEvent
-from agentx.capture.apis import (
-    AnthropicAssembler,
-    ChatAssembler,
-    ResponsesAssembler,
-    classify,
-    max_output_tokens,
-)
 
 
 def ev(data: Any, event: str = "message") -> SSEEvent:

@@ -10,17 +10,8 @@ tool calls keep their ids so tool results still pair with them. Details: docs/re
 from __future__ import annotations
 
 from agentx.apis.bodies import conversation, system_key
-from agentx.apis.names import Api
-from agentx.apis.translate.anthropic import anthropic_message, anthropic_tools
-from agentx.apis.translate.common import Message, text_of
-from agentx.apis.translate.gemini import gemini_content, gemini_text, gemini_tools
-from agentx.apis.translate.openai import (
-    chat_message,
-    chat_tools,
-    merge_tool_calls,
-    responses_item,
-    responses_tools,
-)
+from agentx.apis.chat_parts import Message, text_of
+from agentx.apis.registry import family
 from agentx.core.models import JSON
 
 __all__ = [
@@ -37,13 +28,7 @@ __all__ = [
 
 def convert_item(api: str, item: JSON) -> list[Message]:
     """One conversation item of ``api`` as zero or more chat messages."""
-    if api == Api.ANTHROPIC_MESSAGES:
-        return anthropic_message(item)
-    if api == Api.OPENAI_RESPONSES:
-        return responses_item(item)
-    if api == Api.GEMINI:
-        return gemini_content(item)
-    return chat_message(item)
+    return family(api).chat_messages(item)
 
 
 def system_messages(api: str, body: JSON) -> list[Message]:
@@ -51,28 +36,23 @@ def system_messages(api: str, body: JSON) -> list[Message]:
     Gemini ``systemInstruction``)."""
     if not isinstance(body, dict):
         return []
-    if api not in (Api.ANTHROPIC_MESSAGES, Api.OPENAI_RESPONSES, Api.GEMINI):
+    fam = family(api)
+    if fam.system_text is None:
         return []
-    system = body.get(system_key(api))
-    text = gemini_text(system) if api == Api.GEMINI else text_of(system)
+    text = fam.system_text(body.get(fam.system_key))
     return [{"role": "system", "content": text}] if text else []
 
 
 def tools_of(api: str, body: JSON) -> list[Message]:
     tools = body.get("tools") if isinstance(body, dict) else None
-    if api == Api.ANTHROPIC_MESSAGES:
-        return anthropic_tools(tools)
-    if api == Api.OPENAI_RESPONSES:
-        return responses_tools(tools)
-    if api == Api.GEMINI:
-        return gemini_tools(tools)
-    return chat_tools(tools)
+    return family(api).chat_tools(tools)
 
 
 def finish(api: str, fragments: list[list[Message]]) -> list[Message]:
     """Join per-item conversions into the message list (merging Responses tool calls)."""
     flat = [m for group in fragments for m in group]
-    return merge_tool_calls(flat) if api == Api.OPENAI_RESPONSES else flat
+    merge = family(api).merge_messages
+    return merge(flat) if merge is not None else flat
 
 
 def to_chat(api: str, body: JSON) -> tuple[list[Message], list[Message]]:

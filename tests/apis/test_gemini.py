@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.apis import Api
+from agentx.apis.gemini import GeminiAssembler, model_from_path
+from agentx.apis.registry import classify, family, max_output_tokens
 from agentx.apis.sse import SSEEvent
 from agentx.apis.translate import ThreadConverter, to_chat
 from agentx.apis.usage import usage_from
-from agentx.capture.apis import GeminiAssembler, classify, max_output_tokens, model_from_path
 from agentx.core.models import Usage
-from agentx.replay.sse import parser_for
 
 STREAM = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
 
@@ -146,7 +146,7 @@ GEMINI_USAGE = st.fixed_dictionaries(
 def test_usage_reads_the_same_in_capture_and_replay(usage: dict[str, Any]) -> None:
     events = [chunk([{"text": "hi"}]), {**chunk([], "STOP"), "usageMetadata": usage}]
     asm = GeminiAssembler()
-    parser = parser_for(Api.GEMINI)
+    parser = family(Api.GEMINI).stream_parser(False)
     for obj in events:
         asm.event(ev(obj))
         parser.feed(b"data: " + orjson.dumps(obj) + b"\r\n\r\n", 1)
