@@ -30,7 +30,7 @@ from agentx.apis.chat_parts import Message, function_tool, text_of, tool_call
 from agentx.apis.emit import SSE_CONTENT_TYPE, Emitter, Pieces, UsageCounts, sse_event
 from agentx.apis.family import Family, no_model_in_path
 from agentx.apis.names import Api
-from agentx.apis.openai_chat import asked_tokens
+from agentx.apis.openai_chat import asked_tokens, offered_tools, tool_choice
 from agentx.apis.serving import (
     RequestError,
     Route,
@@ -354,6 +354,15 @@ def parse_messages(body: dict[str, JSON], default_model: str) -> SimRequest:
     )
 
 
+def answers_tool_results(last: dict[str, JSON]) -> bool:
+    """Whether the last user turn carries ``tool_result`` blocks."""
+    content = last.get("content")
+    if isinstance(content, list):
+        kinds = {b.get("type") for b in content if isinstance(b, dict)}
+        return "tool_result" in kinds
+    return False
+
+
 def parse_request(body: dict[str, JSON], served_model: str, route: Route) -> SimRequest:
     return parse_messages(body, served_model)
 
@@ -525,5 +534,8 @@ FAMILY = Family(
     emitter=make_emitter,
     error_body=error_body,
     context_error=context_error,
+    offered_tools=offered_tools,
+    tool_choice=tool_choice,
+    answers_tool_results=answers_tool_results,
     call_id_prefix="toolu_",
 )

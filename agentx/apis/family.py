@@ -71,4 +71,9 @@ class Family:
     emitter: MakeEmitter
     error_body: ErrorBody
     context_error: Callable[[int, int | None, int], RequestError]
+    # serve-sim's answer plan: the function tools offered (name, JSON schema), the tool choice
+    # (kind, named tool), whether the last user turn carries tool results
+    offered_tools: Callable[[dict[str, JSON]], list[tuple[str, JSON]]]
+    tool_choice: Callable[[dict[str, JSON]], tuple[JSON, str | None]]
+    answers_tool_results: Callable[[dict[str, JSON]], bool]
     call_id_prefix: str  # the ids of the tool calls serve-sim makes

@@ -447,6 +447,44 @@ def route(target: str, query: Mapping[str, str]) -> Route | None:
     return Route(model=model, stream=_METHODS[method], sse=query.get("alt") == "sse")
 
 
+def offered_tools(body: dict[str, JSON]) -> list[tuple[str, JSON]]:
+    """``(name, JSON schema)`` of each of the tools' ``functionDeclarations``, in order."""
+    specs: list[tuple[str, JSON]] = []
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return specs
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        for decl in tool.get("functionDeclarations") or ():
+            if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+                schema = decl.get("parameters", decl.get("parametersJsonSchema"))
+                specs.append((decl["name"], schema))
+    return specs
+
+
+def tool_choice(body: dict[str, JSON]) -> tuple[JSON, str | None]:
+    """``toolConfig.functionCallingConfig``: ``NONE`` -> ``"none"``, ``ANY`` -> ``"required"``
+    (named: the first of ``allowedFunctionNames``), else auto."""
+    config = body.get("toolConfig")
+    calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
+    if not isinstance(calling, dict):
+        return None, None
+    mode = str(calling.get("mode") or "AUTO").upper()
+    names = calling.get("allowedFunctionNames")
+    named = names[0] if mode == "ANY" and isinstance(names, list) and names else None
+    mapped = {"NONE": "none", "ANY": "required"}.get(mode, "auto")
+    return mapped, named if isinstance(named, str) else None
+
+
+def answers_tool_results(last: dict[str, JSON]) -> bool:
+    """Whether the last user turn carries ``functionResponse`` parts."""
+    parts = last.get("parts")
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and "functionResponse" in p for p in parts
+    )
+
+
 def parse_request(body: dict[str, JSON], served_model: str, route: Route) -> SimRequest:
     assert route.model is not None and route.stream is not None
     return parse_gemini(body, route.model, route.stream)
@@ -603,5 +641,8 @@ FAMILY = Family(
     emitter=make_emitter,
     error_body=error_body,
     context_error=context_error,
+    offered_tools=offered_tools,
+    tool_choice=tool_choice,
+    answers_tool_results=answers_tool_results,
     call_id_prefix="call_",
 )

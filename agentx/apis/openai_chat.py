@@ -431,6 +431,45 @@ def parse_chat(body: dict[str, JSON], default_model: str) -> SimRequest:
     )
 
 
+def offered_tools(body: dict[str, JSON]) -> list[tuple[str, JSON]]:
+    """``(name, JSON schema)`` of each function tool the request offers, in order: OpenAI chat's
+    ``function`` tools, and tools named at the top level as Anthropic names them (custom and
+    server tools)."""
+    specs: list[tuple[str, JSON]] = []
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return specs
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
+            specs.append((fn["name"], fn.get("parameters")))
+        elif isinstance(tool.get("name"), str):  # Anthropic (custom and server tools)
+            specs.append((tool["name"], tool.get("input_schema")))
+    return specs
+
+
+def tool_choice(body: dict[str, JSON]) -> tuple[JSON, str | None]:
+    """``(kind, named tool)`` of ``tool_choice``: kind ``"none"``, ``"required"``/``"any"``, or
+    anything else for auto; OpenAI chat's, Anthropic's and Responses' spellings."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict):
+        return choice, None
+    kind = choice.get("type")
+    fn = choice.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
+        return kind, fn["name"]
+    if kind in ("tool", "function") and isinstance(choice.get("name"), str):  # Anthropic, Responses
+        return kind, choice["name"]
+    return kind, None
+
+
+def no_tool_results(last: dict[str, JSON]) -> bool:
+    """A user turn of this family never carries tool results (they are turns of their own)."""
+    return False
+
+
 def parse_request(body: dict[str, JSON], served_model: str, route: Route) -> SimRequest:
     return parse_chat(body, served_model)
 
@@ -630,5 +669,8 @@ FAMILY = Family(
     emitter=make_emitter,
     error_body=error_body,
     context_error=context_error,
+    offered_tools=offered_tools,
+    tool_choice=tool_choice,
+    answers_tool_results=no_tool_results,
     call_id_prefix="call_",
 )

@@ -41,7 +41,13 @@ from agentx.apis.chat_parts import Message, dump, function_tool, text_of, tool_c
 from agentx.apis.emit import SSE_CONTENT_TYPE, Emitter, Pieces, UsageCounts, dumps, sse_event
 from agentx.apis.family import Family, no_model_in_path
 from agentx.apis.names import Api
-from agentx.apis.openai_chat import asked_tokens, chat_message, error_body
+from agentx.apis.openai_chat import (
+    asked_tokens,
+    chat_message,
+    error_body,
+    no_tool_results,
+    tool_choice,
+)
 from agentx.apis.openai_chat import context_error as chat_context_error
 from agentx.apis.serving import (
     RequestError,
@@ -376,6 +382,21 @@ def parse_responses(body: dict[str, JSON], default_model: str) -> SimRequest:
     )
 
 
+def offered_tools(body: dict[str, JSON]) -> list[tuple[str, JSON]]:
+    """``(name, JSON schema)`` of each ``function`` tool, in order: built-in and custom
+    (free-text) tools are never called."""
+    specs: list[tuple[str, JSON]] = []
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return specs
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "function" and isinstance(tool.get("name"), str):
+            specs.append((tool["name"], tool.get("parameters")))
+    return specs
+
+
 def parse_request(body: dict[str, JSON], served_model: str, route: Route) -> SimRequest:
     return parse_responses(body, served_model)
 
@@ -592,5 +613,8 @@ FAMILY = Family(
     emitter=make_emitter,
     error_body=error_body,
     context_error=context_error,
+    offered_tools=offered_tools,
+    tool_choice=tool_choice,
+    answers_tool_results=no_tool_results,
     call_id_prefix="call_",
 )

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import orjson
 
-from agentx.apis import Api
 from agentx.apis.answer import Finish, OutputPlan, ToolCall
 from agentx.apis.bodies import conversation
+from agentx.apis.registry import family
 from agentx.core.models import JSON
 from agentx.prefixcache.tokens import DEFAULT_ENCODING, get_encoding
 
@@ -58,56 +58,6 @@ def output_length(
 # -- tool calls --------------------------------------------------------------------------------
 
 
-def _tool_specs(api: str, body: dict[str, JSON]) -> list[tuple[str, JSON]]:
-    """``(name, JSON schema)`` of each function tool the request offers, in order."""
-    specs: list[tuple[str, JSON]] = []
-    tools = body.get("tools")
-    if not isinstance(tools, list):
-        return specs
-    for tool in tools:
-        if not isinstance(tool, dict):
-            continue
-        fn = tool.get("function")
-        if api == Api.GEMINI:
-            for decl in tool.get("functionDeclarations") or ():
-                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
-                    schema = decl.get("parameters", decl.get("parametersJsonSchema"))
-                    specs.append((decl["name"], schema))
-        elif api == Api.OPENAI_RESPONSES:  # built-in and custom (free-text) tools never called
-            if tool.get("type") == "function" and isinstance(tool.get("name"), str):
-                specs.append((tool["name"], tool.get("parameters")))
-        elif isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
-            specs.append((fn["name"], fn.get("parameters")))
-        elif isinstance(tool.get("name"), str):  # Anthropic (custom and server tools)
-            specs.append((tool["name"], tool.get("input_schema")))
-    return specs
-
-
-def _tool_choice(api: str, body: dict[str, JSON]) -> tuple[JSON, str | None]:
-    """``(kind, named tool)``: kind ``"none"``, ``"required"``/``"any"``, or anything else for
-    auto; every family's spelling."""
-    if api == Api.GEMINI:
-        config = body.get("toolConfig")
-        calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
-        if not isinstance(calling, dict):
-            return None, None
-        mode = str(calling.get("mode") or "AUTO").upper()
-        names = calling.get("allowedFunctionNames")
-        named = names[0] if mode == "ANY" and isinstance(names, list) and names else None
-        mapped = {"NONE": "none", "ANY": "required"}.get(mode, "auto")
-        return mapped, named if isinstance(named, str) else None
-    choice = body.get("tool_choice")
-    if not isinstance(choice, dict):
-        return choice, None
-    kind = choice.get("type")
-    fn = choice.get("function")
-    if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
-        return kind, fn["name"]
-    if kind in ("tool", "function") and isinstance(choice.get("name"), str):  # Anthropic, Responses
-        return kind, choice["name"]
-    return kind, None
-
-
 def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
     items = conversation(api, body)
     if not items or not isinstance(items[-1], dict):
@@ -115,25 +65,16 @@ def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
     last = items[-1]
     if last.get("role") != "user":  # assistant turns, Responses function_call_output items
         return False
-    if api == Api.GEMINI:
-        parts = last.get("parts")
-        return not (
-            isinstance(parts, list)
-            and any(isinstance(p, dict) and "functionResponse" in p for p in parts)
-        )
-    content = last.get("content")
-    if api == Api.ANTHROPIC_MESSAGES and isinstance(content, list):
-        kinds = {b.get("type") for b in content if isinstance(b, dict)}
-        return "tool_result" not in kinds
-    return True
+    return not family(api).answers_tool_results(last)
 
 
 def choose_tool(api: str, body: dict[str, JSON]) -> tuple[str, JSON] | None:
     """The tool this request calls under the documented schedule, or None for text."""
-    specs = _tool_specs(api, body)
+    fam = family(api)
+    specs = fam.offered_tools(body)
     if not specs:
         return None
-    kind, named = _tool_choice(api, body)
+    kind, named = fam.tool_choice(body)
     if kind == "none":
         return None
     if named is not None:
