@@ -28,7 +28,7 @@ from agentx.apis.assemble import (
 )
 from agentx.apis.chat_parts import Message, function_tool, text_of, tool_call
 from agentx.apis.emit import SSE_CONTENT_TYPE, Emitter, Pieces, UsageCounts, sse_event
-from agentx.apis.family import Family, no_model_in_path
+from agentx.apis.family import EMPTY, Family, ToolPairs, no_model_in_path
 from agentx.apis.names import Api
 from agentx.apis.openai_chat import asked_tokens, offered_tools, tool_choice
 from agentx.apis.serving import (
@@ -505,6 +505,52 @@ def context_error(prompt_tokens: int, max_tokens: int | None, limit: int) -> Req
     return RequestError(f"prompt is too long: {wanted} tokens > {limit} maximum", param="messages")
 
 
+# -- scrub: tool calls paired with their results --------------------------------------------
+
+
+def tool_ids(msg: dict[str, JSON]) -> tuple[list[str], list[str]]:
+    """(call ids, result ids): ``tool_use`` and ``tool_result`` blocks."""
+    calls: list[str] = []
+    results: list[str] = []
+    content = msg.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                calls.append(block["id"])
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                results.append(block["tool_use_id"])
+    return calls, results
+
+
+def strip_orphans(msg: dict[str, JSON], orphan_ids: set[str], unanswered: set[str]) -> JSON:
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return msg
+    kept = [
+        b
+        for b in content
+        if not (
+            isinstance(b, dict)
+            and (
+                (b.get("type") == "tool_result" and b.get("tool_use_id") in orphan_ids)
+                or (b.get("type") == "tool_use" and b.get("id") in unanswered)
+            )
+        )
+    ]
+    if len(kept) == len(content):
+        return msg
+    if not kept:
+        return EMPTY
+    return {**msg, "content": kept}
+
+
+def never_dropped(msg: dict[str, JSON]) -> bool:
+    """An emptied turn would restructure the conversation."""
+    return False
+
+
 # -- the family --------------------------------------------------------------------------------
 
 
@@ -538,4 +584,5 @@ FAMILY = Family(
     tool_choice=tool_choice,
     answers_tool_results=answers_tool_results,
     call_id_prefix="toolu_",
+    tool_pairs=ToolPairs(tool_ids, strip_orphans, never_dropped, alternating=True),
 )

@@ -30,6 +30,23 @@ MakeEmitter = Callable[
 ErrorBody = Callable[[int, str, str | None, str | None, str | None], dict[str, JSON]]
 
 
+# scrub: what a repair returns for an item it emptied
+EMPTY: JSON = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPairs:
+    """How a family pairs tool calls with their results by id, for scrub's repair of orphans
+    (:mod:`agentx.scrub.toolpairs`): the call and result ids one conversation item carries; the
+    item without the orphaned results and the unanswered calls (:data:`EMPTY` when nothing is
+    left); whether an emptied item may go; whether turns must alternate roles."""
+
+    ids: Callable[[dict[str, JSON]], tuple[list[str], list[str]]]
+    strip: Callable[[dict[str, JSON], set[str], set[str]], JSON]
+    drop_emptied: Callable[[dict[str, JSON]], bool]
+    alternating: bool = False
+
+
 def no_model_in_path(path: str) -> str | None:
     """The model a request path names, for families whose path names none."""
     return None
@@ -77,3 +94,5 @@ class Family:
     tool_choice: Callable[[dict[str, JSON]], tuple[JSON, str | None]]
     answers_tool_results: Callable[[dict[str, JSON]], bool]
     call_id_prefix: str  # the ids of the tool calls serve-sim makes
+    # scrub: tool calls and results paired by id (None: the family pairs them otherwise)
+    tool_pairs: ToolPairs | None

@@ -645,4 +645,5 @@ FAMILY = Family(
     tool_choice=tool_choice,
     answers_tool_results=answers_tool_results,
     call_id_prefix="call_",
+    tool_pairs=None,  # calls and responses pair by name and order, not by id
 )

@@ -29,7 +29,7 @@ from agentx.apis.assemble import (
 )
 from agentx.apis.chat_parts import Message, function_tool, text_of, tool_call
 from agentx.apis.emit import SSE_CONTENT_TYPE, Emitter, Pieces, UsageCounts, dumps
-from agentx.apis.family import Family, no_model_in_path
+from agentx.apis.family import EMPTY, Family, ToolPairs, no_model_in_path
 from agentx.apis.names import Api
 from agentx.apis.serving import (
     RequestError,
@@ -640,6 +640,47 @@ def context_error(
     return RequestError(message, param=param, code="context_length_exceeded")
 
 
+# -- scrub: tool calls paired with their results --------------------------------------------
+
+
+def tool_ids(msg: dict[str, JSON]) -> tuple[list[str], list[str]]:
+    """(call ids, result ids): an assistant's ``tool_calls``, a ``tool`` message's id."""
+    calls: list[str] = []
+    results: list[str] = []
+    if msg.get("role") == "assistant" and isinstance(msg.get("tool_calls"), list):
+        calls.extend(
+            c["id"]
+            for c in msg["tool_calls"]
+            if isinstance(c, dict) and isinstance(c.get("id"), str)
+        )
+    if msg.get("role") == "tool" and isinstance(msg.get("tool_call_id"), str):
+        results.append(msg["tool_call_id"])
+    return calls, results
+
+
+def strip_orphans(msg: dict[str, JSON], orphan_ids: set[str], unanswered: set[str]) -> JSON:
+    if msg.get("role") == "tool" and msg.get("tool_call_id") in orphan_ids:
+        return EMPTY
+    calls = msg.get("tool_calls")
+    if msg.get("role") == "assistant" and isinstance(calls, list):
+        kept = [c for c in calls if not (isinstance(c, dict) and c.get("id") in unanswered)]
+        if len(kept) != len(calls):
+            new = dict(msg)
+            if kept:
+                new["tool_calls"] = kept
+            else:
+                del new["tool_calls"]
+                if not new.get("content"):
+                    return EMPTY
+            return new
+    return msg
+
+
+def drop_emptied(msg: dict[str, JSON]) -> bool:
+    """A whole ``tool`` message may go; anything else emptied is ambiguous."""
+    return msg.get("role") == "tool"
+
+
 # -- the family --------------------------------------------------------------------------------
 
 
@@ -673,4 +714,5 @@ FAMILY = Family(
     tool_choice=tool_choice,
     answers_tool_results=no_tool_results,
     call_id_prefix="call_",
+    tool_pairs=ToolPairs(tool_ids, strip_orphans, drop_emptied),
 )

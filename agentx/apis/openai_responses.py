@@ -39,7 +39,7 @@ from agentx.apis.assemble import (
 )
 from agentx.apis.chat_parts import Message, dump, function_tool, text_of, tool_call
 from agentx.apis.emit import SSE_CONTENT_TYPE, Emitter, Pieces, UsageCounts, dumps, sse_event
-from agentx.apis.family import Family, no_model_in_path
+from agentx.apis.family import EMPTY, Family, ToolPairs, no_model_in_path
 from agentx.apis.names import Api
 from agentx.apis.openai_chat import (
     asked_tokens,
@@ -584,6 +584,43 @@ def context_error(prompt_tokens: int, max_tokens: int | None, limit: int) -> Req
     return chat_context_error(prompt_tokens, max_tokens, limit, param="input")
 
 
+# -- scrub: tool calls paired with their results --------------------------------------------
+
+_CALL_ITEMS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "local_shell_call": "local_shell_call_output",
+}
+_RESULT_ITEMS = frozenset(_CALL_ITEMS.values())
+
+
+def tool_ids(msg: dict[str, JSON]) -> tuple[list[str], list[str]]:
+    """(call ids, result ids): the ``call_id`` of a call item or of a call's output item."""
+    calls: list[str] = []
+    results: list[str] = []
+    kind = msg.get("type")
+    cid = msg.get("call_id")
+    if isinstance(cid, str):
+        if kind in _CALL_ITEMS:
+            calls.append(cid)
+        elif kind in _RESULT_ITEMS:
+            results.append(cid)
+    return calls, results
+
+
+def strip_orphans(msg: dict[str, JSON], orphan_ids: set[str], unanswered: set[str]) -> JSON:
+    cid = msg.get("call_id")
+    kind = msg.get("type")
+    if (kind in _RESULT_ITEMS and cid in orphan_ids) or (kind in _CALL_ITEMS and cid in unanswered):
+        return EMPTY
+    return msg
+
+
+def drop_emptied(msg: dict[str, JSON]) -> bool:
+    """An item is a call or a result, never a turn's whole content: it may always go."""
+    return True
+
+
 # -- the family --------------------------------------------------------------------------------
 
 
@@ -617,4 +654,5 @@ FAMILY = Family(
     tool_choice=tool_choice,
     answers_tool_results=no_tool_results,
     call_id_prefix="call_",
+    tool_pairs=ToolPairs(tool_ids, strip_orphans, drop_emptied),
 )

@@ -10,6 +10,7 @@ import pytest
 from agentx.apis import FAMILIES, MODEL_APIS, Api, Family, classify, family
 from agentx.apis.assemble import Assembled
 from agentx.apis.bodies import conversation_key, system_key
+from agentx.apis.family import ToolPairs
 from agentx.apis.stream import StreamParser
 
 
@@ -39,8 +40,8 @@ def test_every_model_api_has_a_family_with_every_piece() -> None:
         assert fam.api is api and family(api) is fam
         for name in names:
             value = getattr(fam, name)
-            if name in ("system_text", "merge_messages"):  # None says: nothing to do
-                assert value is None or callable(value)
+            if name in ("system_text", "merge_messages", "tool_pairs"):  # None: nothing to do
+                assert value is None or callable(value) or isinstance(value, ToolPairs)
             elif name not in (
                 "api",
                 "conversation_key",
