@@ -1,11 +1,19 @@
 """Anthropic Messages (``/v1/messages``): everything agentx knows of it.
 
-Sections, in order: usage (``anthropic_usage``: ``input_tokens`` excludes cache reads and
-writes); capture (``AnthropicAssembler``: ``message_start`` ... ``message_stop`` events);
-replay (``MessagesStreamParser``; the native request's keys); translation to chat (tool_use
-blocks become tool calls, tool_result blocks tool messages); serve-sim (``parse_messages``,
-``AnthropicEmitter``, ``anthropic_error``, the context-length error); the
-:class:`~agentx.apis.family.Family`.
+Sections, in order:
+
+- usage: ``anthropic_usage`` (``input_tokens`` excludes cache reads and writes);
+- capture: ``AnthropicAssembler`` (``message_start`` ... ``message_stop`` events);
+- replay: ``MessagesStreamParser``, the native request's keys;
+- translation to chat: tool_use blocks become tool calls, tool_result blocks tool messages;
+- serve-sim: ``parse_messages``, whether a user turn carries tool results,
+  ``AnthropicEmitter``, ``anthropic_error``, the context-length error (the tools offered and
+  the tool choice are read as OpenAI chat reads them);
+- scrub: ``tool_use`` blocks paired with ``tool_result`` blocks by id, turns alternating;
+- the :class:`~agentx.apis.family.Family`.
+
+One module holds the whole family, stage by stage, so that a change to the family is one
+file; cohesion wins over size here (the shared bases are the sibling modules).
 """
 
 from __future__ import annotations

@@ -1,11 +1,20 @@
 """Gemini ``generateContent`` (``models/{model}:generateContent``, and
 ``:streamGenerateContent``, SSE with ``?alt=sse``): everything agentx knows of it.
 
-Sections, in order: usage (``gemini_usage``: ``usageMetadata``); capture (``GeminiAssembler``,
-the model from the URL path); replay (``GeminiStreamParser``; the native request: the model in
-the path, the length in ``generationConfig``); translation to chat; serve-sim (``parse_gemini``,
-``GeminiEmitter``, ``gemini_error``, the context-length error, the path's model and method);
-the :class:`~agentx.apis.family.Family`.
+Sections, in order:
+
+- usage: ``gemini_usage`` (``usageMetadata``);
+- capture: ``GeminiAssembler``, the model from the URL path;
+- replay: ``GeminiStreamParser``, the native request (the model in the path, the length in
+  ``generationConfig``);
+- translation to chat;
+- serve-sim: ``parse_gemini``, the path's model and method, ``functionDeclarations`` and
+  ``toolConfig``, ``GeminiEmitter``, ``gemini_error``, the context-length error;
+- the :class:`~agentx.apis.family.Family` (no scrub section: calls and responses pair by name
+  and order, not by id).
+
+One module holds the whole family, stage by stage, so that a change to the family is one
+file; cohesion wins over size here (the shared bases are the sibling modules).
 
 Capture: every SSE event is one whole ``GenerateContentResponse``. A stream has no end marker:
 it is complete once a candidate carries a ``finishReason``. Parts are ``text`` (``thought:

@@ -1,12 +1,21 @@
 """OpenAI Chat Completions (``/v1/chat/completions``), the shape every OpenAI-compatible server
 (vLLM, SGLang, llama.cpp, TRT-LLM, Dynamo, ...) speaks: everything agentx knows of it.
 
-Sections, in order: usage (``chat_usage``: the OpenAI-compatible names, llama.cpp's
-``timings``); capture (``ChatAssembler``: chunks, ``tool_calls`` deltas, ``[DONE]``); replay
-(``ChatStreamParser``, the hot path of a replay; the native request's keys); translation to chat
-(kept as it is, normalised); serve-sim (``parse_chat``, ``OpenAIChatEmitter``, ``openai_error``,
-the context-length error); the :class:`~agentx.apis.family.Family`. The OpenAI Responses family
-shares the error shape and the length keys (:mod:`agentx.apis.openai_responses`).
+Sections, in order:
+
+- usage: ``chat_usage`` (the OpenAI-compatible names, llama.cpp's ``timings``);
+- capture: ``ChatAssembler`` (chunks, ``tool_calls`` deltas, ``[DONE]``);
+- replay: ``ChatStreamParser`` (the hot path of a replay), the native request's keys,
+  ``asked_tokens``;
+- translation to chat: kept as it is, normalised;
+- serve-sim: ``parse_chat``, the tools offered and the tool choice (Anthropic's and Responses'
+  spellings too), ``OpenAIChatEmitter``, ``openai_error``, the context-length error;
+- scrub: tool calls paired with ``tool`` messages by id;
+- the :class:`~agentx.apis.family.Family`.
+
+The OpenAI Responses and Anthropic families share the length keys, the tool choice and (the
+Responses API) the error shape. One module holds the whole family, stage by stage, so that a change to the family is one
+file; cohesion wins over size here (the shared bases are the sibling modules).
 """
 
 from __future__ import annotations

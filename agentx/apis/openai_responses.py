@@ -1,11 +1,19 @@
 """OpenAI Responses (``/v1/responses``): everything agentx knows of it.
 
-Sections, in order: usage (``responses_usage``); capture (``ResponsesAssembler``:
-``event:``-typed SSE with no ``[DONE]``, ``response.completed`` carrying the whole output);
-replay (``ResponsesStreamParser``; the native request's keys); translation to chat (items to
-messages, consecutive assistant items merged); serve-sim (``parse_responses``,
-``ResponsesEmitter``; the error shape and the context-length error are OpenAI chat's); the
-:class:`~agentx.apis.family.Family`.
+Sections, in order:
+
+- usage: ``responses_usage``;
+- capture: ``ResponsesAssembler`` (``event:``-typed SSE with no ``[DONE]``,
+  ``response.completed`` carrying the whole output);
+- replay: ``ResponsesStreamParser``, the native request's keys;
+- translation to chat: items to messages, consecutive assistant items merged;
+- serve-sim: ``parse_responses``, the ``function`` tools offered, ``ResponsesEmitter`` (the
+  error shape, the tool choice and the context-length error are OpenAI chat's);
+- scrub: call items paired with their output items by ``call_id``;
+- the :class:`~agentx.apis.family.Family`.
+
+One module holds the whole family, stage by stage, so that a change to the family is one
+file; cohesion wins over size here (the shared bases are the sibling modules).
 
 serve-sim's stream is numbered by ``sequence_number`` as OpenAI numbers it::
 
