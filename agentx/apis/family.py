@@ -72,10 +72,10 @@ class Family:
     assembler: Callable[[], Assembler]
     # replay: the streaming parser (live: keep the assistant turn), the native request's model,
     # length and streaming keys set on a copy of the body (returns the path), and the output
-    # length a body asks for
+    # length the body asks for after --extra-body (given the length agentx set; None: unknown)
     stream_parser: Callable[[bool], StreamParser]
     replay_body: Callable[[dict[str, Any], str, int], str]
-    asked_tokens: Callable[[dict[str, Any]], int | None]
+    asked_tokens: Callable[[dict[str, Any], int], int | None]
     # translation to OpenAI chat: one conversation item, the tools, the out-of-band system
     # prompt as text (None: it is in the conversation), the joined messages (None: as they are)
     chat_messages: Callable[[JSON], list[Message]]

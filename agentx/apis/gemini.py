@@ -282,10 +282,9 @@ def replay_body(body: dict[str, Any], model: str, max_tokens: int) -> str:
     return PATH.format(model=model)
 
 
-def asked_tokens(body: dict[str, Any]) -> int | None:
-    config = body.get("generationConfig")
-    value = config.get("maxOutputTokens") if isinstance(config, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+def asked_tokens(body: dict[str, Any], max_tokens: int) -> int | None:
+    """The ``maxOutputTokens`` agentx set in ``generationConfig``."""
+    return max_tokens
 
 
 # -- translation to OpenAI chat ----------------------------------------------------------------

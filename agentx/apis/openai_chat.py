@@ -338,9 +338,9 @@ def _check_tool_calls(calls: Any) -> None:
             raise TypeError(f"tool call function is {type(fn).__name__}")
 
 
-def asked_tokens(body: dict[str, Any]) -> int | None:
+def asked_tokens(body: dict[str, Any], max_tokens: int) -> int | None:
     """The output length an OpenAI-compatible body asks for (any of the families' length
-    keys), after ``--extra-body`` (which may override it)."""
+    keys), after ``--extra-body`` (which may override the ``max_tokens`` agentx set)."""
     for key in ("max_completion_tokens", "max_output_tokens", "max_tokens"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:

@@ -207,7 +207,9 @@ class ThreadBuilder:
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
         chat = family(Api.OPENAI_CHAT)
-        return BuiltRequest(chat.api, chat.serve_path, orjson.dumps(body), _asked(body), fallback)
+        return BuiltRequest(
+            chat.api, chat.serve_path, orjson.dumps(body), _asked(body, max_tokens), fallback
+        )
 
     def _thread_live(self, recorded: list[Message]) -> tuple[list[Message], bool]:
         prev, sent_prev, reply = self._recorded_prev, self._sent_prev, self._reply
@@ -246,12 +248,12 @@ class ThreadBuilder:
             body["ignore_eos"] = True
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
-        return BuiltRequest(api, path, orjson.dumps(body), _asked(body, fam))
+        return BuiltRequest(api, path, orjson.dumps(body), _asked(body, max_tokens, fam))
 
 
-def _asked(body: dict[str, Any], fam: Family | None = None) -> int:
+def _asked(body: dict[str, Any], max_tokens: int, fam: Family | None = None) -> int:
     """The output length the body asks for, after ``--extra-body`` (which may override it)."""
-    asked = (fam or family(Api.OPENAI_CHAT)).asked_tokens(body)
+    asked = (fam or family(Api.OPENAI_CHAT)).asked_tokens(body, max_tokens)
     return DEFAULT_MAX_TOKENS if asked is None else asked
 
 
