@@ -188,7 +188,8 @@ def _prompt_texts(sessions: int) -> list[str]:
 def _write_prompt_trace(path: Path, sessions: int) -> int:
     """``sessions`` one-request sessions, each one user message of ~PROMPT_TOKENS tokens asking
     for PROMPT_OUTPUT tokens. Returns the largest body's bytes."""
-    from agentx.core.models import API_OPENAI_CHAT, Exchange, Response, Timing, Usage
+    from agentx.apis import Api
+    from agentx.core.models import Exchange, Response, Timing, Usage
     from agentx.store import write_trace
 
     rows = []
@@ -201,7 +202,7 @@ def _write_prompt_trace(path: Path, sessions: int) -> int:
                 request_id=f"s{s}",
                 session_id=f"s{s}",
                 thread_id="main",
-                api=API_OPENAI_CHAT,
+                api=Api.OPENAI_CHAT,
                 request=body,
                 timing=Timing(start_wall_ns=1_700_000_000_000_000_000 + s, e2e_ns=1_000_000),
                 path="/v1/chat/completions",

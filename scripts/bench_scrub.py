@@ -27,7 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage  # noqa: E402
+from agentx.apis import Api  # noqa: E402
+from agentx.core.models import Exchange, Response, Timing, Usage  # noqa: E402
 from agentx.store import TraceWriter  # noqa: E402
 
 WORDS = [
@@ -98,7 +99,7 @@ def session(
             request_id=f"{sid}-{i}",
             session_id=sid,
             thread_id=f"{sid}/main",
-            api=API_ANTHROPIC_MESSAGES,
+            api=Api.ANTHROPIC_MESSAGES,
             request=body,
             timing=Timing(start_wall_ns=t, ttft_ns=500_000_000, e2e_ns=3_000_000_000),
             parent_request_id=out[-1].request_id if out else None,
@@ -151,7 +152,7 @@ def session(
         request_id=f"{sid}-title",
         session_id=sid,
         thread_id=f"{sid}/title",
-        api=API_ANTHROPIC_MESSAGES,
+        api=Api.ANTHROPIC_MESSAGES,
         status=200,
         timing=Timing(start_wall_ns=t0 + 1),
         request={

@@ -27,7 +27,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, Exchange, Response, Timing, Usage
+from agentx.apis import Api
+from agentx.core.models import Exchange, Response, Timing, Usage
 from agentx.formats import load_exchanges
 from agentx.prefixcache import tokens
 from agentx.prefixcache.cache import UnboundedPrefixCache
@@ -163,7 +164,7 @@ def grow_session(sid: str, turns: int, chars_per_turn: int, seed: int) -> Iterat
             request_id=f"{sid}-{i}",
             session_id=sid,
             thread_id=f"{sid}/main",
-            api=API_ANTHROPIC_MESSAGES,
+            api=Api.ANTHROPIC_MESSAGES,
             request=body,
             timing=Timing(
                 start_wall_ns=i * 10**9,

@@ -32,17 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentx.apis import Api
 from agentx.core.flags import FLAG_SIDE_CALL, FLAG_SUBAGENT
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    Credential,
-    Exchange,
-    Response,
-    Timing,
-    Usage,
-)
+from agentx.core.models import Credential, Exchange, Response, Timing, Usage
 from agentx.prefixcache import tokens
 from agentx.store import write_trace
 
@@ -109,9 +101,9 @@ class Thread:
         )
 
     def user(self, text: str) -> None:
-        if self.api == API_ANTHROPIC_MESSAGES:
+        if self.api == Api.ANTHROPIC_MESSAGES:
             self.conv.append({"role": "user", "content": [{"type": "text", "text": text}]})
-        elif self.api == API_OPENAI_CHAT:
+        elif self.api == Api.OPENAI_CHAT:
             self.conv.append({"role": "user", "content": text})
         else:
             self.conv.append(
@@ -124,16 +116,16 @@ class Thread:
 
     def _body(self) -> dict[str, Any]:
         conv = json.loads(json.dumps(self.conv))  # a fresh tree per request, as the wire gives
-        if self.api == API_ANTHROPIC_MESSAGES:  # the cache marker moves to the newest block
+        if self.api == Api.ANTHROPIC_MESSAGES:  # the cache marker moves to the newest block
             last = conv[-1]["content"][-1]
             last["cache_control"] = {"type": "ephemeral"}
-        key = "input" if self.api == API_OPENAI_RESPONSES else "messages"
+        key = "input" if self.api == Api.OPENAI_RESPONSES else "messages"
         body = {"model": self.base["model"], key: conv}
         body.update({k: v for k, v in self.base.items() if k != "model"})
         return json.loads(json.dumps(body))
 
     def _usage(self, prompt: int, completion: int, reasoning: int | None) -> Usage:
-        if self.api == API_ANTHROPIC_MESSAGES:
+        if self.api == Api.ANTHROPIC_MESSAGES:
             # a 5-minute cache: what the previous request of this thread wrote is read back
             cached = self.last_prompt if self.last_prompt and self.rng.random() > 0.05 else 0
             return Usage(
@@ -164,7 +156,7 @@ class Thread:
             )
         calls = [
             (
-                self._id("toolu_" if self.api == API_ANTHROPIC_MESSAGES else "call_"),
+                self._id("toolu_" if self.api == Api.ANTHROPIC_MESSAGES else "call_"),
                 call.tool,
                 call.arguments,
             )
@@ -177,7 +169,7 @@ class Thread:
         reasoning_tokens = (
             tokens.count_tokens(reasoning_text)
             if reasoning_text
-            else (0 if self.api == API_OPENAI_RESPONSES else None)
+            else (0 if self.api == Api.OPENAI_RESPONSES else None)
         )
         completion += reasoning_tokens or 0
         usage = self._usage(prompt, completion, reasoning_tokens)
@@ -187,9 +179,9 @@ class Thread:
         n = len(self.out)
         rid = f"{self.thread}-{n:02d}"
         path = {
-            API_ANTHROPIC_MESSAGES: "/v1/messages",
-            API_OPENAI_CHAT: "/v1/chat/completions",
-            API_OPENAI_RESPONSES: "/v1/responses",
+            Api.ANTHROPIC_MESSAGES: "/v1/messages",
+            Api.OPENAI_CHAT: "/v1/chat/completions",
+            Api.OPENAI_RESPONSES: "/v1/responses",
         }[self.api]
         self.out.append(
             Exchange(
@@ -221,9 +213,9 @@ class Thread:
                 credentials=(
                     Credential(
                         header="authorization"
-                        if self.api != API_ANTHROPIC_MESSAGES
+                        if self.api != Api.ANTHROPIC_MESSAGES
                         else "x-api-key",
-                        family="sk-ant-" if self.api == API_ANTHROPIC_MESSAGES else "sk-proj-",
+                        family="sk-ant-" if self.api == Api.ANTHROPIC_MESSAGES else "sk-proj-",
                         salted_hash=self._id("", 16),
                     ),
                 ),
@@ -238,7 +230,7 @@ class Thread:
     def _answer(
         self, turn: Turn, calls: list[tuple[str, str, Any]], reasoning: str | None
     ) -> tuple[Any, str]:
-        if self.api == API_ANTHROPIC_MESSAGES:
+        if self.api == Api.ANTHROPIC_MESSAGES:
             content: list[Any] = [{"type": "text", "text": turn.text}] if turn.text else []
             content += [
                 {"type": "tool_use", "id": cid, "name": name, "input": args}
@@ -247,7 +239,7 @@ class Thread:
             msg = {"role": "assistant", "content": content}
             self.conv.append(msg)
             return msg, "tool_use" if calls else "end_turn"
-        if self.api == API_OPENAI_CHAT:
+        if self.api == Api.OPENAI_CHAT:
             msg = {"role": "assistant", "content": turn.text or None}
             if calls:
                 msg["tool_calls"] = [
@@ -286,13 +278,13 @@ class Thread:
         return items, "completed"
 
     def tool_results(self, calls: list[tuple[str, str]], results: list[str]) -> None:
-        if self.api == API_ANTHROPIC_MESSAGES:
+        if self.api == Api.ANTHROPIC_MESSAGES:
             blocks = [
                 {"type": "tool_result", "tool_use_id": cid, "content": out}
                 for (cid, _), out in zip(calls, results, strict=True)
             ]
             self.conv.append({"role": "user", "content": blocks})
-        elif self.api == API_OPENAI_CHAT:
+        elif self.api == Api.OPENAI_CHAT:
             self.conv.extend(
                 {"role": "tool", "tool_call_id": cid, "content": out}
                 for (cid, _), out in zip(calls, results, strict=True)
@@ -354,7 +346,7 @@ def build(seed: int = SEED) -> list[Exchange]:
         sid = spec.name
         clock = Clock(rng, T0_NS + spec.start_s * 10**9)
         api, agent = spec.api, spec.agent
-        if api == API_ANTHROPIC_MESSAGES:
+        if api == Api.ANTHROPIC_MESSAGES:
             user_id = (
                 "user_"
                 + "".join(rng.choice("0123456789abcdef") for _ in range(16))
@@ -378,7 +370,7 @@ def build(seed: int = SEED) -> list[Exchange]:
                 base,
                 decode_tps=55.0,
             )
-        elif api == API_OPENAI_CHAT:
+        elif api == Api.OPENAI_CHAT:
             base = {
                 "model": spec.model,
                 "tools": content.chat_tools,

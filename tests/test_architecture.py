@@ -23,7 +23,7 @@ STAGES: list[list[str]] = [
         "agentx",
         "agentx.core",
     ],  # the shared vocabulary: errors, values, rows, flags, outputs, percentiles
-    ["agentx.apis"],  # the API families: usage, provider-only fields, translation to chat
+    ["agentx.apis"],  # the API families: one module each, the registry, their shared bases
     [
         "agentx.prefixcache"
     ],  # tokens, block hashes, the unbounded and bounded caches, the engine model

@@ -12,30 +12,6 @@ from typing import Any
 
 JSON = Any  # a value orjson can round-trip: dict, list, str, int, float, bool or None
 
-# API families. Rows of other traffic (count_tokens, model lists, telemetry) use API_OTHER.
-API_OPENAI_CHAT = "openai.chat"
-API_OPENAI_RESPONSES = "openai.responses"
-API_ANTHROPIC_MESSAGES = "anthropic.messages"
-API_GEMINI = "gemini.generate_content"  # :generateContent and :streamGenerateContent
-API_OTHER = "other"
-MODEL_APIS = (API_OPENAI_CHAT, API_OPENAI_RESPONSES, API_ANTHROPIC_MESSAGES, API_GEMINI)
-
-# Where each family keeps its growing conversation and its out-of-band system prompt (every
-# family not named here: "messages" and "system").
-_CONVERSATION_KEYS = {API_OPENAI_RESPONSES: "input", API_GEMINI: "contents"}
-_SYSTEM_KEYS = {API_OPENAI_RESPONSES: "instructions", API_GEMINI: "systemInstruction"}
-
-
-def conversation_key(api: str) -> str:
-    """The body key of ``api``'s conversation: ``messages``, ``input`` or ``contents``."""
-    return _CONVERSATION_KEYS.get(api, "messages")
-
-
-def system_key(api: str) -> str:
-    """The body key of ``api``'s system prompt: ``system``, ``instructions`` or
-    ``systemInstruction`` (OpenAI chat keeps it in ``messages``: its ``system`` is unused)."""
-    return _SYSTEM_KEYS.get(api, "system")
-
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -150,33 +126,3 @@ class ExchangeMeta:
     hash_only: bool = False
     has_prompt: bool = True
     locator: int = -1
-
-
-def exchange_meta(ex: Exchange, locator: int = -1, parent: str | None = None) -> ExchangeMeta:
-    """The metadata of a loaded exchange (``parent``: its parent request, when ``ex`` lacks it)."""
-    body = ex.request
-    own = False  # a conversation of its own (text), as agentx.prefixcache.tokens.conversation finds it
-    if isinstance(body, dict):
-        items = body.get(conversation_key(ex.api))
-        own = isinstance(items, str) or (isinstance(items, list) and len(items) > 0)
-    hash_only = not own and ex.hash_ids is not None and bool(ex.hash_block_size)
-    return ExchangeMeta(
-        request_id=ex.request_id,
-        session_id=ex.session_id,
-        thread_id=ex.thread_id,
-        api=ex.api,
-        start_wall_ns=ex.timing.start_wall_ns,
-        e2e_ns=ex.timing.e2e_ns,
-        ttft_ns=ex.timing.ttft_ns,
-        parent_request_id=ex.parent_request_id if parent is None else parent,
-        status=ex.status,
-        model=ex.model,
-        prompt_tokens=ex.usage.prompt_tokens,
-        completion_tokens=ex.usage.completion_tokens,
-        think_time_s=ex.think_time_s,
-        api_time_s=ex.api_time_s,
-        flags=ex.flags,
-        hash_only=hash_only,
-        has_prompt=own or hash_only,
-        locator=locator,
-    )

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import orjson
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
+from agentx.apis import Api
 
 SYSTEM_PROMPT = """You are a careful coding agent working in a Python repository.
 Read files before editing them, run the tests after every change, and keep answers short.
@@ -85,7 +85,7 @@ class ScriptedAgent:
         self,
         base_url: str,
         *,
-        api: str = API_ANTHROPIC_MESSAGES,
+        api: str = Api.ANTHROPIC_MESSAGES,
         model: str = "agentx-sim",
         workdir: Path | None = None,
         turns: int = 8,
@@ -102,7 +102,7 @@ class ScriptedAgent:
         self.task = TASKS[seed % len(TASKS)]
         headers = (
             {"x-api-key": api_key}
-            if api == API_ANTHROPIC_MESSAGES
+            if api == Api.ANTHROPIC_MESSAGES
             else {"authorization": f"Bearer {api_key}"}
         )
         headers["user-agent"] = "agentx-demo-agent/1"
@@ -203,14 +203,14 @@ class ScriptedAgent:
     # --- the loop ------------------------------------------------------------------------------
     def run(self) -> AgentResult:
         messages: list[dict[str, Any]] = []
-        if self.api == API_OPENAI_CHAT:
+        if self.api == Api.OPENAI_CHAT:
             messages.append({"role": "system", "content": SYSTEM_PROMPT})
         messages.append({"role": "user", "content": self.task})
         requests = tool_calls = 0
         for turn in range(self.turns):
             if turn:
                 time.sleep(self.think_time_s * self.rng.uniform(0.5, 1.5))
-            if self.api == API_OPENAI_CHAT:
+            if self.api == Api.OPENAI_CHAT:
                 text, calls = self._call_chat(messages)
             else:
                 text, calls = self._call_messages(messages)
@@ -233,7 +233,7 @@ class ScriptedAgent:
             except orjson.JSONDecodeError:
                 args = {}
             parsed.append((c, args if isinstance(args, dict) else {}))
-        if self.api == API_OPENAI_CHAT:
+        if self.api == Api.OPENAI_CHAT:
             messages.append(
                 {
                     "role": "assistant",

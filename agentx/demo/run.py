@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentx.apis import Api
 from agentx.capture.runner import Capture, CaptureConfig
 from agentx.core.errors import AgentxError
 from agentx.core.examples import EXAMPLES
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT
 from agentx.demo.agent import ScriptedAgent
 from agentx.replay.options import ReplayOptions
 from agentx.replay.run import run_replay
@@ -73,7 +73,7 @@ def run_demo(
         try:
             say(f"2/4 {agent_sessions} scripted agent sessions through {cap.url}")
             for i in range(agent_sessions):
-                api = API_ANTHROPIC_MESSAGES if i % 2 == 0 else API_OPENAI_CHAT
+                api = Api.ANTHROPIC_MESSAGES if i % 2 == 0 else Api.OPENAI_CHAT
                 agent = ScriptedAgent(cap.url, api=api, turns=agent_turns, seed=i)
                 try:
                     agent.run()

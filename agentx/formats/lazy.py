@@ -25,8 +25,9 @@ from pathlib import Path
 
 import orjson
 
+from agentx.apis.bodies import exchange_meta
 from agentx.core.errors import FormatError
-from agentx.core.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage, exchange_meta
+from agentx.core.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
 from agentx.formats.weka import parse_weka
 from agentx.formats.weka.checks import checked_ids

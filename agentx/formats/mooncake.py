@@ -21,8 +21,9 @@ from typing import Any, TypeGuard
 
 import orjson
 
+from agentx.apis import Api
 from agentx.core.errors import FormatError
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.core.progress import Progress
 
 MOONCAKE_BLOCK_SIZE = 512
@@ -100,7 +101,7 @@ def parse_record(rec: object, line: int, stem: str, block_size: int) -> tuple[st
         request_id=f"{stem}/{line}",
         session_id=sid,
         thread_id=sid,
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         request={"messages": [{"role": "user", "content": text}]} if text is not None else {},
         timing=Timing(start_wall_ns=round((timestamp or 0.0) * 1e6)),
         usage=Usage(prompt_tokens=input_length, completion_tokens=_count(rec, "output_length")),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from agentx.core.models import MODEL_APIS, Exchange
+from agentx.apis import MODEL_APIS
+from agentx.core.models import Exchange
 from agentx.prefixcache.synth import hash_id_text
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from agentx.apis.bodies import conversation
 from agentx.core.models import JSON
 from agentx.prefixcache import tokens
 from agentx.prefixcache.tokenizer import Cl100kTokenizer
@@ -245,7 +246,7 @@ class RequestHasher:
             self._threads.popitem(last=False)
 
         head = tokens.head_sources(api, body)
-        conv = tokens.conversation(api, body) if isinstance(body, dict) else []
+        conv = conversation(api, body) if isinstance(body, dict) else []
         keep = _common_head(head, state.head)
         if keep == len(head) == len(state.head):
             keep += _common_items(conv, state.conv)

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from agentx.apis import MODEL_APIS
 from agentx.core.errors import UsageError
 from agentx.core.flags import FLAG_NON_MODEL
-from agentx.core.models import JSON, MODEL_APIS, Exchange
+from agentx.core.models import JSON, Exchange
 from agentx.prefixcache.cache import (
     BlockSet,
     PrefixLookup,

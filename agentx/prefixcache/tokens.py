@@ -22,9 +22,10 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from agentx.apis.bodies import conversation, system_key
 from agentx.apis.provider_fields import PROVIDER_KEYS, without_keys
 from agentx.core.errors import AgentxError
-from agentx.core.models import JSON, Response, Usage, conversation_key, system_key
+from agentx.core.models import JSON, Response, Usage
 
 DEFAULT_ENCODING = "cl100k_base"
 TokenArray = npt.NDArray[np.int64]
@@ -208,16 +209,6 @@ def render_message(message: JSON) -> str:
     if extra:  # tool_calls, tool_call_id, function-call items, ...
         body = f"{body}\n{_dump(extra)}" if body else _dump(extra)
     return f"<|{role}|>\n{body}\n"
-
-
-def conversation(api: str, body: JSON) -> list[JSON]:
-    """The request's growing list: ``messages``, ``input`` (Responses) or ``contents`` (Gemini)."""
-    if not isinstance(body, dict):
-        return []
-    items = body.get(conversation_key(api))
-    if isinstance(items, str):
-        return [{"role": "user", "content": items}]
-    return list(items) if isinstance(items, list) else []
 
 
 # What a segment is made from: ("tools", tools), ("system", system), ("message", item), or

@@ -15,7 +15,7 @@ only add contention, more than lanes or sessions would idle.
 The measurements (:func:`measure`):
 
 - ``capacity``: the lanes' data path (llhttp framing + the SSE parser of
-  :mod:`agentx.replay.http1` and :mod:`agentx.replay.sse`) fed a vLLM-shaped stream one event
+  :mod:`agentx.replay.http1` and :class:`agentx.apis.openai_chat.ChatStreamParser`) fed a vLLM-shaped stream one event
   per read, in this process, for ~0.1 s of CPU. ``scripts/bench_client.py`` measures the whole
   client over sockets; this is its per-chunk floor on this machine, now.
 - ``stream_rate``: one short streamed request (64 tokens) to the endpoint before the run, its
@@ -35,11 +35,11 @@ from dataclasses import dataclass
 
 import orjson
 
+from agentx.apis.openai_chat import ChatStreamParser
 from agentx.replay.client import make_stream_client, stream_request
 from agentx.replay.http1.connection import HTTPConnection
 from agentx.replay.options import ReplayOptions
 from agentx.replay.setup import probe_setup
-from agentx.replay.sse import ChatStreamParser
 from agentx.workload.plan import ReplayPlan
 
 TARGET_UTILISATION = 0.5

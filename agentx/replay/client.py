@@ -25,6 +25,8 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from agentx.apis.registry import family
+from agentx.apis.stream import StreamParser, StreamProtocolError
 from agentx.apis.usage import checked_usage
 from agentx.core.models import JSON
 from agentx.core.record import (
@@ -48,7 +50,6 @@ from agentx.replay.http1.errors import (
     MalformedResponse,
 )
 from agentx.replay.http1.pool import StreamClient
-from agentx.replay.sse import StreamParser, StreamProtocolError, parser_for
 
 USER_AGENT = "agentx-replay"
 CONNECT_TIMEOUT_S = 30.0
@@ -215,7 +216,7 @@ async def stream_request(
     timeout_s: float | None = None,
 ) -> StreamOutcome:
     """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read."""
-    parser = parser_for(api, live)
+    parser = family(api).stream_parser(live)
     sent_ns = time.perf_counter_ns()
     status: int | None = None
     ttfb_ns: int | None = None

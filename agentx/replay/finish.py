@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentx.apis.translate import to_chat
-from agentx.apis.usage import MAX_TOKENS
+from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.core.urls import redact_url
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings

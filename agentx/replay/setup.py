@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 
 import httpx
 
+from agentx.apis import Api
 from agentx.core.errors import EndpointError, UsageError
-from agentx.core.models import API_ANTHROPIC_MESSAGES
 from agentx.core.urls import redact_url
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
@@ -108,7 +108,7 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         shown = redact_url(options.endpoint)
         raise EndpointError(f"{shown} lists no models on /v1/models: pass --model")
     if options.api == "messages" or (
-        options.api == "native" and API_ANTHROPIC_MESSAGES in plan.apis
+        options.api == "native" and Api.ANTHROPIC_MESSAGES in plan.apis
     ):
         headers.setdefault("anthropic-version", "2023-06-01")
     ignore_eos = (

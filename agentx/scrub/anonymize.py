@@ -32,8 +32,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from agentx.apis import MODEL_APIS
+from agentx.apis.bodies import conversation_key, system_key
 from agentx.core.errors import UsageError
-from agentx.core.models import JSON, MODEL_APIS, Exchange, Response, conversation_key, system_key
+from agentx.core.models import JSON, Exchange, Response
 from agentx.core.progress import Progress
 from agentx.prefixcache.synth import PrefixWords
 from agentx.prefixcache.tokens import (

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from agentx.apis.bodies import system_key
 from agentx.apis.provider_fields import has_provider_fields
 from agentx.core.errors import UsageError
 from agentx.core.flags import (
@@ -43,7 +44,7 @@ from agentx.scrub.rules import (
     response_rule,
 )
 from agentx.scrub.secrets import SecretRedactor
-from agentx.store.codec import conversation_key, system_key
+from agentx.store.codec import conversation_key
 
 
 @dataclass(frozen=True, slots=True)

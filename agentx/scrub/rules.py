@@ -15,9 +15,11 @@ from typing import TypeVar
 
 import orjson
 
+from agentx.apis import MODEL_APIS
+from agentx.apis.bodies import conversation, system_key
 from agentx.core.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPARSEABLE_FLAGS
-from agentx.core.models import JSON, MODEL_APIS, Exchange, system_key
-from agentx.prefixcache.tokens import conversation, render_content
+from agentx.core.models import JSON, Exchange
+from agentx.prefixcache.tokens import render_content
 
 DROP, REPAIR, FLAG, REDACT = "dropped", "repaired", "flagged", "redacted"
 

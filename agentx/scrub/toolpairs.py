@@ -6,7 +6,8 @@ the request. The repair removes exactly the orphaned entries; it is a pure funct
 message list, so every request of a thread repairs its shared history the same way and the
 prefixes stay shared. When a removal would empty a message, or leave two messages of the same
 role side by side where the API requires them to alternate, the repair is ambiguous and the
-caller drops the exchange instead.
+caller drops the exchange instead. How a family pairs calls with results is its
+:class:`~agentx.apis.family.ToolPairs`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, JSON
-
-_CALL_ITEMS = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "local_shell_call": "local_shell_call_output",
-}
-_RESULT_ITEMS = frozenset(_CALL_ITEMS.values())
+from agentx.apis.family import EMPTY, ToolPairs
+from agentx.apis.registry import FAMILIES
+from agentx.core.models import JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,48 +31,18 @@ class ToolCheck:
         return self.orphan_results == 0 and self.unanswered_calls == 0
 
 
-def _ids(api: str, msg: JSON) -> tuple[list[str], list[str]]:
+def _ids(pairs: ToolPairs, msg: JSON) -> tuple[list[str], list[str]]:
     """(call ids, result ids) carried by one conversation item."""
-    calls: list[str] = []
-    results: list[str] = []
-    if not isinstance(msg, dict):
-        return calls, results
-    if api == API_OPENAI_RESPONSES:
-        kind = msg.get("type")
-        cid = msg.get("call_id")
-        if isinstance(cid, str):
-            if kind in _CALL_ITEMS:
-                calls.append(cid)
-            elif kind in _RESULT_ITEMS:
-                results.append(cid)
-        return calls, results
-    if api == API_OPENAI_CHAT:
-        if msg.get("role") == "assistant" and isinstance(msg.get("tool_calls"), list):
-            calls.extend(
-                c["id"]
-                for c in msg["tool_calls"]
-                if isinstance(c, dict) and isinstance(c.get("id"), str)
-            )
-        if msg.get("role") == "tool" and isinstance(msg.get("tool_call_id"), str):
-            results.append(msg["tool_call_id"])
-        return calls, results
-    content = msg.get("content")
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                calls.append(block["id"])
-            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                results.append(block["tool_use_id"])
-    return calls, results
+    return pairs.ids(msg) if isinstance(msg, dict) else ([], [])
 
 
 def check(api: str, conversation: list[JSON]) -> ToolCheck:
     """Find orphans in ``conversation`` (never modified) and build the repaired copy."""
-    if api not in (API_OPENAI_CHAT, API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES):
+    fam = FAMILIES.get(api)
+    pairs = fam.tool_pairs if fam is not None else None
+    if pairs is None:
         return ToolCheck(0, 0, None)
-    per_msg = [_ids(api, m) for m in conversation]
+    per_msg = [_ids(pairs, m) for m in conversation]
     called: set[str] = set()
     answered: set[str] = set()
     orphan_results: set[tuple[int, str]] = set()
@@ -92,80 +58,30 @@ def check(api: str, conversation: list[JSON]) -> ToolCheck:
     unanswered = {c for c, i in last_call_msg.items() if c not in answered and i < end}
     if not orphan_results and not unanswered:
         return ToolCheck(0, 0, None)
-    repaired = _repair(api, conversation, orphan_results, unanswered)
+    repaired = _repair(pairs, conversation, orphan_results, unanswered)
     return ToolCheck(len(orphan_results), len(unanswered), repaired)
 
 
 def _repair(
-    api: str, conversation: list[JSON], orphans: set[tuple[int, str]], unanswered: set[str]
+    pairs: ToolPairs, conversation: list[JSON], orphans: set[tuple[int, str]], unanswered: set[str]
 ) -> list[JSON] | None:
     out: list[JSON] = []
     for i, msg in enumerate(conversation):
-        new = _strip_message(api, msg, {r for j, r in orphans if j == i}, unanswered)
-        if new is _EMPTY:
-            if api != API_OPENAI_RESPONSES and not _droppable(api, msg):
+        new = _strip_message(pairs, msg, {r for j, r in orphans if j == i}, unanswered)
+        if new is EMPTY:
+            if not (isinstance(msg, dict) and pairs.drop_emptied(msg)):
                 return None  # removing this message would restructure the conversation
             continue
         out.append(new)
-    if api == API_ANTHROPIC_MESSAGES and _same_role_pairs(out) > _same_role_pairs(conversation):
+    if pairs.alternating and _same_role_pairs(out) > _same_role_pairs(conversation):
         return None  # two turns of one role would now meet
     return out
 
 
-_EMPTY: JSON = object()
-
-
-def _droppable(api: str, msg: JSON) -> bool:
-    """A whole OpenAI ``tool`` message may go; anything else emptied is ambiguous."""
-    return api == API_OPENAI_CHAT and isinstance(msg, dict) and msg.get("role") == "tool"
-
-
-def _strip_message(api: str, msg: JSON, orphan_ids: set[str], unanswered: set[str]) -> JSON:
+def _strip_message(pairs: ToolPairs, msg: JSON, orphan_ids: set[str], unanswered: set[str]) -> JSON:
     if not isinstance(msg, dict):
         return msg
-    if api == API_OPENAI_RESPONSES:
-        cid = msg.get("call_id")
-        kind = msg.get("type")
-        if (kind in _RESULT_ITEMS and cid in orphan_ids) or (
-            kind in _CALL_ITEMS and cid in unanswered
-        ):
-            return _EMPTY
-        return msg
-    if api == API_OPENAI_CHAT:
-        if msg.get("role") == "tool" and msg.get("tool_call_id") in orphan_ids:
-            return _EMPTY
-        calls = msg.get("tool_calls")
-        if msg.get("role") == "assistant" and isinstance(calls, list):
-            kept = [c for c in calls if not (isinstance(c, dict) and c.get("id") in unanswered)]
-            if len(kept) != len(calls):
-                new = dict(msg)
-                if kept:
-                    new["tool_calls"] = kept
-                else:
-                    del new["tool_calls"]
-                    if not new.get("content"):
-                        return _EMPTY
-                return new
-        return msg
-    content = msg.get("content")
-    if not isinstance(content, list):
-        return msg
-    kept = [
-        b
-        for b in content
-        if not (
-            isinstance(b, dict)
-            and (
-                (b.get("type") == "tool_result" and b.get("tool_use_id") in orphan_ids)
-                or (b.get("type") == "tool_use" and b.get("id") in unanswered)
-            )
-        )
-    ]
-    if len(kept) == len(content):
-        return msg
-    if not kept:
-        return _EMPTY
-    return {**msg, "content": kept}
+    return pairs.strip(msg, orphan_ids, unanswered)
 
 
 def _same_role_pairs(conversation: list[JSON]) -> int:

@@ -26,41 +26,19 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from agentx.apis import Api
+from agentx.apis.family import Family
+from agentx.apis.registry import FAMILIES, family
+from agentx.apis.serving import RequestError, Route, check_context, parse_json
 from agentx.apis.translate import to_chat
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    JSON,
-)
+from agentx.core.models import JSON
 from agentx.prefixcache.hashing import HashArray, block_hashes
 from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.prefixcache.tokens import set_encode_memo_tokens
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.delivery import complete, json_response, stream
-from agentx.serve_sim.emitters import (
-    AnthropicEmitter,
-    Emitter,
-    GeminiEmitter,
-    OpenAIChatEmitter,
-    ResponsesEmitter,
-    anthropic_error,
-    gemini_error,
-    openai_error,
-)
-from agentx.serve_sim.output import OutputPlan, plan_output
+from agentx.serve_sim.output import plan_output
 from agentx.serve_sim.replica import Replica
-from agentx.serve_sim.requests import (
-    RequestError,
-    SimRequest,
-    context_error,
-    parse_chat,
-    parse_gemini,
-    parse_json,
-    parse_messages,
-    parse_responses,
-)
 
 log = logging.getLogger("agentx.serve_sim")
 
@@ -94,20 +72,15 @@ def _error(
     code: str | None = None,
     kind: str | None = None,
 ) -> web.Response:
-    if api == API_ANTHROPIC_MESSAGES:
-        return json_response(anthropic_error(status, message, kind), status)
-    if api == API_GEMINI:
-        return json_response(gemini_error(status, message), status)
-    return json_response(openai_error(status, message, param, code), status)
+    return json_response(family(api).error_body(status, message, param, code, kind), status)
 
 
 def _api_of(path: str) -> str:
-    """The family whose error shape a path answers in."""
-    if path.startswith("/v1/messages"):
-        return API_ANTHROPIC_MESSAGES
-    if path.startswith("/v1beta/"):
-        return API_GEMINI
-    return API_OPENAI_RESPONSES if path.startswith("/v1/responses") else API_OPENAI_CHAT
+    """The family whose error shape a path answers in (any other path: OpenAI chat's)."""
+    for fam in FAMILIES.values():
+        if path.startswith(fam.error_prefix):
+            return fam.api
+    return Api.OPENAI_CHAT
 
 
 @web.middleware
@@ -153,44 +126,22 @@ async def _prompt(
     return await loop.run_in_executor(state.executor, _tokenize, state.tokenizer, api, body, bs)
 
 
-Parse = Callable[[dict[str, JSON], str], SimRequest]  # (body, served model) -> request
-_CALL_ID_PREFIX = {API_ANTHROPIC_MESSAGES: "toolu_"}  # tool call ids; the others: "call_"
-
-
-def _emitter(state: _State, sreq: SimRequest, plan: OutputPlan, sse: bool) -> tuple[str, Emitter]:
-    """The request id and the emitter of ``sreq``'s family."""
-    seed = state.replica.config.seed
-    api = sreq.api
-    if api == API_ANTHROPIC_MESSAGES:
-        rid = state.next_id("msg_")
-        return rid, AnthropicEmitter(rid, sreq.model, plan, seed)
-    if api == API_OPENAI_RESPONSES:
-        rid = state.next_id("resp_")
-        item = state.next_id("msg_" if plan.tool_call is None else "fc_")
-        created = int(time.time())
-        return rid, ResponsesEmitter(rid, item, created, sreq.model, plan, seed, sreq.body)
-    if api == API_GEMINI:
-        rid = state.next_id("")
-        return rid, GeminiEmitter(rid, sreq.model, plan, seed, sse)
-    rid = state.next_id("chatcmpl-")
-    created = int(time.time())
-    return rid, OpenAIChatEmitter(rid, created, sreq.model, plan, seed, sreq.include_usage)
-
-
-async def _generate(
-    request: web.Request, api: str, parse: Parse, sse: bool = True
-) -> web.StreamResponse:
+async def _generate(request: web.Request, fam: Family) -> web.StreamResponse:
+    route = fam.route(request.match_info.get("target", ""), request.query)
+    if route is None:
+        raise web.HTTPNotFound()
     state = request.app[STATE]
     replica = state.replica
     clock = replica.clock
     t0 = clock()
     cfg = replica.config
+    api = fam.api
     raw = await request.read()
     try:
         body = parse_json(raw)
-        sreq = parse(body, cfg.model)
+        sreq = fam.parse_request(body, cfg.model, route)
         n_prompt, hashes = await _prompt(state, api, body, len(raw))
-        context_error(api, n_prompt, sreq.max_tokens, cfg.max_model_len)
+        check_context(fam.context_error, n_prompt, sreq.max_tokens, cfg.max_model_len)
     except RequestError as exc:
         return _error(api, exc.status, exc.message, exc.param, exc.code, exc.kind)
     plan = plan_output(
@@ -202,41 +153,21 @@ async def _generate(
         ignore_eos=sreq.ignore_eos,
         eos_tokens=cfg.eos_tokens,
         default_tokens=cfg.default_max_tokens,
-        call_id=state.next_id(_CALL_ID_PREFIX.get(api, "call_")),
+        call_id=state.next_id(fam.call_id_prefix),
     )
-    rid, emitter = _emitter(state, sreq, plan, sse)
+    rid, emitter = fam.emitter(state.next_id, sreq, plan, cfg.seed, route.sse)
     if sreq.stream:
         return await stream(request, replica, plan, emitter, hashes, n_prompt, t0, rid)
     return await complete(replica, plan, emitter, hashes, n_prompt, t0, rid)
 
 
-async def _chat(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_OPENAI_CHAT, parse_chat)
+def _handler(fam: Family) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The route handler of ``fam``'s generation endpoint."""
 
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await _generate(request, fam)
 
-async def _messages(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_ANTHROPIC_MESSAGES, parse_messages)
-
-
-async def _responses(request: web.Request) -> web.StreamResponse:
-    return await _generate(request, API_OPENAI_RESPONSES, parse_responses)
-
-
-_GEMINI_METHODS = {"generateContent": False, "streamGenerateContent": True}  # -> streamed
-
-
-async def _gemini(request: web.Request) -> web.StreamResponse:
-    """``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (SSE with
-    ``?alt=sse``, else a streamed JSON array); the model named in the path is echoed."""
-    model, _, method = request.match_info["target"].rpartition(":")
-    if not model or method not in _GEMINI_METHODS:
-        raise web.HTTPNotFound()
-    streamed = _GEMINI_METHODS[method]
-
-    def parse(body: dict[str, JSON], served: str) -> SimRequest:
-        return parse_gemini(body, model, streamed)
-
-    return await _generate(request, API_GEMINI, parse, sse=request.query.get("alt") == "sse")
+    return handle
 
 
 async def _count_tokens(request: web.Request) -> web.StreamResponse:
@@ -244,10 +175,11 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
     raw = await request.read()
     try:
         body = parse_json(raw)
-        parse_messages({**body, "max_tokens": 1}, state.replica.config.model)
+        anthropic = family(Api.ANTHROPIC_MESSAGES)
+        anthropic.parse_request({**body, "max_tokens": 1}, state.replica.config.model, Route())
     except RequestError as exc:
-        return _error(API_ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
-    n, _ = await _prompt(state, API_ANTHROPIC_MESSAGES, body, len(raw))
+        return _error(Api.ANTHROPIC_MESSAGES, exc.status, exc.message, exc.param)
+    n, _ = await _prompt(state, Api.ANTHROPIC_MESSAGES, body, len(raw))
     return json_response({"input_tokens": n})
 
 
@@ -295,7 +227,7 @@ async def warm_up(app: web.Application) -> None:
     loop = asyncio.get_running_loop()
     bs = state.replica.config.block_size
     await loop.run_in_executor(
-        state.executor, _tokenize, state.tokenizer, API_OPENAI_CHAT, _WARMUP, bs
+        state.executor, _tokenize, state.tokenizer, Api.OPENAI_CHAT, _WARMUP, bs
     )
 
 
@@ -317,11 +249,9 @@ def create_app(config: SimConfig) -> web.Application:
 
     app.on_cleanup.append(_shutdown)
     r = app.router
-    r.add_post("/v1/chat/completions", _chat)
-    r.add_post("/v1/messages", _messages)
+    for fam in FAMILIES.values():
+        r.add_post(fam.serve_path, _handler(fam))
     r.add_post("/v1/messages/count_tokens", _count_tokens)
-    r.add_post("/v1/responses", _responses)
-    r.add_post("/v1beta/models/{target}", _gemini)
     r.add_get("/v1/models", _models)
     r.add_get("/metrics", _metrics)
     r.add_get("/health", _health)

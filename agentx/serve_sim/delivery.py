@@ -13,10 +13,10 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 
+from agentx.apis.answer import OutputPlan
+from agentx.apis.emit import Emitter, UsageCounts
 from agentx.core.models import JSON
 from agentx.prefixcache.hashing import HashArray
-from agentx.serve_sim.emitters import Emitter, UsageCounts
-from agentx.serve_sim.output import OutputPlan
 from agentx.serve_sim.replica import Admission, Replica
 
 log = logging.getLogger("agentx.serve_sim")

@@ -1,8 +1,7 @@
 """What the simulated model answers: deterministic filler text or a tool call, and how long.
 
-Filler is a fixed cycle of sentences built (per ``--seed``) from words that are one
-cl100k_base token each, so every streamed chunk is exactly one token and re-tokenizing the
-whole answer gives back ``completion_tokens``.
+The answer's value types and its filler text are :mod:`agentx.apis.answer` (what every
+family's emitter renders).
 
 Length: a request with ``max_completion_tokens`` / ``max_tokens`` gets exactly that many
 tokens (``finish`` ``"length"``), so a load generator gets the output it asked for; one without
@@ -27,73 +26,13 @@ the token count of its arguments JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Literal
-
-import numpy as np
 import orjson
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_GEMINI, API_OPENAI_RESPONSES, JSON
-from agentx.prefixcache.tokens import DEFAULT_ENCODING, conversation, get_encoding
-
-Finish = Literal["stop", "length", "tool"]
-
-_WORDS = tuple(
-    " " + w
-    for w in (  # noqa: SIM905  (one line of prose reads better than 100 list items)
-        "the of and to in is that for it as with was on be by this are at from or an but not "
-        "have all which can one has its more new some time will also when they there about "
-        "into only other than then these first may would over most such after where through "
-        "many well each much those both under how very between system model data value cache "
-        "block request token server number result state order table field line file code test "
-        "path event point case process error page node memory queue batch stream load query"
-    ).split()
-)
-_OPENERS = (" The", " A", " This", " In", " We", " Each", " It", " When", " For", " Then")
-_CYCLE_SENTENCES = 256
-
-
-@lru_cache(maxsize=16)
-def filler_cycle(seed: int) -> tuple[str, ...]:
-    """The repeating sequence of one-token pieces the filler is cut from (ends with ".")."""
-    rng = np.random.default_rng(seed)
-    pieces: list[str] = []
-    for _ in range(_CYCLE_SENTENCES):
-        pieces.append(_OPENERS[int(rng.integers(len(_OPENERS)))])
-        length = int(rng.integers(6, 18))
-        pieces.extend(_WORDS[int(i)] for i in rng.integers(0, len(_WORDS), size=length))
-        pieces.append(".")
-    return tuple(pieces)
-
-
-@lru_cache(maxsize=16)
-def escaped_cycle(seed: int) -> tuple[bytes, ...]:
-    """The cycle's pieces JSON-escaped (without quotes), ready to splice into chunks."""
-    return tuple(orjson.dumps(p)[1:-1] for p in filler_cycle(seed))
-
-
-def filler_text(n_tokens: int, seed: int = 0) -> str:
-    cycle = filler_cycle(seed)
-    whole, rest = divmod(n_tokens, len(cycle))
-    return "".join(cycle) * whole + "".join(cycle[:rest])
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    call_id: str
-    name: str
-    arguments: str  # JSON text
-    pieces: tuple[str, ...]  # ``arguments`` cut at token boundaries (one chunk per token)
-
-
-@dataclass(frozen=True, slots=True)
-class OutputPlan:
-    """The answer to produce: ``tokens`` chunks of filler, or one tool call."""
-
-    tokens: int
-    finish: Finish
-    tool_call: ToolCall | None = None
+from agentx.apis.answer import Finish, OutputPlan, ToolCall
+from agentx.apis.bodies import conversation
+from agentx.apis.registry import family
+from agentx.core.models import JSON
+from agentx.prefixcache.tokens import DEFAULT_ENCODING, get_encoding
 
 
 def output_length(
@@ -119,56 +58,6 @@ def output_length(
 # -- tool calls --------------------------------------------------------------------------------
 
 
-def _tool_specs(api: str, body: dict[str, JSON]) -> list[tuple[str, JSON]]:
-    """``(name, JSON schema)`` of each function tool the request offers, in order."""
-    specs: list[tuple[str, JSON]] = []
-    tools = body.get("tools")
-    if not isinstance(tools, list):
-        return specs
-    for tool in tools:
-        if not isinstance(tool, dict):
-            continue
-        fn = tool.get("function")
-        if api == API_GEMINI:
-            for decl in tool.get("functionDeclarations") or ():
-                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
-                    schema = decl.get("parameters", decl.get("parametersJsonSchema"))
-                    specs.append((decl["name"], schema))
-        elif api == API_OPENAI_RESPONSES:  # built-in and custom (free-text) tools never called
-            if tool.get("type") == "function" and isinstance(tool.get("name"), str):
-                specs.append((tool["name"], tool.get("parameters")))
-        elif isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
-            specs.append((fn["name"], fn.get("parameters")))
-        elif isinstance(tool.get("name"), str):  # Anthropic (custom and server tools)
-            specs.append((tool["name"], tool.get("input_schema")))
-    return specs
-
-
-def _tool_choice(api: str, body: dict[str, JSON]) -> tuple[JSON, str | None]:
-    """``(kind, named tool)``: kind ``"none"``, ``"required"``/``"any"``, or anything else for
-    auto; every family's spelling."""
-    if api == API_GEMINI:
-        config = body.get("toolConfig")
-        calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
-        if not isinstance(calling, dict):
-            return None, None
-        mode = str(calling.get("mode") or "AUTO").upper()
-        names = calling.get("allowedFunctionNames")
-        named = names[0] if mode == "ANY" and isinstance(names, list) and names else None
-        mapped = {"NONE": "none", "ANY": "required"}.get(mode, "auto")
-        return mapped, named if isinstance(named, str) else None
-    choice = body.get("tool_choice")
-    if not isinstance(choice, dict):
-        return choice, None
-    kind = choice.get("type")
-    fn = choice.get("function")
-    if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
-        return kind, fn["name"]
-    if kind in ("tool", "function") and isinstance(choice.get("name"), str):  # Anthropic, Responses
-        return kind, choice["name"]
-    return kind, None
-
-
 def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
     items = conversation(api, body)
     if not items or not isinstance(items[-1], dict):
@@ -176,25 +65,16 @@ def _last_turn_wants_tool(api: str, body: dict[str, JSON]) -> bool:
     last = items[-1]
     if last.get("role") != "user":  # assistant turns, Responses function_call_output items
         return False
-    if api == API_GEMINI:
-        parts = last.get("parts")
-        return not (
-            isinstance(parts, list)
-            and any(isinstance(p, dict) and "functionResponse" in p for p in parts)
-        )
-    content = last.get("content")
-    if api == API_ANTHROPIC_MESSAGES and isinstance(content, list):
-        kinds = {b.get("type") for b in content if isinstance(b, dict)}
-        return "tool_result" not in kinds
-    return True
+    return not family(api).answers_tool_results(last)
 
 
 def choose_tool(api: str, body: dict[str, JSON]) -> tuple[str, JSON] | None:
     """The tool this request calls under the documented schedule, or None for text."""
-    specs = _tool_specs(api, body)
+    fam = family(api)
+    specs = fam.offered_tools(body)
     if not specs:
         return None
-    kind, named = _tool_choice(api, body)
+    kind, named = fam.tool_choice(body)
     if kind == "none":
         return None
     if named is not None:

@@ -20,7 +20,8 @@ from typing import Any
 
 import orjson
 
-from agentx.core import models
+from agentx.apis import bodies
+from agentx.apis.bodies import system_key
 from agentx.core.models import JSON, Credential, Exchange, Response, Timing, Usage
 from agentx.store.hashdelta import HashDeltaDecoder, HashDeltaEncoder
 
@@ -67,12 +68,8 @@ def loads(text: str | bytes | None) -> JSON:
 def conversation_key(api: str, body: JSON) -> str | None:
     if not isinstance(body, dict):
         return None
-    key = models.conversation_key(api)
+    key = bodies.conversation_key(api)
     return key if isinstance(body.get(key), list) else None
-
-
-def system_key(api: str) -> str:
-    return models.system_key(api)
 
 
 def common_prefix_len(a: list[bytes], b: list[bytes]) -> int:

@@ -22,29 +22,19 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
+from agentx.apis.bodies import conversation, conversation_key
+from agentx.apis.family import Family
 from agentx.apis.provider_fields import strip_provider_fields
+from agentx.apis.registry import family
 from agentx.apis.translate import Message, ThreadConverter
 from agentx.core.flags import FLAG_PROVIDER_FIELDS
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    JSON,
-    Exchange,
-    conversation_key,
-)
+from agentx.core.models import JSON, Exchange
 from agentx.prefixcache.synth import BlockTexts, ThreadText
-from agentx.prefixcache.tokens import conversation, count_tokens
+from agentx.prefixcache.tokens import count_tokens
 
 DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was
 SYNTH_CACHE_BYTES = 64 << 20  # block texts kept per run (per process), shared by its threads
-PATHS = {
-    API_OPENAI_CHAT: "/v1/chat/completions",
-    API_ANTHROPIC_MESSAGES: "/v1/messages",
-    API_OPENAI_RESPONSES: "/v1/responses",
-}
-GEMINI_PATH = "/v1beta/models/{model}:streamGenerateContent?alt=sse"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +206,9 @@ class ThreadBuilder:
             body["ignore_eos"] = True
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
+        chat = family(Api.OPENAI_CHAT)
         return BuiltRequest(
-            API_OPENAI_CHAT, PATHS[API_OPENAI_CHAT], orjson.dumps(body), _asked(body), fallback
+            chat.api, chat.serve_path, orjson.dumps(body), _asked(body, max_tokens), fallback
         )
 
     def _thread_live(self, recorded: list[Message]) -> tuple[list[Message], bool]:
@@ -247,48 +238,23 @@ class ThreadBuilder:
             body[key] = salt_messages(body[key], salt_marker(salt))
         elif salt and isinstance(body.get(key), str):
             body[key] = salt_marker(salt) + body[key]
-        if api == API_GEMINI:  # the model is in the path; no "stream" key: the path says it
-            config = body.get("generationConfig")
-            body["generationConfig"] = {
-                **(config if isinstance(config, dict) else {}),
-                "maxOutputTokens": max_tokens,
-            }
-            if cfg.ignore_eos:  # serve-sim honours them; Google's API refuses unknown fields
-                body["ignore_eos"] = True
-                body["min_tokens"] = max_tokens
-            body.update(cfg.extra_body)
-            path = GEMINI_PATH.format(model=cfg.model)
-            return BuiltRequest(api, path, orjson.dumps(body), max_tokens)
-        body["model"] = cfg.model
-        if api == API_OPENAI_RESPONSES:
-            body["max_output_tokens"] = max_tokens
-        elif api == API_OPENAI_CHAT and "max_completion_tokens" in body:
-            body["max_completion_tokens"] = max_tokens
-            body.pop("max_tokens", None)
-        else:
-            body["max_tokens"] = max_tokens
-        body["stream"] = True
-        if api == API_OPENAI_CHAT:
-            body["stream_options"] = {"include_usage": True}
+        fam = family(api)
+        path = fam.replay_body(body, cfg.model, max_tokens)  # the family's model, length, stream
         if cfg.ignore_eos:
             # serve-sim honours these on every route, SGLang on /v1/messages too; vLLM 0.32's
             # /v1/messages drops them (max_tokens only), its /v1/responses has no such fields
-            # either, and replay warns when outputs come back short
+            # either, Google's API refuses unknown fields, and replay warns when outputs come
+            # back short
             body["ignore_eos"] = True
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
-        return BuiltRequest(
-            api, PATHS.get(api, PATHS[API_OPENAI_CHAT]), orjson.dumps(body), _asked(body)
-        )
+        return BuiltRequest(api, path, orjson.dumps(body), _asked(body, max_tokens, fam))
 
 
-def _asked(body: dict[str, Any]) -> int:
+def _asked(body: dict[str, Any], max_tokens: int, fam: Family | None = None) -> int:
     """The output length the body asks for, after ``--extra-body`` (which may override it)."""
-    for key in ("max_completion_tokens", "max_output_tokens", "max_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return DEFAULT_MAX_TOKENS
+    asked = (fam or family(Api.OPENAI_CHAT)).asked_tokens(body, max_tokens)
+    return DEFAULT_MAX_TOKENS if asked is None else asked
 
 
 def _adopt_ids(reply: Message, recorded: Message) -> Message:

@@ -23,9 +23,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from agentx.apis import MODEL_APIS, Api
 from agentx.core.errors import TraceError, UsageError
 from agentx.core.flags import FLAG_NON_MODEL, FLAG_PARTIAL
-from agentx.core.models import API_ANTHROPIC_MESSAGES, MODEL_APIS, Exchange, ExchangeMeta
+from agentx.core.models import Exchange, ExchangeMeta
 from agentx.workload.source import MemorySource, SessionIndex, TraceSource
 
 SKIP_FLAGS = (FLAG_NON_MODEL, FLAG_PARTIAL)
@@ -88,7 +89,7 @@ class Tally:
             if reason is not None:
                 self.skipped[reason] += 1
                 continue
-            self.apis[m.api] += 1
+            self.apis[str(m.api)] += 1  # plain str: orjson takes no str subclass as a key
             self.synthesized += m.hash_only
             rows.append(m)
         self.requests += len(rows)
@@ -355,8 +356,8 @@ def build_plan(
 
 
 def _check_apis(apis: frozenset[str] | None, api_mode: str) -> None:
-    if api_mode == "messages" and apis is not None and apis - {API_ANTHROPIC_MESSAGES}:
-        others = ", ".join(sorted(apis - {API_ANTHROPIC_MESSAGES}))
+    if api_mode == "messages" and apis is not None and apis - {Api.ANTHROPIC_MESSAGES}:
+        others = ", ".join(sorted(apis - {Api.ANTHROPIC_MESSAGES}))
         raise UsageError(
             f"--api messages replays Anthropic requests; this trace also has {others} (use --api chat)"
         )

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from agentx.core.models import API_OPENAI_CHAT, Exchange, ExchangeMeta, exchange_meta
+from agentx.apis import Api
+from agentx.apis.bodies import exchange_meta
+from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import detect_format
 
 if TYPE_CHECKING:
@@ -187,7 +189,7 @@ class _WekaLoader:
 class WekaSource:
     """A Weka file or directory: one session per file, indexed without parsing block ids."""
 
-    apis = frozenset({API_OPENAI_CHAT})
+    apis = frozenset({Api.OPENAI_CHAT})
 
     def __init__(self, path: Path) -> None:
         from agentx.formats.weka import weka_files
@@ -218,7 +220,7 @@ class HFSource:
     something to replay, as when the dataset was read whole."""
 
     candidates = None
-    apis = frozenset({API_OPENAI_CHAT})
+    apis = frozenset({Api.OPENAI_CHAT})
 
     def __init__(self, files: Sequence[Path]) -> None:
         self._files = list(files)
@@ -250,7 +252,7 @@ class MooncakeSource:
     """A Mooncake JSONL file: one pass for metadata and line offsets."""
 
     candidates = None
-    apis = frozenset({API_OPENAI_CHAT})
+    apis = frozenset({Api.OPENAI_CHAT})
 
     def __init__(self, path: Path) -> None:
         self._path = path

@@ -1,7 +1,7 @@
 """``agentx stats``: the shape of a trace (sessions, threads, tokens, think time) and the prefix-cache
 hit rate an unbounded cache would reach on it.
 
-Only model calls count: rows whose ``api`` is one of :data:`agentx.core.models.MODEL_APIS` and that
+Only model calls count: rows whose ``api`` is one of :data:`agentx.apis.MODEL_APIS` and that
 are not flagged :data:`agentx.core.flags.FLAG_NON_MODEL`. Input tokens are the server's ``usage.prompt_tokens``
 where it reported them, else agentx's tiktoken count of the rendered request.
 
@@ -69,7 +69,7 @@ def summarize(
             continue
         sessions.add(ex.session_id)
         threads.add((ex.session_id, ex.thread_id))
-        apis[ex.api] += 1
+        apis[str(ex.api)] += 1  # plain str: orjson takes no str subclass as a key
         counted = hits.observe(ex)
         rendered = counted if ex.hash_ids is None else None
         if ex.usage.prompt_tokens is not None:

@@ -25,8 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentx.apis import Api
+from agentx.apis.bodies import exchange_meta
 from agentx.apis.translate import to_chat
-from agentx.core.models import API_OPENAI_CHAT, exchange_meta
 from agentx.formats import load_exchanges
 from agentx.prefixcache.tokens import count_request_tokens
 from agentx.workload.build import max_tokens_of
@@ -45,7 +46,7 @@ def expected(trace: Path) -> tuple[int, int, int]:
         body: dict[str, object] = {"messages": messages}
         if tools:
             body["tools"] = tools
-        prompt += count_request_tokens(API_OPENAI_CHAT, body)
+        prompt += count_request_tokens(Api.OPENAI_CHAT, body)
     return requests, output, prompt
 
 

@@ -119,8 +119,8 @@ async def client_agentx(url: str, streams: int) -> int:
 
 async def client_agentx_httpx(url: str, streams: int) -> int:
     """agentx's earlier lane transport: httpx's API on httpx-aiohttp's, the same parser."""
+    from agentx.apis.openai_chat import ChatStreamParser
     from agentx.replay.client import make_http_client
-    from agentx.replay.sse import ChatStreamParser
 
     async def one(http: object) -> int:
         parser = ChatStreamParser()

@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx.apis import Api
 from agentx.apis.provider_fields import (
     CACHE_MARKER_KEYS,
     PROVIDER_BLOCK_TYPES,
@@ -15,7 +16,6 @@ from agentx.apis.provider_fields import (
     strip_provider_fields,
     without_keys,
 )
-from agentx.core.models import API_ANTHROPIC_MESSAGES
 from agentx.prefixcache.tokens import request_tokens
 
 KEYS = st.sampled_from(["type", "text", "role", "data", *sorted(PROVIDER_KEYS)])
@@ -94,6 +94,6 @@ def test_provider_fields_do_not_change_the_rendered_tokens() -> None:
     }
     assert has_provider_fields(marked) and not has_provider_fields(plain)
     assert strip_provider_fields(marked) == plain
-    a = request_tokens(API_ANTHROPIC_MESSAGES, plain)
-    b = request_tokens(API_ANTHROPIC_MESSAGES, marked)
+    a = request_tokens(Api.ANTHROPIC_MESSAGES, plain)
+    b = request_tokens(Api.ANTHROPIC_MESSAGES, marked)
     assert list(a) == list(b)

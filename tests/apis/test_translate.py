@@ -7,13 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from replay.factory import anthropic_session
 
+from agentx.apis import Api
 from agentx.apis.translate import ThreadConverter, to_chat
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 
 
 def test_anthropic_to_chat() -> None:
     ex = anthropic_session("a", turns=2)[1]
-    messages, tools = to_chat(API_ANTHROPIC_MESSAGES, ex.request)
+    messages, tools = to_chat(Api.ANTHROPIC_MESSAGES, ex.request)
     assert messages[0]["role"] == "system" and messages[0]["content"].startswith(
         "You are a careful"
     )
@@ -59,7 +59,7 @@ def test_anthropic_tool_results_come_before_text() -> None:
             }
         ]
     }
-    messages, _ = to_chat(API_ANTHROPIC_MESSAGES, body)
+    messages, _ = to_chat(Api.ANTHROPIC_MESSAGES, body)
     assert messages == [
         {"role": "tool", "content": "out", "tool_call_id": "t1"},
         {"role": "user", "content": "first\n[image]"},
@@ -92,7 +92,7 @@ def test_responses_to_chat_merges_function_calls() -> None:
             {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
         ],
     }
-    messages, tools = to_chat(API_OPENAI_RESPONSES, body)
+    messages, tools = to_chat(Api.OPENAI_RESPONSES, body)
     assert [m["role"] for m in messages] == ["system", "system", "user", "assistant", "tool"]
     assert messages[3]["content"] == "ok"
     assert [c["id"] for c in messages[3]["tool_calls"]] == ["c1", "c2"]
@@ -114,7 +114,7 @@ def test_chat_content_parts_become_strings() -> None:
             {"role": "tool", "tool_call_id": "x", "content": "r", "cache_control": {}},
         ]
     }
-    messages, _ = to_chat(API_OPENAI_CHAT, body)
+    messages, _ = to_chat(Api.OPENAI_CHAT, body)
     assert messages == [
         {"role": "user", "content": "a\n[image]"},
         {
@@ -148,12 +148,12 @@ def test_conversion_is_deterministic_and_prefix_stable(
     cut = data.draw(st.integers(min_value=0, max_value=len(msgs)))
     body = {"system": "sys", "messages": msgs}
     earlier = {"system": "sys", "messages": msgs[:cut]}
-    a = orjson.dumps(to_chat(API_ANTHROPIC_MESSAGES, body))
-    assert a == orjson.dumps(to_chat(API_ANTHROPIC_MESSAGES, orjson.loads(orjson.dumps(body))))
-    full, _ = to_chat(API_ANTHROPIC_MESSAGES, body)
-    head, _ = to_chat(API_ANTHROPIC_MESSAGES, earlier)
+    a = orjson.dumps(to_chat(Api.ANTHROPIC_MESSAGES, body))
+    assert a == orjson.dumps(to_chat(Api.ANTHROPIC_MESSAGES, orjson.loads(orjson.dumps(body))))
+    full, _ = to_chat(Api.ANTHROPIC_MESSAGES, body)
+    head, _ = to_chat(Api.ANTHROPIC_MESSAGES, earlier)
     assert full[: len(head)] == head  # an appended conversation appends messages
     # the incremental converter agrees with the one-shot conversion, turn after turn
-    conv = ThreadConverter(API_ANTHROPIC_MESSAGES)
-    assert conv.convert(earlier) == to_chat(API_ANTHROPIC_MESSAGES, earlier)
-    assert conv.convert(body) == to_chat(API_ANTHROPIC_MESSAGES, body)
+    conv = ThreadConverter(Api.ANTHROPIC_MESSAGES)
+    assert conv.convert(earlier) == to_chat(Api.ANTHROPIC_MESSAGES, earlier)
+    assert conv.convert(body) == to_chat(Api.ANTHROPIC_MESSAGES, body)

@@ -9,15 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.apis.usage import cached_from_usage, merge_usage, usage_from
-from agentx.capture.apis import make_assembler
-from agentx.capture.sse import SSEEvent
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES, Usage
-from agentx.replay.sse import parser_for
+from agentx.apis import Api
+from agentx.apis.registry import family
+from agentx.apis.sse import SSEEvent
+from agentx.apis.usage import usage_from
+from agentx.apis.usage_counts import cached_from_usage, merge_usage
+from agentx.core.models import Usage
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Usage]] = [
     (  # OpenAI Chat Completions, vLLM with --enable-prompt-tokens-details
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {
             "prompt_tokens": 100,
             "completion_tokens": 20,
@@ -28,13 +29,13 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Usage]] = [
         Usage(prompt_tokens=100, cached_tokens=64, completion_tokens=20, reasoning_tokens=5),
     ),
     (  # vLLM without prompt tokens details: cached is unknown, not 0
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {"prompt_tokens": 100, "completion_tokens": 20},
         None,
         Usage(prompt_tokens=100, completion_tokens=20),
     ),
     (  # SGLang HiCache: cached tokens per tier
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {
             "prompt_tokens": 90,
             "completion_tokens": 3,
@@ -44,31 +45,31 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Usage]] = [
         Usage(prompt_tokens=90, cached_tokens=42, completion_tokens=3),
     ),
     (  # SGLang, tiers inside prompt_tokens_details
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {"prompt_tokens": 90, "prompt_tokens_details": {"cached_tokens_details": {"device": 7}}},
         None,
         Usage(prompt_tokens=90, cached_tokens=7),
     ),
     (  # llama.cpp: the prompt cache is in timings.cache_n
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {"prompt_tokens": 50, "completion_tokens": 4},
         {"cache_n": 32, "prompt_n": 18},
         Usage(prompt_tokens=50, cached_tokens=32, completion_tokens=4),
     ),
     (  # DeepSeek
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {"prompt_tokens": 9, "prompt_cache_hit_tokens": 5, "completion_tokens": 1},
         None,
         Usage(prompt_tokens=9, cached_tokens=5, completion_tokens=1),
     ),
     (  # a chat endpoint answering with the Responses names
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {"input_tokens": 9, "output_tokens": 2},
         None,
         Usage(prompt_tokens=9, completion_tokens=2),
     ),
     (  # OpenAI Responses
-        API_OPENAI_RESPONSES,
+        Api.OPENAI_RESPONSES,
         {
             "input_tokens": 300,
             "output_tokens": 40,
@@ -79,7 +80,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Usage]] = [
         Usage(prompt_tokens=300, cached_tokens=256, completion_tokens=40, reasoning_tokens=12),
     ),
     (  # Anthropic: input_tokens excludes cache reads and writes
-        API_ANTHROPIC_MESSAGES,
+        Api.ANTHROPIC_MESSAGES,
         {
             "input_tokens": 10,
             "cache_read_input_tokens": 1000,
@@ -93,18 +94,18 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Usage]] = [
         ),
     ),
     (  # Anthropic without caching fields
-        API_ANTHROPIC_MESSAGES,
+        Api.ANTHROPIC_MESSAGES,
         {"input_tokens": 10, "output_tokens": 3},
         None,
         Usage(prompt_tokens=10, completion_tokens=3),
     ),
     (  # not ints: unknown
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         {"prompt_tokens": "100", "completion_tokens": True, "prompt_tokens_details": None},
         {"cache_n": "x"},
         Usage(),
     ),
-    (API_OPENAI_RESPONSES, {}, None, Usage()),
+    (Api.OPENAI_RESPONSES, {}, None, Usage()),
 ]
 
 
@@ -116,7 +117,7 @@ def test_usage_of_every_family(
 
 
 def test_no_usage_is_all_unknown() -> None:
-    for api in (API_OPENAI_CHAT, API_OPENAI_RESPONSES, API_ANTHROPIC_MESSAGES, "other"):
+    for api in (Api.OPENAI_CHAT, Api.OPENAI_RESPONSES, Api.ANTHROPIC_MESSAGES, "other"):
         assert usage_from(api, None) == Usage()
         assert usage_from(api, [1, 2], "x") == Usage()  # type: ignore[arg-type]
 
@@ -177,7 +178,7 @@ def _int(v: Any) -> int | None:
 @settings(max_examples=200, deadline=None)
 @given(ANTHROPIC)
 def test_anthropic_prompt_is_the_total_input(raw: dict[str, Any]) -> None:
-    u = usage_from(API_ANTHROPIC_MESSAGES, raw)
+    u = usage_from(Api.ANTHROPIC_MESSAGES, raw)
     uncached = _int(raw.get("input_tokens"))
     read, made = (
         _int(raw.get("cache_read_input_tokens")),
@@ -196,7 +197,7 @@ def test_anthropic_prompt_is_the_total_input(raw: dict[str, Any]) -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     st.one_of(CHAT, RESPONSES, ANTHROPIC),
-    st.sampled_from([API_OPENAI_CHAT, API_OPENAI_RESPONSES, API_ANTHROPIC_MESSAGES]),
+    st.sampled_from([Api.OPENAI_CHAT, Api.OPENAI_RESPONSES, Api.ANTHROPIC_MESSAGES]),
 )
 def test_fields_are_ints_or_unknown_and_cached_uses_the_family_names(
     raw: dict[str, Any], api: str
@@ -212,7 +213,7 @@ def test_fields_are_ints_or_unknown_and_cached_uses_the_family_names(
         assert value is None or (isinstance(value, int) and not isinstance(value, bool))
     cached = (
         _int(raw.get("cache_read_input_tokens"))
-        if api == API_ANTHROPIC_MESSAGES
+        if api == Api.ANTHROPIC_MESSAGES
         else cached_from_usage(raw)
     )
     if cached is not None and u.prompt_tokens is not None and cached > u.prompt_tokens:
@@ -224,14 +225,14 @@ def test_fields_are_ints_or_unknown_and_cached_uses_the_family_names(
 
 
 def _capture(api: str, events: list[tuple[str, dict[str, Any]]]) -> Usage:
-    asm = make_assembler(api)
+    asm = family(api).assembler()
     for name, obj in events:
         asm.event(SSEEvent(name, orjson.dumps(obj).decode()))
     return asm.result().usage
 
 
 def _replay(api: str, events: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, ...]:
-    parser = parser_for(api)
+    parser = family(api).stream_parser(False)
     for name, obj in events:
         parser.feed(f"event: {name}\ndata: ".encode() + orjson.dumps(obj) + b"\n\n", 1)
     return parser.prompt_tokens, parser.completion_tokens, parser.cached_tokens
@@ -255,7 +256,7 @@ def test_chat_usage_chunk_reads_the_same_in_capture_and_replay(
         ("message", chunk),
     ]
     if usage:  # replay ignores an empty usage block (no usage seen); so does the comparison
-        _same(API_OPENAI_CHAT, events)
+        _same(Api.OPENAI_CHAT, events)
 
 
 @settings(max_examples=150, deadline=None)
@@ -264,7 +265,7 @@ def test_anthropic_usage_in_two_events_reads_the_same_in_capture_and_replay(
     start: dict[str, Any], delta: dict[str, Any]
 ) -> None:
     _same(
-        API_ANTHROPIC_MESSAGES,
+        Api.ANTHROPIC_MESSAGES,
         [
             ("message_start", {"type": "message_start", "message": {"id": "m", "usage": start}}),
             (
@@ -285,4 +286,4 @@ def test_responses_completed_usage_reads_the_same_in_capture_and_replay(
         "type": "response.completed",
         "response": {"id": "r", "status": "completed", "usage": usage},
     }
-    _same(API_OPENAI_RESPONSES, [("response.completed", done)])
+    _same(Api.OPENAI_RESPONSES, [("response.completed", done)])

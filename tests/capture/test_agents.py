@@ -11,18 +11,12 @@ from typing import Any
 import orjson
 import pytest
 
+from agentx.apis import Api
+from agentx.apis.registry import classify
 from agentx.capture.agents import AGENT_NAMES, AGENTS, detect_agent, session_header
-from agentx.capture.apis import classify
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder import Recorder
 from agentx.capture.recorder.events import RequestSent, ResponseData, ResponseEnd, ResponseHeaders
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-)
 from agentx.store import TraceWriter, read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents"
@@ -58,7 +52,7 @@ def test_identity_and_session(path: Path) -> None:
     sessions = set()
     for req in fx["requests"]:
         method = "POST" if req["method"] == "WS" else req["method"]
-        if classify(method, req["path"]) == API_OTHER:
+        if classify(method, req["path"]) == Api.OTHER:
             continue  # the Bun runtime's connectivity probe: no key, Bun's User-Agent
         headers = lower(req["headers"])
         assert "REDACTED" in {
@@ -98,7 +92,7 @@ def _answer(api: str, answer: dict[str, Any]) -> bytes:
     text = answer["text"] or ""
     calls = answer["tool_calls"]
     u = answer["usage"]
-    if api == API_OPENAI_CHAT:
+    if api == Api.OPENAI_CHAT:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if calls:
             message["tool_calls"] = [
@@ -115,7 +109,7 @@ def _answer(api: str, answer: dict[str, Any]) -> bytes:
                 "prompt_tokens": u["prompt_tokens"],
                 "completion_tokens": u["completion_tokens"],
             }
-    elif api == API_ANTHROPIC_MESSAGES:
+    elif api == Api.ANTHROPIC_MESSAGES:
         content: list[Any] = [{"type": "text", "text": text}]
         content += [
             {
@@ -132,7 +126,7 @@ def _answer(api: str, answer: dict[str, Any]) -> bytes:
             "cache_read_input_tokens": u["cached_tokens"] or 0,
             "output_tokens": u["completion_tokens"],
         }
-    elif api == API_OPENAI_RESPONSES:
+    elif api == Api.OPENAI_RESPONSES:
         output: list[Any] = [
             {
                 "type": "message",
@@ -156,7 +150,7 @@ def _answer(api: str, answer: dict[str, Any]) -> bytes:
             "usage": {"input_tokens": u["prompt_tokens"], "output_tokens": u["completion_tokens"]},
         }
     else:
-        assert api == API_GEMINI
+        assert api == Api.GEMINI
         parts: list[Any] = [{"text": text}] if text else []
         parts += [
             {"functionCall": {"name": c["name"], "args": orjson.loads(c["arguments"] or "{}")}}
@@ -194,7 +188,7 @@ def test_a_capture_of_the_recorded_requests_threads_them_as_the_real_run(
         status = req["status"] or 200
         ctype = "application/json"
         rec.process(ResponseHeaders(key, t + 1000, status, ctype, None))
-        if api != API_OTHER:
+        if api != Api.OTHER:
             rec.process(ResponseData(key, t + 2000, _answer(api, req["answer"])))
         rec.process(ResponseEnd(key, t + 3000))
         t += 500_000_000
@@ -211,7 +205,7 @@ def test_a_capture_of_the_recorded_requests_threads_them_as_the_real_run(
             "flags": [f for f in row.flags if not f.startswith("replaced_chars=")],
         }
         assert got == {k: want[k] for k in got}, row.path
-        if row.api != API_OTHER:
+        if row.api != Api.OTHER:
             assert row.usage.prompt_tokens and row.usage.completion_tokens is not None
-    agents = {r.agent for r in rows if r.api != API_OTHER}
+    agents = {r.agent for r in rows if r.api != Api.OTHER}
     assert agents == {None if agent in PROCESSES else agent}

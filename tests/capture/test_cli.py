@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 from upstream import Upstream
 
+from agentx.apis import Api
 from agentx.capture import ADDON_PATH
 from agentx.cli import app
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
 from agentx.store import read_trace
 
 HERE = Path(__file__).parent
@@ -65,11 +65,11 @@ def test_done_when_capture_launches_agent_and_stats_count_it(
     assert stats.returncode == 0, stats.stderr
     s = orjson.loads(stats.stdout)
     assert s["requests"] == 9 and s["threads"] == 3
-    assert s["apis"] == {API_ANTHROPIC_MESSAGES: 3, API_OPENAI_CHAT: 3, API_OPENAI_RESPONSES: 3}
+    assert s["apis"] == {Api.ANTHROPIC_MESSAGES: 3, Api.OPENAI_CHAT: 3, Api.OPENAI_RESPONSES: 3}
     rows = read_trace(out)
     assert all(r.agent is None and r.client for r in rows)
     # one process, no agent session ids for OpenAI: one fallback session by process
-    assert len({r.session_id for r in rows if r.api != API_ANTHROPIC_MESSAGES}) == 1
+    assert len({r.session_id for r in rows if r.api != Api.ANTHROPIC_MESSAGES}) == 1
     dumped = orjson.dumps(pq.read_table(out).to_pylist(), default=str)
     assert b"DONEWHENsecret" not in dumped
     ordered = sorted(rows, key=lambda r: r.timing.start_wall_ns)
@@ -193,5 +193,5 @@ def test_mitmdump_with_the_printed_addon(upstream: Upstream, tmp_path: Path, con
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
     (row,) = read_trace(out)
-    assert row.api == API_OPENAI_CHAT and row.response.text == "All done after 0 tool calls."
+    assert row.api == Api.OPENAI_CHAT and row.response.text == "All done after 0 tool calls."
     assert row.usage.prompt_tokens == 7 and "partial" not in row.flags

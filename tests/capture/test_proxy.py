@@ -16,14 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from upstream import Upstream, usage_for
 
+from agentx.apis import Api
 from agentx.capture.runner import Capture
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-    Exchange,
-)
+from agentx.core.models import Exchange
 from agentx.store import read_trace, spool_path
 
 from .clients import run_anthropic, run_chat, run_responses
@@ -70,9 +65,9 @@ def test_three_families_multi_turn(
     assert len(trace) == 15
     apis = _by_api(trace)
     assert {k: len(v) for k, v in apis.items()} == {
-        API_ANTHROPIC_MESSAGES: 6,
-        API_OPENAI_CHAT: 3,
-        API_OPENAI_RESPONSES: 6,
+        Api.ANTHROPIC_MESSAGES: 6,
+        Api.OPENAI_CHAT: 3,
+        Api.OPENAI_RESPONSES: 6,
     }
     # exact request bodies: what the upstream received is what reads back (chains resolved)
     seen = [s for s in upstream.seen]
@@ -101,7 +96,7 @@ def test_three_families_multi_turn(
         assert not any(r.flags and r.flags != ("previous_response_resolved",) for r in rows)
 
     # the previous_response_id chain resolved into the whole context
-    chain = [r for r in apis[API_OPENAI_RESPONSES] if "previous_response_resolved" in r.flags]
+    chain = [r for r in apis[Api.OPENAI_RESPONSES] if "previous_response_resolved" in r.flags]
     assert len(chain) == 2
     last = chain[-1].request["input"]
     assert last[0] == {"role": "user", "content": "Fix the bug."}
@@ -112,7 +107,7 @@ def test_three_families_multi_turn(
     ] * 2
 
     # sessions: Anthropic's metadata.user_id carries one; the others group by client
-    assert {r.session_id for r in apis[API_ANTHROPIC_MESSAGES]} == {
+    assert {r.session_id for r in apis[Api.ANTHROPIC_MESSAGES]} == {
         "0f0e0d0c-1111-2222-3333-444455556666"
     }
 
@@ -122,13 +117,13 @@ def test_three_families_multi_turn(
             u = usage_for(turn)
             assert r.usage.prompt_tokens == (
                 u["input"] + u["cache_read"] + u["cache_write"]
-                if r.api == API_ANTHROPIC_MESSAGES
+                if r.api == Api.ANTHROPIC_MESSAGES
                 else u["input"] + u["cache_read"]
             )
             assert r.usage.cached_tokens == u["cache_read"]
             assert r.usage.completion_tokens == u["output"]
             assert r.usage.cache_creation_tokens == (
-                u["cache_write"] if r.api == API_ANTHROPIC_MESSAGES else None
+                u["cache_write"] if r.api == Api.ANTHROPIC_MESSAGES else None
             )
             assert r.status == 200
             assert (
@@ -261,7 +256,7 @@ def test_gzip_stream_zstd_request_query_key_cookie(
     assert chat.path == "/v1/chat/completions?key=REDACTED&alt=sse"
     assert {c.header for c in chat.credentials} == {"cookie", "query:key"}
     assert next(c for c in chat.credentials if c.header == "query:key").family == "AIza"
-    assert models.api == API_OTHER and "non_model" in models.flags and models.status == 200
+    assert models.api == Api.OTHER and "non_model" in models.flags and models.status == 200
     assert models.response.message == {"object": "list", "data": [{"id": "scripted-1"}]}
     dumped = (
         orjson.dumps(pq.read_table(tmp_path / "trace.parquet").to_pylist(), default=str) + spool
@@ -374,4 +369,4 @@ def test_forward_mode_proxy_and_ca_environment(
     )  # system roots + agentx's
     cap.close()
     (row,) = read_trace(tmp_path / "trace.parquet")
-    assert row.api == API_OPENAI_CHAT and row.response.text == "All done after 0 tool calls."
+    assert row.api == Api.OPENAI_CHAT and row.response.text == "All done after 0 tool calls."

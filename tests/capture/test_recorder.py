@@ -6,6 +6,7 @@ from pathlib import Path
 
 import orjson
 
+from agentx.apis import Api
 from agentx.capture.recorder import Recorder
 from agentx.capture.recorder.events import (
     Event,
@@ -16,7 +17,7 @@ from agentx.capture.recorder.events import (
     ResponseHeaders,
 )
 from agentx.core.flags import FLAG_NON_MODEL, FLAG_PARTIAL
-from agentx.core.models import API_OPENAI_CHAT, API_OTHER, Exchange
+from agentx.core.models import Exchange
 from agentx.store import TraceWriter, read_trace
 
 MS = 1_000_000
@@ -70,7 +71,7 @@ def test_a_streamed_exchange_becomes_one_row_with_its_timings(tmp_path: Path) ->
         ),
         ResponseEnd("f1", 11 * MS),
     )
-    assert ex.api == API_OPENAI_CHAT and ex.status == 200 and ex.response.text == "hey"
+    assert ex.api == Api.OPENAI_CHAT and ex.status == 200 and ex.response.text == "hey"
     assert ex.timing.ttfb_ns == 5 * MS and ex.timing.ttft_ns == 7 * MS
     assert ex.timing.e2e_ns == 11 * MS
     assert ex.timing.chunk_offsets_ns == (7 * MS, 9 * MS, 10 * MS)
@@ -94,7 +95,7 @@ def test_a_broken_stream_is_a_partial_row_and_other_traffic_is_flagged(tmp_path:
     broken = by_path["/v1/chat/completions"]
     assert FLAG_PARTIAL in broken.flags and broken.error == "connection reset"
     other = by_path["/v1/models"]
-    assert other.api == API_OTHER and FLAG_NON_MODEL in other.flags
+    assert other.api == Api.OTHER and FLAG_NON_MODEL in other.flags
 
 
 def test_other_traffic_dropped_by_option_leaves_no_row_and_no_state(tmp_path: Path) -> None:

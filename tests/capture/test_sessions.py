@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentx.apis import Api
 from agentx.capture.sessions.ids import session_hint
 from agentx.capture.sessions.placement import Sessions
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Response
+from agentx.core.models import Response
 
 TOOLS = [{"name": "Bash", "input_schema": {}}]
 S = 1_000_000_000
@@ -36,7 +37,7 @@ class Loop:
         b: Any,
         hint: str | None = "sess",
         response: Response | None = None,
-        api: str = API_ANTHROPIC_MESSAGES,
+        api: str = Api.ANTHROPIC_MESSAGES,
         explicit: str | None = None,
     ) -> tuple[Any, tuple[str, ...]]:
         self.t += S
@@ -88,7 +89,7 @@ def test_side_calls_subagents_and_compaction() -> None:
     lp = Loop()
     # the title call arrives first and has no tools: a side call once the main thread shows up
     title = body([user("fix the login bug")], tools=None, system="Write a title")
-    lp.s.place("title", API_ANTHROPIC_MESSAGES, title, 1, hint="sess", client_key="c")
+    lp.s.place("title", Api.ANTHROPIC_MESSAGES, title, 1, hint="sess", client_key="c")
     main, _ = lp.call("m1", body([user("fix the login bug")]))
     assert main.flags == () and main.parent_request_id is None
     assert lp.s.finish("title", 2, Response()) == ("side_call",)
@@ -139,12 +140,12 @@ def test_side_calls_subagents_and_compaction() -> None:
 
 def test_fallback_sessions_and_explicit_parent() -> None:
     lp = Loop()
-    a, _ = lp.call("a", {"model": "m", "input": "hi"}, hint=None, api=API_OPENAI_RESPONSES)
+    a, _ = lp.call("a", {"model": "m", "input": "hi"}, hint=None, api=Api.OPENAI_RESPONSES)
     b, _ = lp.call(
         "b",
         {"model": "m", "input": [{"role": "user", "content": "hi"}, {"type": "message"}]},
         hint=None,
-        api=API_OPENAI_RESPONSES,
+        api=Api.OPENAI_RESPONSES,
     )
     assert (
         b.parent_request_id == "a"
@@ -155,12 +156,12 @@ def test_fallback_sessions_and_explicit_parent() -> None:
         "c",
         {"model": "m", "input": [{"type": "function_call_output"}]},
         hint=None,
-        api=API_OPENAI_RESPONSES,
+        api=Api.OPENAI_RESPONSES,
         explicit="b",
     )
     assert c.parent_request_id == "b" and c.thread_id == a.thread_id
     # a different agent-provided session never adopts another session's conversation
-    d, _ = lp.call("d", {"model": "m", "input": "hi"}, hint="other", api=API_OPENAI_RESPONSES)
+    d, _ = lp.call("d", {"model": "m", "input": "hi"}, hint="other", api=Api.OPENAI_RESPONSES)
     assert d.parent_request_id is None and d.session_id == "other"
 
 
@@ -180,11 +181,11 @@ REMINDER = "\n\nREMINDER"
 
 
 def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> None:
-    from agentx.core.models import API_OPENAI_CHAT
+    from agentx.apis import Api
 
     loop = Loop()
     first = {"model": "m", "messages": [*SYSTEM, chat("user", "Q" + REMINDER)]}
-    p1, _ = loop.call("r1", first, hint=None, api=API_OPENAI_CHAT, response=Response(text="A\n"))
+    p1, _ = loop.call("r1", first, hint=None, api=Api.OPENAI_CHAT, response=Response(text="A\n"))
     # aider: the reminder leaves the old question and goes to the new one; the answer is
     # re-sent stripped
     second = {
@@ -196,7 +197,7 @@ def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> N
             chat("user", "Q2" + REMINDER),
         ],
     }
-    p2, f2 = loop.call("r2", second, hint=None, api=API_OPENAI_CHAT, response=Response(text="B"))
+    p2, f2 = loop.call("r2", second, hint=None, api=Api.OPENAI_CHAT, response=Response(text="B"))
     assert p2.parent_request_id == "r1" and p2.thread_id == p1.thread_id
     assert p2.think_time_s is not None
     # the parent's rendering ends "<|user|>\nQ\n\nREMINDER\n"; the child keeps "<|user|>\nQ\n"
@@ -216,7 +217,7 @@ def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> N
             chat("user", "Q3" + REMINDER),
         ],
     }
-    p3, f3 = loop.call("r3", third, hint=None, api=API_OPENAI_CHAT)
+    p3, f3 = loop.call("r3", third, hint=None, api=Api.OPENAI_CHAT)
     assert p3.parent_request_id == "r2" and p3.thread_id == p1.thread_id
     assert f3 == ("history_rewritten", "replaced_chars=10")  # "\nREMINDER\n" again
 
@@ -230,14 +231,15 @@ def test_a_rewritten_tail_continues_the_thread_and_says_what_was_replaced() -> N
             chat("user", "x"),
         ],
     }
-    p4, f4 = loop.call("r4", other, hint=None, api=API_OPENAI_CHAT)
+    p4, f4 = loop.call("r4", other, hint=None, api=Api.OPENAI_CHAT)
     assert p4.parent_request_id is None and p4.thread_id != p1.thread_id and f4 == ()
 
 
 def test_hit_rate_of_a_rewritten_thread_is_that_of_the_prompts_sent() -> None:
     """The incremental per-thread hasher re-renders what a child replaced: the same blocks as
     hashing every request from scratch."""
-    from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing
+    from agentx.apis import Api
+    from agentx.core.models import Exchange, Timing
     from agentx.prefixcache.cache import UnboundedPrefixCache
     from agentx.prefixcache.hashing import block_hashes
     from agentx.prefixcache.theory import HitRateMeter
@@ -268,9 +270,9 @@ def test_hit_rate_of_a_rewritten_thread_is_that_of_the_prompts_sent() -> None:
     meter = HitRateMeter(block_size=16)
     cache = UnboundedPrefixCache(16)
     for i, b in enumerate(bodies):
-        ex = Exchange(f"r{i}", "s", "t", API_OPENAI_CHAT, b, Timing(start_wall_ns=i))
+        ex = Exchange(f"r{i}", "s", "t", Api.OPENAI_CHAT, b, Timing(start_wall_ns=i))
         meter.observe(ex)
-        toks = request_tokens(API_OPENAI_CHAT, b)
+        toks = request_tokens(Api.OPENAI_CHAT, b)
         cache.observe(block_hashes(toks, 16), int(toks.size))
     assert meter.prompt_tokens == cache.prompt_tokens
     assert meter.hit_tokens == cache.hit_tokens > 0

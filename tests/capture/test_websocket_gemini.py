@@ -14,8 +14,8 @@ import httpx
 import orjson
 from upstream import Upstream, usage_for
 
+from agentx.apis import Api
 from agentx.capture.runner import Capture
-from agentx.core.models import API_GEMINI, API_OPENAI_RESPONSES, API_OTHER
 from agentx.store import read_trace
 
 KEY = "sk-proj-TESTsecretKEYwebsocket0001"
@@ -79,8 +79,8 @@ def test_responses_over_websocket(
     assert stats.requests == 6 and stats.partial == 0
 
     trace = sorted(read_trace(tmp_path / "trace.parquet"), key=lambda e: e.timing.start_wall_ns)
-    model = [r for r in trace if r.api == API_OPENAI_RESPONSES]
-    upgrades = [r for r in trace if r.api == API_OTHER]
+    model = [r for r in trace if r.api == Api.OPENAI_RESPONSES]
+    upgrades = [r for r in trace if r.api == Api.OTHER]
     assert len(model) == 6 and len(upgrades) == 2  # the two GET upgrades, non_model rows
     assert all(r.method == "WS" and r.path == "/v1/responses" for r in model)
     assert {r.session_id for r in model} == {"ws-session-1"}
@@ -167,7 +167,7 @@ def test_gemini_streamed_and_not(
     assert streamed == whole == 3
     cap.close()
     trace = sorted(read_trace(tmp_path / "trace.parquet"), key=lambda e: e.timing.start_wall_ns)
-    assert [r.api for r in trace] == [API_GEMINI] * 6
+    assert [r.api for r in trace] == [Api.GEMINI] * 6
     for rows in (trace[:3], trace[3:]):
         assert len({r.thread_id for r in rows}) == 1
         for prev, cur in itertools.pairwise(rows):

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from agentx.apis import Api
 from agentx.core import flags
 from agentx.core.flags import FLAG_SECRET_REDACTED, has, weka_flag, weka_values
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing
+from agentx.core.models import Exchange, Timing
 from agentx.scrub import ScrubOptions, scrub_exchanges
 
 ROOT = Path(__file__).parents[2]
@@ -39,7 +40,7 @@ def test_weka_flags_round_trip() -> None:
 def _secret_row(rid: str, row_flags: tuple[str, ...]) -> Exchange:
     body = {"messages": [{"role": "user", "content": f"my token is {SECRET}"}]}
     return Exchange(
-        rid, "s", rid, API_OPENAI_CHAT, body, Timing(start_wall_ns=1), status=200, flags=row_flags
+        rid, "s", rid, Api.OPENAI_CHAT, body, Timing(start_wall_ns=1), status=200, flags=row_flags
     )
 
 

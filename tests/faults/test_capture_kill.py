@@ -23,10 +23,10 @@ from capture.clients import run_anthropic
 from typer.testing import CliRunner
 from upstream import Upstream
 
+from agentx.apis import Api
 from agentx.capture.recorder import SPOOL_LATENCY_S
 from agentx.cli import app
 from agentx.core.flags import FLAG_SIDE_CALL
-from agentx.core.models import API_OTHER
 from agentx.store import read_trace, recover, spool_path
 
 AGENTX = [sys.executable, "-m", "agentx"]
@@ -169,7 +169,7 @@ def test_sigkill_keeps_one_shot_sessions_and_every_exchange_under_mixed_load(
     assert recover(out) == sent
     rows = read_trace(out)
     assert len(rows) == sent
-    model_rows = [r for r in rows if r.api != API_OTHER]
+    model_rows = [r for r in rows if r.api != Api.OTHER]
     assert len({r.session_id for r in model_rows if r.session_id.startswith("oneshot")}) == 20
     (title,) = [r for r in rows if r.model == "claude-haiku"]
     assert FLAG_SIDE_CALL in title.flags

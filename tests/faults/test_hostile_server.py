@@ -18,12 +18,14 @@ import pytest
 from replay.factory import T0, chat_session, write
 from replay.fault_server import HOSTILE, FaultServer
 
-from agentx.apis.usage import MAX_TOKENS, checked_usage, usage_from
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
+from agentx.apis import Api
+from agentx.apis.registry import family
+from agentx.apis.stream import StreamParser
+from agentx.apis.usage import checked_usage, usage_from
+from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.record import ERR_BAD_USAGE, ERR_NO_USAGE, ERR_PROTOCOL
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.client import StreamOutcome, make_stream_client, stream_request
-from agentx.replay.sse import StreamParser, parser_for
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +35,9 @@ def server() -> Iterator[FaultServer]:
 
 
 PATHS = {
-    API_OPENAI_CHAT: "/v1/chat/completions",
-    API_ANTHROPIC_MESSAGES: "/v1/messages",
-    API_OPENAI_RESPONSES: "/v1/responses",
+    Api.OPENAI_CHAT: "/v1/chat/completions",
+    Api.ANTHROPIC_MESSAGES: "/v1/messages",
+    Api.OPENAI_RESPONSES: "/v1/responses",
 }
 
 
@@ -51,43 +53,43 @@ SHAPE = ERR_PROTOCOL
 BAD = ERR_BAD_USAGE
 # mode -> (api, expected error_type); protocol rows are not ok, usage rows still count as ok
 EXPECTED: dict[str, tuple[str, str | None]] = {
-    "choices_str": (API_OPENAI_CHAT, SHAPE),
-    "choices_int": (API_OPENAI_CHAT, SHAPE),
-    "choices_null_item": (API_OPENAI_CHAT, SHAPE),
-    "delta_str": (API_OPENAI_CHAT, SHAPE),
-    "delta_list": (API_OPENAI_CHAT, SHAPE),
-    "content_int": (API_OPENAI_CHAT, SHAPE),
-    "tool_calls_str": (API_OPENAI_CHAT, SHAPE),
-    "tool_index_str": (API_OPENAI_CHAT, SHAPE),
-    "tool_function_str": (API_OPENAI_CHAT, SHAPE),
-    "finish_obj": (API_OPENAI_CHAT, SHAPE),
-    "data_null": (API_OPENAI_CHAT, SHAPE),
-    "data_list": (API_OPENAI_CHAT, SHAPE),
-    "binary": (API_OPENAI_CHAT, SHAPE),
-    "usage_str": (API_OPENAI_CHAT, BAD),
-    "usage_list": (API_OPENAI_CHAT, BAD),
-    "usage_negative": (API_OPENAI_CHAT, BAD),
-    "usage_absurd": (API_OPENAI_CHAT, BAD),
-    "usage_huge_int": (API_OPENAI_CHAT, BAD),
-    "usage_float": (API_OPENAI_CHAT, BAD),
-    "cached_over_prompt": (API_OPENAI_CHAT, BAD),
-    "details_str": (API_OPENAI_CHAT, BAD),
-    "timings_str": (API_OPENAI_CHAT, ERR_NO_USAGE),
-    "json_choices_str": (API_OPENAI_CHAT, SHAPE),
-    "json_choices_int": (API_OPENAI_CHAT, SHAPE),
-    "json_message_str": (API_OPENAI_CHAT, SHAPE),
-    "json_usage_str": (API_OPENAI_CHAT, BAD),
-    "json_cache_lots": (API_ANTHROPIC_MESSAGES, BAD),
-    "json_negative": (API_OPENAI_CHAT, BAD),
-    "json_list": (API_OPENAI_CHAT, SHAPE),
-    "json_timings_str": (API_OPENAI_CHAT, None),
-    "msg_delta_str": (API_ANTHROPIC_MESSAGES, SHAPE),
-    "msg_start_str": (API_ANTHROPIC_MESSAGES, SHAPE),
-    "msg_usage_lots": (API_ANTHROPIC_MESSAGES, BAD),
-    "msg_negative": (API_ANTHROPIC_MESSAGES, BAD),
-    "msg_index_str": (API_ANTHROPIC_MESSAGES, SHAPE),
-    "resp_response_str": (API_OPENAI_RESPONSES, SHAPE),
-    "resp_usage_negative": (API_OPENAI_RESPONSES, BAD),
+    "choices_str": (Api.OPENAI_CHAT, SHAPE),
+    "choices_int": (Api.OPENAI_CHAT, SHAPE),
+    "choices_null_item": (Api.OPENAI_CHAT, SHAPE),
+    "delta_str": (Api.OPENAI_CHAT, SHAPE),
+    "delta_list": (Api.OPENAI_CHAT, SHAPE),
+    "content_int": (Api.OPENAI_CHAT, SHAPE),
+    "tool_calls_str": (Api.OPENAI_CHAT, SHAPE),
+    "tool_index_str": (Api.OPENAI_CHAT, SHAPE),
+    "tool_function_str": (Api.OPENAI_CHAT, SHAPE),
+    "finish_obj": (Api.OPENAI_CHAT, SHAPE),
+    "data_null": (Api.OPENAI_CHAT, SHAPE),
+    "data_list": (Api.OPENAI_CHAT, SHAPE),
+    "binary": (Api.OPENAI_CHAT, SHAPE),
+    "usage_str": (Api.OPENAI_CHAT, BAD),
+    "usage_list": (Api.OPENAI_CHAT, BAD),
+    "usage_negative": (Api.OPENAI_CHAT, BAD),
+    "usage_absurd": (Api.OPENAI_CHAT, BAD),
+    "usage_huge_int": (Api.OPENAI_CHAT, BAD),
+    "usage_float": (Api.OPENAI_CHAT, BAD),
+    "cached_over_prompt": (Api.OPENAI_CHAT, BAD),
+    "details_str": (Api.OPENAI_CHAT, BAD),
+    "timings_str": (Api.OPENAI_CHAT, ERR_NO_USAGE),
+    "json_choices_str": (Api.OPENAI_CHAT, SHAPE),
+    "json_choices_int": (Api.OPENAI_CHAT, SHAPE),
+    "json_message_str": (Api.OPENAI_CHAT, SHAPE),
+    "json_usage_str": (Api.OPENAI_CHAT, BAD),
+    "json_cache_lots": (Api.ANTHROPIC_MESSAGES, BAD),
+    "json_negative": (Api.OPENAI_CHAT, BAD),
+    "json_list": (Api.OPENAI_CHAT, SHAPE),
+    "json_timings_str": (Api.OPENAI_CHAT, None),
+    "msg_delta_str": (Api.ANTHROPIC_MESSAGES, SHAPE),
+    "msg_start_str": (Api.ANTHROPIC_MESSAGES, SHAPE),
+    "msg_usage_lots": (Api.ANTHROPIC_MESSAGES, BAD),
+    "msg_negative": (Api.ANTHROPIC_MESSAGES, BAD),
+    "msg_index_str": (Api.ANTHROPIC_MESSAGES, SHAPE),
+    "resp_response_str": (Api.OPENAI_RESPONSES, SHAPE),
+    "resp_usage_negative": (Api.OPENAI_RESPONSES, BAD),
 }
 
 
@@ -99,7 +101,7 @@ def test_every_hostile_mode_has_an_expectation() -> None:
 @pytest.mark.parametrize("fault", sorted(EXPECTED))
 async def test_hostile_answer_is_a_typed_row(server: FaultServer, fault: str, live: bool) -> None:
     api, error_type = EXPECTED[fault]
-    if live and api != API_OPENAI_CHAT:
+    if live and api != Api.OPENAI_CHAT:
         pytest.skip("--assistant live is chat only")
     out = await send(server.url, fault, api, live)
     assert out.error_type == error_type, out.error
@@ -128,21 +130,21 @@ async def test_hostile_answer_is_a_typed_row(server: FaultServer, fault: str, li
 def test_the_usage_normaliser_drops_and_names_impossible_counts(
     raw: dict[str, object], problem: str
 ) -> None:
-    usage, why = checked_usage(API_OPENAI_CHAT, raw)
+    usage, why = checked_usage(Api.OPENAI_CHAT, raw)
     assert why is not None and problem in why
-    assert usage == usage_from(API_OPENAI_CHAT, raw)  # the one normaliser, two views
+    assert usage == usage_from(Api.OPENAI_CHAT, raw)  # the one normaliser, two views
     for value in (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens):
         assert value is None or 0 <= value <= MAX_TOKENS
 
 
 def test_anthropic_prompt_is_unknown_when_a_part_is_impossible() -> None:
     usage, why = checked_usage(
-        API_ANTHROPIC_MESSAGES, {"input_tokens": 5, "cache_read_input_tokens": "lots"}
+        Api.ANTHROPIC_MESSAGES, {"input_tokens": 5, "cache_read_input_tokens": "lots"}
     )
     assert usage.prompt_tokens is None and usage.cached_tokens is None
     assert why is not None and "cache_read_input_tokens" in why
     good, none = checked_usage(
-        API_ANTHROPIC_MESSAGES, {"input_tokens": 5, "cache_read_input_tokens": 95}
+        Api.ANTHROPIC_MESSAGES, {"input_tokens": 5, "cache_read_input_tokens": 95}
     )
     assert none is None and good.prompt_tokens == 100 and good.cached_tokens == 95
 
@@ -151,7 +153,7 @@ def test_a_replay_against_a_hostile_server_keeps_every_row(
     server: FaultServer, tmp_path: Path
 ) -> None:
     """15 good requests and one of each chat mode: the run ends, every row is kept and typed."""
-    chat_modes = [m for m, (api, _) in EXPECTED.items() if api == API_OPENAI_CHAT]
+    chat_modes = [m for m, (api, _) in EXPECTED.items() if api == Api.OPENAI_CHAT]
     rows = []
     for i in range(5):
         rows += chat_session(f"good{i}", turns=3, start_ns=T0 + i)
@@ -197,7 +199,7 @@ def _read_costs(parser: StreamParser, event: bytes, chunk: int = 65536) -> list[
     return costs
 
 
-@pytest.mark.parametrize("api", [API_OPENAI_CHAT, API_ANTHROPIC_MESSAGES])
+@pytest.mark.parametrize("api", [Api.OPENAI_CHAT, Api.ANTHROPIC_MESSAGES])
 def test_sse_parsing_is_linear_in_the_event_size(api: str) -> None:
     """A read costs the same whether 1 MiB or 15 MiB of the event are already buffered.
 
@@ -205,13 +207,13 @@ def test_sse_parsing_is_linear_in_the_event_size(api: str) -> None:
     ~15 MiB cost ~15x its reads at ~1 MiB (a 20 MiB event took 32 s). The test compares the
     median cost of the first and of the last 32 reads of one 16 MiB event (a ratio within one
     run, not a timer)."""
-    if api == API_OPENAI_CHAT:
+    if api == Api.OPENAI_CHAT:
         obj: dict[str, object] = {"choices": [{"index": 0, "delta": {"content": "x" * (16 << 20)}}]}
     else:
         obj = {"type": "content_block_delta", "index": 0}
         obj["delta"] = {"type": "text_delta", "text": "x" * (16 << 20)}
     event = b"data: " + orjson.dumps(obj) + b"\n\n"
-    parser = parser_for(api)
+    parser = family(api).stream_parser(False)
     costs = _read_costs(parser, event)
     assert parser.token_chunks == 1
     early, late = statistics.median(costs[16:48]), statistics.median(costs[-32:])
@@ -232,7 +234,7 @@ def test_events_split_anywhere_parse_the_same(split: int) -> None:
             b"data: [DONE]\r\n\r\n",
         ]
     )
-    parser = parser_for(API_OPENAI_CHAT, live=True)
+    parser = family(Api.OPENAI_CHAT).stream_parser(True)
     for i in range(0, len(stream), split):
         parser.feed(stream[i : i + split], i)
     parser.finish(len(stream))
@@ -242,6 +244,6 @@ def test_events_split_anywhere_parse_the_same(split: int) -> None:
 
 async def test_a_20_mib_event_over_a_socket(server: FaultServer) -> None:
     server.big_event_bytes = 20 << 20
-    out = await send(server.url, "big_event", API_OPENAI_CHAT, live=True)
+    out = await send(server.url, "big_event", Api.OPENAI_CHAT, live=True)
     assert out.ok and out.error_type is None and out.prompt_tokens == 10
     assert isinstance(out.assistant, dict) and len(out.assistant["content"]) == 20 << 20

@@ -17,10 +17,10 @@ import orjson
 import pytest
 from replay.fault_server import FaultServer
 
+from agentx.apis import Api
 from agentx.capture.runner import Capture, CaptureConfig
 from agentx.capture.runner.agent import agent_env
 from agentx.capture.runner.config import exposure_warning
-from agentx.core.models import API_OTHER
 from agentx.store import read_trace
 
 AGENTX = [sys.executable, "-m", "agentx"]
@@ -102,7 +102,7 @@ def test_a_request_addressed_to_the_proxy_itself_is_refused(tmp_path: Path, mode
             r = client.post(f"http://127.0.0.1:{port}/v1/messages", json={"model": "m"})
     assert r.status_code == 508 and b"capture proxy itself" in r.content
     rows = read_trace(cfg.out)
-    assert len(rows) <= 1 and all(row.api == API_OTHER or row.status == 508 for row in rows)
+    assert len(rows) <= 1 and all(row.api == Api.OTHER or row.status == 508 for row in rows)
 
 
 def test_a_non_loopback_bind_is_warned_about() -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agentx.apis import Api
 from agentx.cli import app
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.store import TraceWriter, read_trace, recover, spool_path
 from agentx.store.reader import recover_report
 
@@ -29,7 +30,7 @@ def exchange(session: int, turn: int) -> Exchange:
         request_id=f"s{session}-{turn}",
         session_id=f"s{session}",
         thread_id="main",
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         request={"model": "m", "messages": messages, "stream": True},
         timing=Timing(start_wall_ns=1_700_000_000_000_000_000 + 10 * session + turn),
         parent_request_id=f"s{session}-{turn - 1}" if turn else None,

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scrub.factory import capture
 
+from agentx.apis import MODEL_APIS
 from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
-from agentx.core.models import MODEL_APIS, Exchange
+from agentx.core.models import Exchange
 from agentx.formats import load_exchanges
 from agentx.formats.blocks import IdMapper
 from agentx.formats.convert import with_text

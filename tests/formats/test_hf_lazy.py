@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentx.formats.hf as hf
+from agentx.apis.bodies import exchange_meta
 from agentx.core.errors import FormatError
-from agentx.core.models import Exchange, ExchangeMeta, exchange_meta
+from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import load_exchanges
 from agentx.formats.lazy import index_hf_jsonl, index_weka_file
 from agentx.workload.plan import build_plan

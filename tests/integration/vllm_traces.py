@@ -15,8 +15,9 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.core.examples import example_path
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, Exchange
+from agentx.core.models import Exchange
 
 
 def _shrink(r: dict[str, Any], factor: int, bs: int) -> dict[str, Any]:
@@ -46,13 +47,13 @@ def small_weka(dst: Path, factor: int = 32, name: str = "trace_0010_head.json") 
 
 def fresh_system(ex: Exchange, marker: str) -> Exchange:
     body: Any = orjson.loads(orjson.dumps(ex.request))
-    if ex.api == API_ANTHROPIC_MESSAGES:
+    if ex.api == Api.ANTHROPIC_MESSAGES:
         system = body.get("system")
         if isinstance(system, list) and system and isinstance(system[0], dict):
             system[0]["text"] = marker + system[0].get("text", "")
         else:
             body["system"] = marker + (system or "")
-    elif ex.api == API_OPENAI_RESPONSES:
+    elif ex.api == Api.OPENAI_RESPONSES:
         body["instructions"] = marker + (body.get("instructions") or "")
     else:
         messages = body.get("messages") or []

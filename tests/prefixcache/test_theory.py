@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from agentx.apis import Api
 from agentx.core.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OTHER, Exchange, Timing, Usage
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.prefixcache.cache import theoretical_hit_rate
 from agentx.prefixcache.hashing import block_hashes
 from agentx.prefixcache.theory import HitRateMeter
@@ -21,7 +22,7 @@ def _text(i: int, n_turns: int) -> Exchange:
         request_id=f"t{i}",
         session_id="s",
         thread_id="main",
-        api=API_ANTHROPIC_MESSAGES,
+        api=Api.ANTHROPIC_MESSAGES,
         request=body,
         timing=Timing(start_wall_ns=i),
     )
@@ -41,7 +42,7 @@ def test_text_and_hash_rows_each_at_their_own_block_size() -> None:
         for i in range(3)
     ]
     noise = [
-        replace(texts[0], request_id="x", api=API_OTHER),
+        replace(texts[0], request_id="x", api=Api.OTHER),
         replace(texts[0], request_id="y", flags=(NON_MODEL_FLAG,)),
         replace(hashed[0], request_id="z", hash_block_size=None),
     ]

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx.apis.bodies import conversation
 from agentx.core.errors import AgentxError
 from agentx.prefixcache import tokens
 
@@ -100,7 +101,7 @@ def test_segments_cover_tools_system_and_each_message() -> None:
     body = {"tools": [{"name": "Bash"}], "instructions": "do it", "input": "hi"}
     segs = tokens.render_segments("openai.responses", body)
     assert [s.split("\n")[0] for s in segs] == ["<|tools|>", "<|system|>", "<|user|>"]
-    assert tokens.conversation("openai.responses", body) == [{"role": "user", "content": "hi"}]
+    assert conversation("openai.responses", body) == [{"role": "user", "content": "hi"}]
     assert tokens.render_segments("openai.chat", None) == []
     assert tokens.render_segments("openai.chat", [1, 2]) == ["[1,2]"]
 

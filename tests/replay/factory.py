@@ -5,16 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    Exchange,
-    Response,
-    Timing,
-    Usage,
-)
+from agentx.apis import Api
+from agentx.core.models import Exchange, Response, Timing, Usage
 from agentx.store import write_trace
 
 T0 = 1_700_000_000_000_000_000
@@ -56,7 +48,7 @@ def chat_session(
                 request_id=f"{session_id}-{thread_id}-{k}",
                 session_id=session_id,
                 thread_id=thread_id,
-                api=API_OPENAI_CHAT,
+                api=Api.OPENAI_CHAT,
                 request=body,
                 timing=Timing(start_wall_ns=t, ttft_ns=10_000_000, e2e_ns=50_000_000),
                 path="/v1/chat/completions",
@@ -119,7 +111,7 @@ def anthropic_session(session_id: str, *, turns: int = 2, output_tokens: int = 4
                 request_id=f"{session_id}-{k}",
                 session_id=session_id,
                 thread_id="main",
-                api=API_ANTHROPIC_MESSAGES,
+                api=Api.ANTHROPIC_MESSAGES,
                 request=body,
                 timing=Timing(start_wall_ns=T0 + k * 100_000_000, e2e_ns=50_000_000),
                 path="/v1/messages",
@@ -185,7 +177,7 @@ def responses_session(session_id: str, *, turns: int = 3, output_tokens: int = 4
                 request_id=f"{session_id}-{k}",
                 session_id=session_id,
                 thread_id="main",
-                api=API_OPENAI_RESPONSES,
+                api=Api.OPENAI_RESPONSES,
                 request=body,
                 timing=Timing(start_wall_ns=T0 + k * 100_000_000, e2e_ns=50_000_000),
                 path="/v1/responses",
@@ -241,7 +233,7 @@ def gemini_session(session_id: str, *, turns: int = 3, output_tokens: int = 4) -
                 request_id=f"{session_id}-{k}",
                 session_id=session_id,
                 thread_id="main",
-                api=API_GEMINI,
+                api=Api.GEMINI,
                 request=body,
                 timing=Timing(start_wall_ns=T0 + k * 100_000_000, e2e_ns=50_000_000),
                 path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",

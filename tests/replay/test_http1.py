@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentx.core.models import API_OPENAI_CHAT
+from agentx.apis import Api
 from agentx.core.record import ERR_PROTOCOL, ERR_RESET
 from agentx.replay.client import make_stream_client, stream_request
 from agentx.replay.http1.errors import ConnectionClosed, MalformedResponse
@@ -178,7 +178,7 @@ async def test_malformed_http_is_a_protocol_row(answer: bytes) -> None:
             with pytest.raises(MalformedResponse):
                 await body_of(client)
         async with make_stream_client(url, timeout_s=5, max_connections=2) as client2:
-            out = await stream_request(client2, "/v1/chat/completions", b"{}", API_OPENAI_CHAT)
+            out = await stream_request(client2, "/v1/chat/completions", b"{}", Api.OPENAI_CHAT)
     assert out.error_type == ERR_PROTOCOL and not out.ok
 
 
@@ -198,7 +198,7 @@ async def test_every_read_is_timestamped_when_it_arrives() -> None:
         serving(handler) as (url, _),
         make_stream_client(url, timeout_s=5, max_connections=2) as client,
     ):
-        out = await stream_request(client, "/v1/chat/completions", b"{}", API_OPENAI_CHAT)
+        out = await stream_request(client, "/v1/chat/completions", b"{}", Api.OPENAI_CHAT)
     assert out.ok and out.error_type is None
     assert len(out.itl_ns) == 2
     assert out.itl_ns[0] == 0  # same read
@@ -215,7 +215,7 @@ async def test_a_response_cut_after_its_head_is_a_reset_row() -> None:
         serving(handler) as (url, _),
         make_stream_client(url, timeout_s=5, max_connections=2) as client,
     ):
-        out = await stream_request(client, "/v1/chat/completions", b"{}", API_OPENAI_CHAT)
+        out = await stream_request(client, "/v1/chat/completions", b"{}", Api.OPENAI_CHAT)
     assert out.error_type == ERR_RESET and out.ttft_ns is not None
 
 
@@ -298,5 +298,5 @@ async def test_tls(tmp_path: Path) -> None:
         async with client_for(url, ssl_context=client_ctx) as client:
             assert (await body_of(client))[1] == EVENT
         async with make_stream_client(url, timeout_s=5, max_connections=1) as untrusted:
-            out = await stream_request(untrusted, "/v1/chat/completions", b"{}", API_OPENAI_CHAT)
+            out = await stream_request(untrusted, "/v1/chat/completions", b"{}", Api.OPENAI_CHAT)
     assert out.error_type == "connect" and "CERTIFICATE_VERIFY_FAILED" in (out.error or "")

@@ -10,9 +10,9 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from agentx.apis import Api
 from agentx.cli import app
 from agentx.core.examples import example_path
-from agentx.core.models import API_GEMINI, API_OPENAI_RESPONSES
 from agentx.replay import ReplayOptions, run_replay
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.store.results import read_requests
@@ -106,7 +106,7 @@ def test_responses_and_gemini_rows_replayed_natively(tmp_path: Path) -> None:
     assert latency["ttft"]["p50"] > 0 and latency["tpot"]["p50"] > 0 and latency["itl"]["max"] > 0
 
     records = read_requests(out / "requests.parquet")
-    assert {api_of[r.source_request_id] for r in records} == {API_OPENAI_RESPONSES, API_GEMINI}
+    assert {api_of[r.source_request_id] for r in records} == {Api.OPENAI_RESPONSES, Api.GEMINI}
     for r in records:
         assert r.ok and r.ttft_ns and r.ttft_ns > 0 and len(r.itl_ns) == 7
         assert r.completion_tokens == 8

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.core.models import API_OPENAI_CHAT
+from agentx.apis import Api
 from agentx.prefixcache.cache import UnboundedPrefixCache
 from agentx.prefixcache.hashing import block_hashes
 from agentx.prefixcache.tokens import request_tokens
@@ -29,7 +29,7 @@ def test_theoretical_equals_the_direct_computation_in_send_order(tmp_path: Path)
     sent = []
     for i, body in enumerate(bodies(4)):  # two "workers" interleaving in time
         log, t = (a, 10 * i) if i % 2 == 0 else (b, 10 * i)
-        log.add(f"r{i}", API_OPENAI_CHAT, t, "thread", body)
+        log.add(f"r{i}", Api.OPENAI_CHAT, t, "thread", body)
         sent.append(body)
     a.close()
     b.close()
@@ -42,7 +42,7 @@ def test_theoretical_equals_the_direct_computation_in_send_order(tmp_path: Path)
     got = theoretical(merged([tmp_path / "a.log", tmp_path / "b.log"]), 16)
     cache = UnboundedPrefixCache(16)
     for i, body in enumerate(sent):
-        toks = request_tokens(API_OPENAI_CHAT, orjson.loads(body))
+        toks = request_tokens(Api.OPENAI_CHAT, orjson.loads(body))
         want = cache.observe(block_hashes(toks, 16), int(toks.size))
         assert (got[f"r{i}"].prompt_tokens, got[f"r{i}"].hit_tokens) == (
             want.prompt_tokens,
@@ -54,7 +54,7 @@ def test_theoretical_equals_the_direct_computation_in_send_order(tmp_path: Path)
 def test_a_log_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
     log = SentLog(tmp_path / "a.log")
     for i, body in enumerate(bodies(3)):
-        log.add(f"r{i}", API_OPENAI_CHAT, i, "t", body)
+        log.add(f"r{i}", Api.OPENAI_CHAT, i, "t", body)
     log.close()
     raw = (tmp_path / "a.log").read_bytes()
     (tmp_path / "a.log").write_bytes(raw[:-10])
@@ -77,7 +77,7 @@ def test_the_spool_stores_deltas_and_reads_back_every_body(
         prev = grown.get(thread, b'{"messages":"')
         body = prev[: max(0, len(prev) - cut)] + f"turn {i} of {thread} ".encode() * 20
         grown[thread] = body
-        log.add(f"r{i}", API_OPENAI_CHAT, i, thread, body)
+        log.add(f"r{i}", Api.OPENAI_CHAT, i, thread, body)
         sent.append(body)
     log.close()
     assert [s.body for s in read_log(path, max_bytes=max_bytes)] == sent
@@ -87,7 +87,7 @@ def test_a_growing_conversation_spools_what_it_adds(tmp_path: Path) -> None:
     log = SentLog(tmp_path / "a.log")
     sent = bodies(30)
     for i, body in enumerate(sent):
-        log.add(f"r{i}", API_OPENAI_CHAT, i, "t", body)
+        log.add(f"r{i}", Api.OPENAI_CHAT, i, "t", body)
     log.close()
     assert log.spooled_bytes < sum(map(len, sent)) / 5
     assert [s.body for s in read_log(tmp_path / "a.log")] == sent

@@ -12,15 +12,8 @@ import copy
 import random
 from typing import Any
 
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    Exchange,
-    Response,
-    Timing,
-    Usage,
-)
+from agentx.apis import Api
+from agentx.core.models import Exchange, Response, Timing, Usage
 
 WORDS = (
     "file",
@@ -137,7 +130,7 @@ def anthropic_session(
                 request_id=f"{session}-{i}",
                 session_id=session,
                 thread_id=f"{session}/main",
-                api=API_ANTHROPIC_MESSAGES,
+                api=Api.ANTHROPIC_MESSAGES,
                 request=body,
                 timing=Timing(start_wall_ns=t, ttft_ns=400_000_000, e2e_ns=2_000_000_000),
                 parent_request_id=out[-1].request_id if out else None,
@@ -207,7 +200,7 @@ def openai_session(rng: random.Random, session: str, turns: int, *, t0: int = 0)
                 request_id=f"{session}-{i}",
                 session_id=session,
                 thread_id=f"{session}/main",
-                api=API_OPENAI_CHAT,
+                api=Api.OPENAI_CHAT,
                 request=body,
                 timing=Timing(start_wall_ns=t, ttft_ns=300_000_000, e2e_ns=1_000_000_000),
                 parent_request_id=out[-1].request_id if out else None,
@@ -274,7 +267,7 @@ def responses_session(
                 request_id=f"{session}-{i}",
                 session_id=session,
                 thread_id=f"{session}/main",
-                api=API_OPENAI_RESPONSES,
+                api=Api.OPENAI_RESPONSES,
                 request=body,
                 timing=Timing(start_wall_ns=t),
                 parent_request_id=out[-1].request_id if out else None,

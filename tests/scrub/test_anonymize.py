@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from store.strategies import exchange_sequences
 
-from agentx.core.models import MODEL_APIS, Exchange
+from agentx.apis import MODEL_APIS
+from agentx.core.models import Exchange
 from agentx.prefixcache.theory import HitRateMeter
 from agentx.prefixcache.tokens import (
     count_request_tokens,

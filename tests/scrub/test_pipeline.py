@@ -14,17 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from store.strategies import exchange_sequences
 
+from agentx.apis import Api
 from agentx.core.errors import UsageError
 from agentx.core.flags import FLAG_PROVIDER_FIELDS, FLAG_REPAIRED, FLAG_SIDE_CALL
 from agentx.core.flags import FLAG_SECRET_REDACTED as FLAG_REDACTED
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OTHER,
-    Exchange,
-    Timing,
-    Usage,
-)
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.scrub import ScrubOptions, scrub_exchanges, scrub_trace
 from agentx.scrub.rules import RULES
 from agentx.store import read_trace, write_trace
@@ -41,7 +35,7 @@ def _ex(
     body: object,
     t: int,
     *,
-    api: str = API_OPENAI_CHAT,
+    api: str = Api.OPENAI_CHAT,
     status: int | None = 200,
     **kw: Any,
 ) -> Exchange:
@@ -91,7 +85,7 @@ def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
             "x5",
             {"messages": [user]},
             t + 6,
-            api=API_OTHER,
+            api=Api.OTHER,
             path="/v1/messages/count_tokens",
         ),
         _ex(
@@ -103,7 +97,7 @@ def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
                 "messages": [user],
             },
             t + 7,
-            api=API_ANTHROPIC_MESSAGES,
+            api=Api.ANTHROPIC_MESSAGES,
         ),
         _ex("x-first", "x7", {"messages": [{"role": "user", "content": "run it"}]}, t + 8),
         _ex("x-retry", "x7", {"messages": [{"role": "user", "content": "run it"}]}, t + 9),
@@ -123,7 +117,7 @@ def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
                 ]
             },
             t + 10,
-            api=API_ANTHROPIC_MESSAGES,
+            api=Api.ANTHROPIC_MESSAGES,
         ),
         _ex(
             "x-repair",
@@ -161,7 +155,7 @@ def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
                 ]
             },
             t + 13,
-            api=API_ANTHROPIC_MESSAGES,
+            api=Api.ANTHROPIC_MESSAGES,
         ),
         _ex(
             "x-secret",
@@ -343,7 +337,7 @@ def test_hash_only_rows_pass_untouched() -> None:
             request_id=f"w{i}",
             session_id="w",
             thread_id="w/main",
-            api=API_OPENAI_CHAT,
+            api=Api.OPENAI_CHAT,
             request={},
             timing=Timing(start_wall_ns=i),
             usage=Usage(prompt_tokens=130, completion_tokens=5),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, API_OPENAI_RESPONSES
+from agentx.apis import Api
 from agentx.scrub.toolpairs import check
 
 
@@ -24,7 +24,7 @@ def test_paired_chat_conversation_is_ok() -> None:
         chat_call("a"),
         {"role": "tool", "tool_call_id": "a", "content": "1"},
     ]
-    assert check(API_OPENAI_CHAT, conv).ok
+    assert check(Api.OPENAI_CHAT, conv).ok
 
 
 def test_chat_orphan_result_is_removed_and_input_untouched() -> None:
@@ -34,7 +34,7 @@ def test_chat_orphan_result_is_removed_and_input_untouched() -> None:
         {"role": "user", "content": "more"},
     ]
     before = copy.deepcopy(conv)
-    c = check(API_OPENAI_CHAT, conv)
+    c = check(Api.OPENAI_CHAT, conv)
     assert (c.orphan_results, c.unanswered_calls) == (1, 0)
     assert c.repaired == [conv[0], conv[2]]
     assert conv == before
@@ -46,7 +46,7 @@ def test_chat_unanswered_call_is_removed_keeping_the_text() -> None:
         chat_call("a"),
         {"role": "user", "content": "never mind"},
     ]
-    c = check(API_OPENAI_CHAT, conv)
+    c = check(Api.OPENAI_CHAT, conv)
     assert c.unanswered_calls == 1
     assert c.repaired is not None
     assert c.repaired[1] == {"role": "assistant", "content": "calling"}
@@ -54,7 +54,7 @@ def test_chat_unanswered_call_is_removed_keeping_the_text() -> None:
 
 def test_last_message_call_is_not_an_orphan() -> None:
     conv = [{"role": "user", "content": "go"}, chat_call("a")]
-    assert check(API_OPENAI_CHAT, conv).ok
+    assert check(Api.OPENAI_CHAT, conv).ok
 
 
 def test_anthropic_orphan_block_removed_when_the_message_keeps_content() -> None:
@@ -69,7 +69,7 @@ def test_anthropic_orphan_block_removed_when_the_message_keeps_content() -> None
             ],
         },
     ]
-    c = check(API_ANTHROPIC_MESSAGES, conv)
+    c = check(Api.ANTHROPIC_MESSAGES, conv)
     assert c.repaired is not None
     assert c.repaired[2] == {"role": "user", "content": [{"type": "text", "text": "and this"}]}
 
@@ -83,7 +83,7 @@ def test_anthropic_repair_that_would_empty_a_message_is_ambiguous() -> None:
             "content": [{"type": "tool_result", "tool_use_id": "gone", "content": "x"}],
         },
     ]
-    c = check(API_ANTHROPIC_MESSAGES, conv)
+    c = check(Api.ANTHROPIC_MESSAGES, conv)
     assert not c.ok and c.repaired is None
 
 
@@ -95,7 +95,7 @@ def test_responses_items_are_paired_by_call_id() -> None:
         {"type": "function_call_output", "call_id": "c9", "output": "stale"},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]},
     ]
-    c = check(API_OPENAI_RESPONSES, conv)
+    c = check(Api.OPENAI_RESPONSES, conv)
     assert c.orphan_results == 1
     assert c.repaired == conv[:3] + conv[4:]
 
@@ -111,5 +111,5 @@ def test_repair_is_deterministic_across_requests_of_a_thread() -> None:
         {"role": "assistant", "content": "done"},
         {"role": "user", "content": "thanks"},
     ]
-    a, b = check(API_OPENAI_CHAT, base).repaired, check(API_OPENAI_CHAT, longer).repaired
+    a, b = check(Api.OPENAI_CHAT, base).repaired, check(Api.OPENAI_CHAT, longer).repaired
     assert a is not None and b is not None and b[: len(a)] == a

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
+from agentx.apis.registry import classify
 from agentx.apis.usage import usage_from
-from agentx.capture.apis.routing import classify
 from agentx.serve_sim import SimConfig, SimServer
 
 from .helpers import QUICK, metric, parse_metrics

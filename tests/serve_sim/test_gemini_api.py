@@ -12,7 +12,7 @@ import aiohttp
 import orjson
 import pytest
 
-from agentx.core.models import API_GEMINI
+from agentx.apis import Api
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.tokens import count_request_tokens, count_tokens
 from agentx.serve_sim import SimServer
@@ -70,7 +70,7 @@ def text_of(chunk: dict[str, Any]) -> str:
 
 def check_chunks(chunks: list[dict[str, Any]], body: dict[str, Any], n: int) -> dict[str, Any]:
     """One chunk per token then the last with the finish and all the counts; its usage."""
-    prompt = count_request_tokens(API_GEMINI, body)  # systemInstruction + contents
+    prompt = count_request_tokens(Api.GEMINI, body)  # systemInstruction + contents
     assert len(chunks) == n + 1
     assert count_tokens("".join(text_of(c) for c in chunks)) == n
     ids = {c["responseId"] for c in chunks}
@@ -96,7 +96,7 @@ async def test_generate_content_and_cached_tokens_on_a_repeated_prefix(
     assert data["modelVersion"] == MODEL and data["responseId"]
     assert data["candidates"][0]["finishReason"] == "MAX_TOKENS"
     assert count_tokens(text_of(data)) == 10
-    prompt = count_request_tokens(API_GEMINI, body)
+    prompt = count_request_tokens(Api.GEMINI, body)
     assert data["usageMetadata"] == {
         "promptTokenCount": prompt,
         "candidatesTokenCount": 10,
@@ -105,7 +105,7 @@ async def test_generate_content_and_cached_tokens_on_a_repeated_prefix(
     }
     # the system instruction is part of the prompt, as the other families' system prompts are
     bare = {"contents": body["contents"], "generationConfig": body["generationConfig"]}
-    assert prompt > count_request_tokens(API_GEMINI, bare) + 80
+    assert prompt > count_request_tokens(Api.GEMINI, bare) + 80
 
     # the next turn appends the answer and a question: the whole first prompt is a prefix
     answer = data["candidates"][0]["content"]
@@ -114,7 +114,7 @@ async def test_generate_content_and_cached_tokens_on_a_repeated_prefix(
         "contents": [*body["contents"], answer, {"role": "user", "parts": [{"text": "and then?"}]}],
     }
     usage = orjson.loads((await post(http, GENERATE, turn))[1])["usageMetadata"]
-    assert usage["promptTokenCount"] == count_request_tokens(API_GEMINI, turn)
+    assert usage["promptTokenCount"] == count_request_tokens(Api.GEMINI, turn)
     assert prompt - 16 < usage["cachedContentTokenCount"] <= prompt
 
 

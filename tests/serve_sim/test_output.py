@@ -1,4 +1,5 @@
-"""Filler text, answer length, tool-call choice and arguments, request validation."""
+"""Answer length, tool-call choice and arguments (the filler text: tests/apis/test_answer.py;
+request validation: tests/apis/test_serving.py)."""
 
 from __future__ import annotations
 
@@ -7,42 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-)
+from agentx.apis import Api
 from agentx.prefixcache.tokens import count_tokens
 from agentx.serve_sim.output import (
     choose_tool,
     example_value,
-    filler_cycle,
-    filler_text,
     output_length,
     plan_output,
     token_pieces,
 )
-from agentx.serve_sim.requests import (
-    RequestError,
-    context_error,
-    parse_chat,
-    parse_gemini,
-    parse_json,
-    parse_messages,
-    parse_responses,
-)
-
-
-@pytest.mark.parametrize("n", [1, 7, 100, 1000, len(filler_cycle(0)) + 5])
-def test_filler_retokenizes_to_its_length(n: int) -> None:
-    assert count_tokens(filler_text(n)) == n
-
-
-def test_filler_is_deterministic_and_seeded() -> None:
-    assert filler_text(50, seed=1) == filler_text(50, seed=1)
-    assert filler_text(50, seed=1) != filler_text(50, seed=2)
-
 
 ROOM = 10_000
 
@@ -101,11 +75,11 @@ def chat(last: dict[str, object], **extra: object) -> dict[str, object]:
 def test_auto_tool_choice_calls_after_a_user_turn_and_answers_after_a_tool_result() -> None:
     user = {"role": "user", "content": "do it"}
     result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
-    assert choose_tool(API_OPENAI_CHAT, chat(user)) == (
+    assert choose_tool(Api.OPENAI_CHAT, chat(user)) == (
         "read_file",
         OPENAI_TOOLS[0]["function"]["parameters"],  # type: ignore[index]
     )
-    assert choose_tool(API_OPENAI_CHAT, chat(result)) is None
+    assert choose_tool(Api.OPENAI_CHAT, chat(result)) is None
     body = {
         "messages": [
             {
@@ -115,34 +89,34 @@ def test_auto_tool_choice_calls_after_a_user_turn_and_answers_after_a_tool_resul
         ],
         "tools": ANTHROPIC_TOOLS,
     }
-    assert choose_tool(API_ANTHROPIC_MESSAGES, body) is None
+    assert choose_tool(Api.ANTHROPIC_MESSAGES, body) is None
     body["messages"] = [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
-    assert choose_tool(API_ANTHROPIC_MESSAGES, body) == ("Read", ANTHROPIC_TOOLS[0]["input_schema"])
+    assert choose_tool(Api.ANTHROPIC_MESSAGES, body) == ("Read", ANTHROPIC_TOOLS[0]["input_schema"])
 
 
 def test_a_pinned_length_wins_over_a_tool_call() -> None:
     """ignore_eos / min_tokens: the replay asked for an exact length, as vLLM would give it."""
     body = chat({"role": "user", "content": "do it"})
-    free = plan_output(API_OPENAI_CHAT, body, max_tokens=300, room=10_000)
+    free = plan_output(Api.OPENAI_CHAT, body, max_tokens=300, room=10_000)
     assert free.tool_call is not None and free.tokens < 300
-    pinned = plan_output(API_OPENAI_CHAT, body, max_tokens=300, room=10_000, ignore_eos=True)
+    pinned = plan_output(Api.OPENAI_CHAT, body, max_tokens=300, room=10_000, ignore_eos=True)
     assert pinned.tool_call is None and (pinned.tokens, pinned.finish) == (300, "length")
-    floor = plan_output(API_OPENAI_CHAT, body, max_tokens=300, room=10_000, min_tokens=200)
+    floor = plan_output(Api.OPENAI_CHAT, body, max_tokens=300, room=10_000, min_tokens=200)
     assert floor.tool_call is None and floor.tokens >= 200
 
 
 def test_tool_choice_forms() -> None:
     result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
     user = {"role": "user", "content": "x"}
-    assert choose_tool(API_OPENAI_CHAT, chat(user, tool_choice="none")) is None
-    assert choose_tool(API_OPENAI_CHAT, chat(result, tool_choice="required"))[0] == "read_file"  # type: ignore[index]
+    assert choose_tool(Api.OPENAI_CHAT, chat(user, tool_choice="none")) is None
+    assert choose_tool(Api.OPENAI_CHAT, chat(result, tool_choice="required"))[0] == "read_file"  # type: ignore[index]
     named = {"type": "function", "function": {"name": "bash"}}
-    assert choose_tool(API_OPENAI_CHAT, chat(result, tool_choice=named))[0] == "bash"  # type: ignore[index]
+    assert choose_tool(Api.OPENAI_CHAT, chat(result, tool_choice=named))[0] == "bash"  # type: ignore[index]
     body = {"messages": [user], "tools": ANTHROPIC_TOOLS}
-    assert choose_tool(API_ANTHROPIC_MESSAGES, {**body, "tool_choice": {"type": "none"}}) is None
+    assert choose_tool(Api.ANTHROPIC_MESSAGES, {**body, "tool_choice": {"type": "none"}}) is None
     pick = {"type": "tool", "name": "Bash"}
-    assert choose_tool(API_ANTHROPIC_MESSAGES, {**body, "tool_choice": pick})[0] == "Bash"  # type: ignore[index]
-    assert choose_tool(API_OPENAI_CHAT, {"messages": [user]}) is None  # no tools, no call
+    assert choose_tool(Api.ANTHROPIC_MESSAGES, {**body, "tool_choice": pick})[0] == "Bash"  # type: ignore[index]
+    assert choose_tool(Api.OPENAI_CHAT, {"messages": [user]}) is None  # no tools, no call
 
 
 RESPONSES_TOOLS = [
@@ -177,26 +151,26 @@ def test_responses_tools_are_called_after_a_user_item_only() -> None:
     user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
     output = {"type": "function_call_output", "call_id": "c", "output": "ok"}
     body = {"input": [user], "tools": RESPONSES_TOOLS}
-    assert choose_tool(API_OPENAI_RESPONSES, body) == ("shell", RESPONSES_TOOLS[2]["parameters"])
-    assert choose_tool(API_OPENAI_RESPONSES, {**body, "input": "a plain string"}) is not None
-    assert choose_tool(API_OPENAI_RESPONSES, {**body, "input": [user, output]}) is None
-    assert choose_tool(API_OPENAI_RESPONSES, {**body, "tool_choice": "none"}) is None
+    assert choose_tool(Api.OPENAI_RESPONSES, body) == ("shell", RESPONSES_TOOLS[2]["parameters"])
+    assert choose_tool(Api.OPENAI_RESPONSES, {**body, "input": "a plain string"}) is not None
+    assert choose_tool(Api.OPENAI_RESPONSES, {**body, "input": [user, output]}) is None
+    assert choose_tool(Api.OPENAI_RESPONSES, {**body, "tool_choice": "none"}) is None
     named = {"type": "function", "name": "read"}
-    assert choose_tool(API_OPENAI_RESPONSES, {**body, "tool_choice": named})[0] == "read"  # type: ignore[index]
+    assert choose_tool(Api.OPENAI_RESPONSES, {**body, "tool_choice": named})[0] == "read"  # type: ignore[index]
     only_builtin = {"input": [user], "tools": RESPONSES_TOOLS[:2]}
-    assert choose_tool(API_OPENAI_RESPONSES, only_builtin) is None
+    assert choose_tool(Api.OPENAI_RESPONSES, only_builtin) is None
 
 
 def test_gemini_function_declarations_and_calling_modes() -> None:
     user = {"role": "user", "parts": [{"text": "go"}]}
     answer = {"role": "user", "parts": [{"functionResponse": {"name": "run", "response": {}}}]}
     body = {"contents": [user], "tools": GEMINI_TOOLS}
-    name, schema = choose_tool(API_GEMINI, body)  # type: ignore[misc]
+    name, schema = choose_tool(Api.GEMINI, body)  # type: ignore[misc]
     assert name == "run" and example_value(schema) == {"cmd": "agentx", "n": 1}  # OBJECT, STRING
-    assert choose_tool(API_GEMINI, {**body, "contents": [user, answer]}) is None
+    assert choose_tool(Api.GEMINI, {**body, "contents": [user, answer]}) is None
 
     def mode(config: dict[str, object]) -> str | None:
-        got = choose_tool(API_GEMINI, {**body, "toolConfig": {"functionCallingConfig": config}})
+        got = choose_tool(Api.GEMINI, {**body, "toolConfig": {"functionCallingConfig": config}})
         return None if got is None else got[0]
 
     assert mode({"mode": "NONE"}) is None
@@ -204,7 +178,7 @@ def test_gemini_function_declarations_and_calling_modes() -> None:
     assert mode({"mode": "ANY", "allowedFunctionNames": ["ls"]}) == "ls"
     assert (
         choose_tool(
-            API_GEMINI,
+            Api.GEMINI,
             {
                 "contents": [user, answer],
                 "tools": GEMINI_TOOLS,
@@ -232,7 +206,7 @@ def test_tool_arguments_follow_the_schema() -> None:
 
 def test_a_tool_plan_streams_its_arguments_token_by_token() -> None:
     plan = plan_output(
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
         chat({"role": "user", "content": "go"}),
         max_tokens=100,
         room=ROOM,
@@ -251,126 +225,3 @@ def test_token_pieces_reassemble(text: str) -> None:
 
 
 # -- validation ---------------------------------------------------------------------------------
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.binary(max_size=200))
-def test_parse_json_only_ever_raises_request_error(raw: bytes) -> None:
-    try:
-        body = parse_json(raw)
-    except RequestError as exc:
-        assert exc.status == 400
-    else:
-        assert isinstance(body, dict)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.dictionaries(
-        st.sampled_from(
-            [
-                "messages",
-                "max_tokens",
-                "stream",
-                "n",
-                "min_tokens",
-                "stream_options",
-                "model",
-                "max_completion_tokens",
-                "input",
-                "previous_response_id",
-                "max_output_tokens",
-                "contents",
-                "generationConfig",
-            ]
-        ),
-        st.none()
-        | st.booleans()
-        | st.integers(-3, 3)
-        | st.text(max_size=3)
-        | st.lists(
-            st.dictionaries(
-                st.sampled_from(["role", "content"]), st.sampled_from(["user", "bogus", "x"])
-            ),
-            max_size=2,
-        )
-        | st.fixed_dictionaries({}, optional={"maxOutputTokens": st.integers(-1, 2)}),
-    )
-)
-def test_parsers_accept_or_refuse_with_400(body: dict[str, object]) -> None:
-    def gemini(body: dict[str, object], model: str) -> object:
-        return parse_gemini(body, model, True)
-
-    for parse in (parse_chat, parse_messages, parse_responses, gemini):
-        try:
-            req = parse(body, "m")  # type: ignore[operator]
-        except RequestError as exc:
-            assert exc.status == 400 and exc.message
-        else:
-            assert req.max_tokens is None or req.max_tokens >= 1
-            assert req.min_tokens >= 0
-
-
-def test_parse_chat_reads_the_generation_fields() -> None:
-    req = parse_chat(
-        {
-            "messages": [{"role": "user", "content": "x"}],
-            "max_completion_tokens": 9,
-            "max_tokens": 99,
-            "min_tokens": 3,
-            "ignore_eos": True,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        },
-        "dflt",
-    )
-    assert (req.model, req.max_tokens, req.min_tokens, req.ignore_eos) == ("dflt", 9, 3, True)
-    assert req.stream and req.include_usage
-
-
-def test_parse_responses_and_gemini_read_their_fields() -> None:
-    req = parse_responses(
-        {"input": "x", "max_output_tokens": 9, "stream": True, "ignore_eos": True}, "dflt"
-    )
-    assert (req.api, req.model, req.max_tokens, req.ignore_eos, req.stream) == (
-        API_OPENAI_RESPONSES,
-        "dflt",
-        9,
-        True,
-        True,
-    )
-    with pytest.raises(RequestError, match="previous_response_id"):
-        parse_responses({"input": "x", "previous_response_id": "resp_1"}, "m")
-    with pytest.raises(RequestError, match="input"):
-        parse_responses({"input": []}, "m")
-    contents = [{"role": "user", "parts": [{"text": "x"}]}]
-    body = {"contents": contents, "generationConfig": {"maxOutputTokens": 7}}
-    req = parse_gemini(body, "gemini-x", False)
-    assert (req.api, req.model, req.max_tokens, req.stream) == (API_GEMINI, "gemini-x", 7, False)
-    with pytest.raises(RequestError, match="maxOutputTokens"):
-        parse_gemini({**body, "generationConfig": {"maxOutputTokens": 0}}, "g", True)
-    with pytest.raises(RequestError, match="candidateCount"):
-        parse_gemini({**body, "generationConfig": {"candidateCount": 2}}, "g", True)
-    with pytest.raises(RequestError, match="role"):
-        parse_gemini({"contents": [{"role": "system", "parts": []}]}, "g", True)
-
-
-def test_messages_requires_max_tokens() -> None:
-    with pytest.raises(RequestError, match="max_tokens"):
-        parse_messages({"messages": [{"role": "user", "content": "x"}]}, "m")
-
-
-def test_context_errors() -> None:
-    context_error(API_OPENAI_CHAT, 90, 10, 100)  # fits exactly
-    with pytest.raises(RequestError) as info:
-        context_error(API_OPENAI_CHAT, 90, 11, 100)
-    assert info.value.code == "context_length_exceeded" and "101 tokens" in info.value.message
-    with pytest.raises(RequestError):
-        context_error(API_OPENAI_CHAT, 100, None, 100)  # no room for a single output token
-    with pytest.raises(RequestError, match="prompt is too long"):
-        context_error(API_ANTHROPIC_MESSAGES, 95, 10, 100)
-    with pytest.raises(RequestError) as info:
-        context_error(API_OPENAI_RESPONSES, 95, 10, 100)
-    assert info.value.param == "input" and info.value.code == "context_length_exceeded"
-    with pytest.raises(RequestError, match=r"input token count \(95\) plus maxOutputTokens"):
-        context_error(API_GEMINI, 95, 10, 100)

@@ -11,7 +11,7 @@ import aiohttp
 import orjson
 import pytest
 
-from agentx.core.models import API_OPENAI_RESPONSES
+from agentx.apis import Api
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.tokens import count_request_tokens, count_tokens
 from agentx.serve_sim import SimServer
@@ -100,7 +100,7 @@ async def test_non_streaming_response_and_cached_tokens_on_a_repeated_prefix(
     (part,) = item["content"]
     assert part["type"] == "output_text" and count_tokens(part["text"]) == 12
     usage = data["usage"]
-    prompt = count_request_tokens(API_OPENAI_RESPONSES, body)  # instructions + input
+    prompt = count_request_tokens(Api.OPENAI_RESPONSES, body)  # instructions + input
     assert usage["input_tokens"] == prompt and usage["output_tokens"] == 12
     assert usage["total_tokens"] == prompt + 12
     assert usage["input_tokens_details"] == {"cached_tokens": 0}
@@ -112,7 +112,7 @@ async def test_non_streaming_response_and_cached_tokens_on_a_repeated_prefix(
     data = orjson.loads((await post(http, turn))[1])
     cached = data["usage"]["input_tokens_details"]["cached_tokens"]
     assert prompt - 16 < cached <= prompt and cached % 16 == 0
-    assert data["usage"]["input_tokens"] == count_request_tokens(API_OPENAI_RESPONSES, turn)
+    assert data["usage"]["input_tokens"] == count_request_tokens(Api.OPENAI_RESPONSES, turn)
 
 
 async def test_streaming_events_in_openai_order_with_usage(http: aiohttp.ClientSession) -> None:
@@ -135,7 +135,7 @@ async def test_streaming_events_in_openai_order_with_usage(http: aiohttp.ClientS
     assert done["status"] == "completed" and done["output"] == [data[-2]["item"]]
     usage = done["usage"]
     assert usage["output_tokens"] == 9 and count_tokens(text) == 9
-    assert usage["input_tokens"] == count_request_tokens(API_OPENAI_RESPONSES, body)
+    assert usage["input_tokens"] == count_request_tokens(Api.OPENAI_RESPONSES, body)
     assert usage["input_tokens_details"]["cached_tokens"] == 0
     # the server's timing, in a comment just before response.completed
     assert len(comments) == 1 and comments[0].startswith("agentx-server-timing ")

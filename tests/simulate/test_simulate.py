@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from agentx.apis import Api
 from agentx.cli import app
 from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.prefixcache.hashing import chain_ids
 from agentx.simulate import (
     SimulateOptions,
@@ -165,7 +166,7 @@ def _weka_exchanges(raw: list[RawRequest], ids: list[list[int]]) -> list[Exchang
             request_id=f"r{i}",
             session_id=r.session,
             thread_id="main",
-            api=API_OPENAI_CHAT,
+            api=Api.OPENAI_CHAT,
             request={},
             timing=Timing(start_wall_ns=r.start_ns, e2e_ns=r.duration_ns),
             usage=Usage(prompt_tokens=r.prompt_tokens, completion_tokens=r.output_tokens),
@@ -236,7 +237,7 @@ def test_mixed_block_sizes_are_refused() -> None:
         request_id="t",
         session_id="s",
         thread_id="t",
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         request={"messages": [{"role": "user", "content": "hello " * 40}]},
         timing=Timing(start_wall_ns=1),
     )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.apis import Api
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.store import TraceWriter
 
 
@@ -22,7 +23,7 @@ def make_exchange(i: int) -> Exchange:
         request_id=f"r{i}",
         session_id="s",
         thread_id="main",
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         request={"model": "m", "messages": messages, "stream": True},
         timing=Timing(start_wall_ns=1_700_000_000_000_000_000 + i),
         parent_request_id=f"r{i - 1}" if i else None,

@@ -13,17 +13,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-    Credential,
-    Exchange,
-    Response,
-    Timing,
-    Usage,
-)
+from agentx.apis import Api
+from agentx.core.models import Credential, Exchange, Response, Timing, Usage
 
 # any unicode, plus now and then a lone surrogate (what json.loads makes of "\ud800")
 text = st.one_of(
@@ -142,9 +133,9 @@ def _responses_item() -> st.SearchStrategy[Any]:
 
 
 ITEMS = {
-    API_OPENAI_CHAT: _chat_message(),
-    API_ANTHROPIC_MESSAGES: _anthropic_message(),
-    API_OPENAI_RESPONSES: _responses_item(),
+    Api.OPENAI_CHAT: _chat_message(),
+    Api.ANTHROPIC_MESSAGES: _anthropic_message(),
+    Api.OPENAI_RESPONSES: _responses_item(),
 }
 TOOLS = st.lists(
     st.fixed_dictionaries({"name": text, "description": text, "input_schema": json_values}),
@@ -158,7 +149,7 @@ EXTRA_KEYS = st.lists(
     unique=True,
     max_size=3,
 )
-API = st.sampled_from([API_OPENAI_CHAT, API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, API_OTHER])
+API = st.sampled_from([Api.OPENAI_CHAT, Api.ANTHROPIC_MESSAGES, Api.OPENAI_RESPONSES, Api.OTHER])
 SESSION = st.sampled_from(["s1", "s2"])
 THREAD = st.sampled_from(["main", "sub", "side"])
 NEW_ITEMS = {api: st.lists(items, max_size=3) for api, items in ITEMS.items()}
@@ -183,13 +174,13 @@ THINK = st.none() | st.floats(0, 1e4)
 
 def _body(draw: st.DrawFn, api: str, conv: list[Any]) -> Any:
     """A body carrying ``conv``, with params, tools, system in some key order."""
-    if api == API_OTHER:
+    if api == Api.OTHER:
         return draw(json_values)
-    key = "input" if api == API_OPENAI_RESPONSES else "messages"
+    key = "input" if api == Api.OPENAI_RESPONSES else "messages"
     fields: dict[str, Any] = {"model": draw(text), key: conv}
     if draw(st.booleans()):
         fields["tools"] = draw(TOOLS)
-    system_key = "instructions" if api == API_OPENAI_RESPONSES else "system"
+    system_key = "instructions" if api == Api.OPENAI_RESPONSES else "system"
     if draw(st.booleans()):
         fields[system_key] = draw(SYSTEM)
     for extra in draw(EXTRA_KEYS):
@@ -236,14 +227,14 @@ def exchange_sequences(draw: st.DrawFn, max_requests: int = 12) -> list[Exchange
             elif cut == 1 and conv:  # an earlier message edited in place
                 j = draw(st.integers(0, len(conv) - 1))
                 conv[j] = draw(ITEMS.get(api, json_values))
-        if api != API_OTHER:
+        if api != Api.OTHER:
             conv.extend(draw(NEW_ITEMS[api]))
-            if api == API_ANTHROPIC_MESSAGES and draw(st.booleans()):
+            if api == Api.ANTHROPIC_MESSAGES and draw(st.booleans()):
                 _move_cache_control(conv)
         body = _body(draw, api, copy.deepcopy(conv))
-        if api == API_OPENAI_RESPONSES and draw(st.integers(0, 9)) == 0:
+        if api == Api.OPENAI_RESPONSES and draw(st.integers(0, 9)) == 0:
             body["input"] = draw(text)  # the Responses API also takes a bare string
-        if api == API_OPENAI_CHAT and draw(st.integers(0, 9)) == 0:
+        if api == Api.OPENAI_CHAT and draw(st.integers(0, 9)) == 0:
             body["messages"] = draw(json_values)  # not a list: stored verbatim in the params
         parent_id = draw(st.sampled_from([parent, None, "nope", f"r{max(i - 1, 0)}"]))
         ex = Exchange(

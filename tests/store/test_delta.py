@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing
+from agentx.apis import Api
+from agentx.core.models import Exchange, Timing
 from agentx.store import TraceWriter, read_trace, recover, spool_path
 from agentx.store.codec import DeltaEncoder
 
@@ -20,7 +21,7 @@ def _ex(session: int, turn: int) -> Exchange:
         session_id=f"s{session}",
         thread_id="main",
         parent_request_id=f"r{session}-{turn - 1}" if turn else None,
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         request={"model": "m", "messages": messages},
         timing=Timing(start_wall_ns=turn * 10_000 + session),
     )

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.core.models import API_OPENAI_CHAT, Exchange, Timing, Usage
+from agentx.apis import Api
+from agentx.core.models import Exchange, Timing, Usage
 from agentx.prefixcache.hashing import common_prefix
 from agentx.store import (
     METADATA_COLUMNS,
@@ -36,7 +37,7 @@ def hash_row(i: int, ids: tuple[int, ...], session: str = "s", thread: str = "ma
         trace_id="T",
         session_id=session,
         thread_id=f"{session}/{thread}",
-        api=API_OPENAI_CHAT,
+        api=Api.OPENAI_CHAT,
         request={},
         timing=Timing(start_wall_ns=i),
         parent_request_id=f"{session}/{thread}/{i - 1}" if i else None,

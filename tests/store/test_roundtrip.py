@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from agentx import DISTRIBUTION, __version__
-from agentx.core.models import API_ANTHROPIC_MESSAGES, Exchange, Timing
+from agentx.apis import Api
+from agentx.core.models import Exchange, Timing
 from agentx.store import TraceWriter, iter_exchanges, open_trace, read_trace, write_trace
 from agentx.store.codec import DeltaDecoder, DeltaEncoder
 from agentx.store.spool import line_row, row_line
@@ -98,7 +99,7 @@ def _growing_session(turns: int) -> list[Exchange]:
                 request_id=f"r{i}",
                 session_id="s",
                 thread_id="main",
-                api=API_ANTHROPIC_MESSAGES,
+                api=Api.ANTHROPIC_MESSAGES,
                 request=json.loads(json.dumps(body)),  # a fresh object tree, as a parser makes
                 timing=Timing(start_wall_ns=i),
                 parent_request_id=f"r{i - 1}" if i else None,

@@ -12,7 +12,8 @@ from replay.factory import (
     responses_session,
 )
 
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OPENAI_CHAT, Response, Usage
+from agentx.apis import Api
+from agentx.core.models import Response, Usage
 from agentx.workload.build import BuildConfig, ThreadBuilder, max_tokens_of, salt_messages
 
 
@@ -38,7 +39,7 @@ def test_chat_body_shape() -> None:
         cfg(ignore_eos=True, extra_body={"temperature": 0, "max_tokens": 9}), ex.api
     ).build(ex, None)
     body = body_of(built)
-    assert built.path == "/v1/chat/completions" and built.api == API_OPENAI_CHAT
+    assert built.path == "/v1/chat/completions" and built.api == Api.OPENAI_CHAT
     assert body["model"] == "m" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert body["ignore_eos"] is True and body["min_tokens"] == 7
@@ -48,8 +49,8 @@ def test_chat_body_shape() -> None:
 
 def test_same_input_same_bytes_and_prefix_stable() -> None:
     turns = chat_session("s", turns=3)
-    a = [ThreadBuilder(cfg(), API_OPENAI_CHAT).build(ex, "salt1").body for ex in turns]
-    b_builder = ThreadBuilder(cfg(), API_OPENAI_CHAT)
+    a = [ThreadBuilder(cfg(), Api.OPENAI_CHAT).build(ex, "salt1").body for ex in turns]
+    b_builder = ThreadBuilder(cfg(), Api.OPENAI_CHAT)
     b = [b_builder.build(ex, "salt1").body for ex in turns]
     assert a == b
     m0, m1 = body_of_bytes(a[0])["messages"], body_of_bytes(a[1])["messages"]
@@ -62,9 +63,9 @@ def body_of_bytes(raw: bytes) -> dict[str, Any]:
 
 def test_salt_goes_to_first_user_message_only() -> None:
     ex = chat_session("s", turns=2)[1]
-    b = ThreadBuilder(cfg(), API_OPENAI_CHAT)
+    b = ThreadBuilder(cfg(), Api.OPENAI_CHAT)
     salted = body_of(b.build(ex, "abc"))["messages"]
-    plain = body_of(ThreadBuilder(cfg(), API_OPENAI_CHAT).build(ex, None))["messages"]
+    plain = body_of(ThreadBuilder(cfg(), Api.OPENAI_CHAT).build(ex, None))["messages"]
     assert salted[0] == plain[0] == {"role": "system", "content": SYSTEM}  # shareable
     assert salted[1]["content"] == "[rid:abc]\n\n" + plain[1]["content"]  # as agentx-harness
     assert salted[2:] == plain[2:]
@@ -87,7 +88,7 @@ def test_native_anthropic_strips_provider_fields_and_sets_length() -> None:
     ex = anthropic_session("a", turns=2, output_tokens=11)[1]
     built = ThreadBuilder(cfg(api_mode="messages"), ex.api).build(ex, "z")
     body = body_of(built)
-    assert built.path == "/v1/messages" and built.api == API_ANTHROPIC_MESSAGES
+    assert built.path == "/v1/messages" and built.api == Api.ANTHROPIC_MESSAGES
     assert body["max_tokens"] == 11 and body["stream"] is True and body["model"] == "m"
     assert b"cache_control" not in built.body and b"signature" not in built.body
     assert body["messages"][0]["content"][0]["text"].startswith("[rid:z]\n\nfix the bug")
@@ -107,7 +108,7 @@ def test_max_tokens_fallbacks() -> None:
 
 def test_live_mode_threads_the_server_reply() -> None:
     turns = chat_session("s", turns=3)
-    b = ThreadBuilder(cfg(live=True), API_OPENAI_CHAT)
+    b = ThreadBuilder(cfg(live=True), Api.OPENAI_CHAT)
     first = b.build(turns[0], None)
     assert not first.live_fallback
     b.live_reply({"role": "assistant", "content": "LIVE ANSWER"})
@@ -122,7 +123,7 @@ def test_live_mode_threads_the_server_reply() -> None:
 
 def test_live_mode_keeps_recorded_tool_call_ids() -> None:
     ex = anthropic_session("a", turns=3)
-    b = ThreadBuilder(cfg(live=True), API_ANTHROPIC_MESSAGES)
+    b = ThreadBuilder(cfg(live=True), Api.ANTHROPIC_MESSAGES)
     b.build(ex[0], None)
     b.live_reply(
         {
@@ -152,7 +153,7 @@ def test_live_mode_keeps_recorded_tool_call_ids() -> None:
 def test_live_mode_falls_back_when_the_history_was_rewritten() -> None:
     turns = chat_session("s", turns=2)
     other = chat_session("x", turns=2)[1]  # not an extension of turns[0]
-    b = ThreadBuilder(cfg(live=True), API_OPENAI_CHAT)
+    b = ThreadBuilder(cfg(live=True), Api.OPENAI_CHAT)
     b.build(turns[0], None)
     b.live_reply({"role": "assistant", "content": "LIVE"})
     built = b.build(other, None)

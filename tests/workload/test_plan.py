@@ -10,8 +10,9 @@ import orjson
 import pytest
 from replay.factory import T0, anthropic_session, chat_session, gemini_session, responses_session
 
+from agentx.apis import Api
 from agentx.core.errors import TraceError, UsageError
-from agentx.core.models import API_OPENAI_CHAT, API_OTHER, Usage
+from agentx.core.models import Usage
 from agentx.prefixcache.tokens import count_tokens
 from agentx.replay.options import ReplayOptions, parse_extra_body, parse_shard
 from agentx.workload.build import BuildConfig, ThreadBuilder
@@ -70,7 +71,7 @@ def test_skips_non_model_partial_and_failed_rows() -> None:
     rows[0] = dataclasses.replace(rows[0], flags=("non_model",))
     rows[1] = dataclasses.replace(rows[1], flags=("partial",))
     rows[2] = dataclasses.replace(rows[2], status=529)
-    rows.append(dataclasses.replace(rows[3], request_id="x", api=API_OTHER))
+    rows.append(dataclasses.replace(rows[3], request_id="x", api=Api.OTHER))
     plan = build_plan(rows)
     assert plan.requests == 1
     assert plan.skipped == {
@@ -106,7 +107,7 @@ def test_hash_only_rows_get_synthetic_text() -> None:
     loader = plan.source.load_session(session.source)
     builder = ThreadBuilder(
         BuildConfig(api_mode="chat", model="m", extra_body={}, ignore_eos=False, live=False),
-        API_OPENAI_CHAT,
+        Api.OPENAI_CHAT,
     )
     first, second = (
         orjson.loads(builder.build(loader.exchange(t.meta), None).body)["messages"][0]["content"]

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from agentx.apis import Api
 from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
 from agentx.core.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
-from agentx.core.models import API_ANTHROPIC_MESSAGES, API_OTHER, Exchange, Response, Timing, Usage
+from agentx.core.models import Exchange, Response, Timing, Usage
 from agentx.core.percentiles import percentiles
 from agentx.formats import load_exchanges
 from agentx.prefixcache.cache import theoretical_hit_rate
@@ -71,7 +72,7 @@ def test_weka_hit_rate_comes_from_the_hash_ids(name: str) -> None:
 
 
 def _session(
-    n: int, *, usage: bool, api: str = API_ANTHROPIC_MESSAGES, session: str = "s"
+    n: int, *, usage: bool, api: str = Api.ANTHROPIC_MESSAGES, session: str = "s"
 ) -> list[Exchange]:
     system = "You are a careful coding agent. " * 40
     conv: list[Any] = []
@@ -123,7 +124,7 @@ def test_counts_and_distributions(tmp_path: Path) -> None:
     assert set(result) >= CONTRACT_KEYS
     assert result["schema"] == "agentx.stats/1"
     assert (result["sessions"], result["threads"], result["requests"]) == (1, 1, 10)
-    assert result["apis"] == {API_ANTHROPIC_MESSAGES: 10}
+    assert result["apis"] == {Api.ANTHROPIC_MESSAGES: 10}
     for key in ("input_tokens", "output_tokens", "think_time_s"):
         assert set(result[key]) == P_KEYS
     assert result["input_tokens"]["max"] == 1009 and result["input_tokens"][
@@ -148,7 +149,7 @@ def test_tiktoken_counts_when_the_server_reported_nothing() -> None:
 def test_only_model_calls_count() -> None:
     exs = _session(3, usage=True)
     noise = [
-        replace(exs[0], request_id="x1", api=API_OTHER),
+        replace(exs[0], request_id="x1", api=Api.OTHER),
         replace(exs[0], request_id="x2", session_id="other", flags=(NON_MODEL_FLAG,)),
     ]
     result = summarize(exs + noise)

@@ -14,8 +14,11 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
+from agentx.apis.assemble import error_text
+from agentx.apis.bodies import conversation
+from agentx.apis.registry import classify, family
 from agentx.capture.agents import detect_agent
-from agentx.capture.apis import classify, error_text, model_from_path
 from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
@@ -34,17 +37,8 @@ from agentx.core.flags import (
     FLAG_UNPARSED_BODY,
     FLAG_USAGE_ESTIMATED,
 )
-from agentx.core.models import (
-    API_GEMINI,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-    JSON,
-    Exchange,
-    Response,
-    Timing,
-    Usage,
-)
-from agentx.prefixcache.tokens import conversation, estimate_missing
+from agentx.core.models import JSON, Exchange, Response, Timing, Usage
+from agentx.prefixcache.tokens import estimate_missing
 
 KEEP_RESPONSES = 512
 
@@ -83,7 +77,7 @@ class ExchangeBuilder:
         key, start_ns, path, peer = ev.key, ev.start_ns, ev.path, ev.peer
         headers = [(_text(k).lower(), _text(v)) for k, v in ev.headers]
         api = classify(ev.method, path)
-        if api == API_OTHER and not self.keep_non_model:
+        if api == Api.OTHER and not self.keep_non_model:
             self.ignored.add(key)
             return None
         hdrs = dict(headers)
@@ -95,7 +89,7 @@ class ExchangeBuilder:
                 body = orjson.loads(data) if len(data) <= body_limit(api) else None
             except (ValueError, orjson.JSONDecodeError):
                 body = None
-                if api != API_OTHER:
+                if api != Api.OTHER:
                     flags.append(FLAG_UNPARSED_BODY)
         credentials = self.secrets.from_headers(headers)
         path, query_creds = self.secrets.scrub_path(path)
@@ -120,7 +114,7 @@ class ExchangeBuilder:
             client_key = f"pid:{proc.pid}"
         else:
             client_key = f"peer:{peer[0] if peer else '?'}|{ua}"
-        if api == API_OTHER:
+        if api == Api.OTHER:
             flow.flags.append(FLAG_NON_MODEL)
             flow.placement = Placement(
                 session_id=hint or self.sessions.current_session(client_key) or "",
@@ -131,7 +125,7 @@ class ExchangeBuilder:
             )
         else:
             explicit = None
-            if api == API_OPENAI_RESPONSES and isinstance(body, dict):
+            if api == Api.OPENAI_RESPONSES and isinstance(body, dict):
                 body, explicit = self._resolve_previous(body, flow.flags)
                 flow.body = body
             flow.placement = self.sessions.place(
@@ -144,7 +138,7 @@ class ExchangeBuilder:
                 explicit_parent=explicit,
                 subagent=bool(hdrs.get("x-claude-code-agent-id")),
             )
-            if api == API_OPENAI_RESPONSES:
+            if api == Api.OPENAI_RESPONSES:
                 flow.resolved_input = conversation(api, body)
         session = flow.placement.session_id
         if flow.agent is not None:
@@ -174,7 +168,7 @@ class ExchangeBuilder:
             flags.append(FLAG_PREVIOUS_UNRESOLVED)
             return body, None
         parent_request, context = prev
-        full = context + conversation(API_OPENAI_RESPONSES, body)
+        full = context + conversation(Api.OPENAI_RESPONSES, body)
         out: dict[str, Any] = {}
         for k, v in body.items():
             if k == "previous_response_id":
@@ -192,7 +186,7 @@ class ExchangeBuilder:
         end = t_ns - flow.start_ns
         result, body_json = flow.assemble()
         flags = list(flow.flags)
-        if flow.placement is not None and flow.api != API_OTHER:
+        if flow.placement is not None and flow.api != Api.OTHER:
             final = self.sessions.finish(
                 flow.request_id, flow.start_ns + end, result.response if result else Response()
             )
@@ -228,9 +222,9 @@ class ExchangeBuilder:
         ):
             ttft = flow.offsets[-1]  # a JSON body: the answer is usable when it has all arrived
         response = result.response if result is not None else Response()
-        if flow.api == API_OTHER and body_json is not None:
+        if flow.api == Api.OTHER and body_json is not None:
             response = Response(message=body_json)
-        if result is not None and result.response_id and flow.api == API_OPENAI_RESPONSES:
+        if result is not None and result.response_id and flow.api == Api.OPENAI_RESPONSES:
             context = list(flow.resolved_input or []) + list(response.message or [])
             self._responses[result.response_id] = (flow.request_id, context)
             while len(self._responses) > KEEP_RESPONSES:
@@ -246,7 +240,7 @@ class ExchangeBuilder:
         model = (
             (result.model if result else None)
             or (flow.body.get("model") if isinstance(flow.body, dict) else None)
-            or (model_from_path(flow.path) if flow.api == API_GEMINI else None)
+            or family(flow.api).model_from_path(flow.path)
         )
         ex = Exchange(
             request_id=flow.request_id,

@@ -12,11 +12,13 @@ from typing import Any
 
 import orjson
 
-from agentx.capture.apis import Assembled, Assembler, make_assembler
+from agentx.apis import Api
+from agentx.apis.assemble import Assembled, Assembler
+from agentx.apis.registry import family
+from agentx.apis.sse import SSEParser
 from agentx.capture.encodings import StreamDecoder
 from agentx.capture.sessions.placement import Placement
-from agentx.capture.sse import SSEParser
-from agentx.core.models import API_OTHER, JSON
+from agentx.core.models import JSON
 
 MAX_MODEL_BODY = 64 * 1024 * 1024
 MAX_OTHER_BODY = 256 * 1024
@@ -24,7 +26,7 @@ MAX_OTHER_BODY = 256 * 1024
 
 def body_limit(api: str) -> int:
     """The largest body of ``api`` that is parsed (a larger one is recorded without it)."""
-    return MAX_MODEL_BODY if api != API_OTHER else MAX_OTHER_BODY
+    return MAX_MODEL_BODY if api != Api.OTHER else MAX_OTHER_BODY
 
 
 @dataclass(slots=True)
@@ -60,8 +62,8 @@ class Flow:
             self.decoder = StreamDecoder(cenc)
         except ValueError as exc:
             self.decode_error = str(exc)
-        if self.api != API_OTHER:
-            self.assembler = make_assembler(self.api)
+        if self.api != Api.OTHER:
+            self.assembler = family(self.api).assembler()
             if ctype and "text/event-stream" in ctype.lower():
                 self.sse = SSEParser()
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import orjson
 
+from agentx.apis import Api
 from agentx.capture.credentials import Secrets
 from agentx.capture.recorder.counters import CaptureStats, StatsCounter
 from agentx.capture.recorder.events import (
@@ -44,7 +45,7 @@ from agentx.core.flags import (
     FLAG_USAGE_ESTIMATED,
     THREAD_FLAGS,
 )
-from agentx.core.models import API_OTHER, Exchange
+from agentx.core.models import Exchange
 from agentx.store import TraceWriter, spool_path
 
 log = logging.getLogger("agentx.capture")
@@ -234,7 +235,7 @@ class Recorder:
             self._stats.bump(dropped=1)
             return
         placement = flow.placement
-        if flow.api == API_OTHER or placement is None or placement.session_id not in self._held:
+        if flow.api == Api.OTHER or placement is None or placement.session_id not in self._held:
             return
         held = self._held[placement.session_id]
         if self.sessions.uses_tools(placement.session_id) or all(
@@ -290,7 +291,7 @@ class Recorder:
     def _finish(self, flow: Flow, t_ns: int, transport_error: str | None) -> None:
         ex = self.exchanges.finish(flow, t_ns, transport_error)
         held = self._held.get(ex.session_id, ())
-        if flow.api != API_OTHER and (
+        if flow.api != Api.OTHER and (
             (
                 ex.parent_request_id is None
                 and not THREAD_FLAGS.intersection(ex.flags)
@@ -302,7 +303,7 @@ class Recorder:
             self._held.setdefault(ex.session_id, []).append((t_ns + HOLD_NS, ex))
         self._write(ex)
         partial = 1 if (FLAG_PARTIAL in ex.flags or FLAG_NO_RESPONSE in ex.flags) else 0
-        if flow.api == API_OTHER:
+        if flow.api == Api.OTHER:
             self._stats.bump(other=1, partial=partial)
         else:
             self._stats.bump(

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from agentx.capture.apis import max_output_tokens
+from agentx.apis.bodies import conversation, system_key
+from agentx.apis.registry import max_output_tokens
 from agentx.capture.sessions.conversation import (
     answer_digest,
     assistant_digests,
@@ -50,8 +51,7 @@ from agentx.core.flags import (
     FLAG_SUBAGENT,
     replaced_chars_flag,
 )
-from agentx.core.models import JSON, Response, system_key
-from agentx.prefixcache.tokens import conversation
+from agentx.core.models import JSON, Response
 
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
 MAX_NODES = 16384

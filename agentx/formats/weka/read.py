@@ -33,9 +33,10 @@ from typing import Any
 
 import orjson
 
+from agentx.apis import Api
 from agentx.core.errors import FormatError
 from agentx.core.flags import FLAG_SUBAGENT, weka_flag
-from agentx.core.models import API_OPENAI_CHAT, JSON, Exchange, Response, Timing, Usage
+from agentx.core.models import JSON, Exchange, Response, Timing, Usage
 from agentx.core.progress import Progress
 from agentx.formats.weka.checks import (
     LOCAL_SCOPE_STRIDE,
@@ -197,7 +198,7 @@ class _Builder:
             "request_id": f"{thread}/{n}",
             "session_id": self.session,
             "thread_id": thread,
-            "api": API_OPENAI_CHAT,
+            "api": Api.OPENAI_CHAT,
             "request": {},
             "timing": Timing(
                 start_wall_ns=base_ns + to_ns(t),

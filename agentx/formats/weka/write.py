@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from agentx.apis.bodies import conversation
 from agentx.core.errors import TraceError, UsageError
 from agentx.core.flags import FLAG_SUBAGENT, weka_values
 from agentx.core.models import JSON, Exchange
@@ -42,7 +43,6 @@ from agentx.formats.weka.record import (
 )
 from agentx.prefixcache.hashing import common_prefix
 from agentx.prefixcache.theory import is_model_call
-from agentx.prefixcache.tokens import conversation
 
 WEKA_BLOCK_SIZE = 64
 _ID_STRIDE = 1 << 32  # the Weka importer offsets the k-th local-scope file's ids by k * 2**32

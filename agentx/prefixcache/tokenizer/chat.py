@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 import orjson
 
-from agentx.core.models import API_OPENAI_CHAT, JSON
+from agentx.apis import Api
+from agentx.core.models import JSON
 from agentx.prefixcache.tokenizer.types import ToChat
 
 ContentFormat = Literal["string", "openai"]
@@ -169,7 +170,7 @@ def conversation(
     api: str, body: JSON, template: str, to_chat: ToChat | None
 ) -> tuple[list[Message], list[JSON] | None]:
     """``(messages, tools)`` for the template; ``tools`` is ``None`` when the request has none."""
-    if api == API_OPENAI_CHAT and isinstance(body, dict):
+    if api == Api.OPENAI_CHAT and isinstance(body, dict):
         raw_messages = body.get("messages")
         raw_tools = body.get("tools")
         messages_in = raw_messages if isinstance(raw_messages, list) else []

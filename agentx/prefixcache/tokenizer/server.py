@@ -12,8 +12,9 @@ from typing import Any
 import httpx
 import numpy as np
 
+from agentx.apis import Api
 from agentx.core.errors import EndpointError
-from agentx.core.models import API_OPENAI_CHAT, JSON
+from agentx.core.models import JSON
 from agentx.prefixcache.tokenizer.types import ToChat
 from agentx.prefixcache.tokens import TokenArray
 
@@ -46,7 +47,7 @@ class ServerTokenizer:
         return self._model
 
     def _payload(self, api: str, body: JSON) -> dict[str, Any]:
-        if api == API_OPENAI_CHAT and isinstance(body, dict):
+        if api == Api.OPENAI_CHAT and isinstance(body, dict):
             messages, tools = body.get("messages"), body.get("tools")
         elif self._to_chat is not None:
             messages, tools = self._to_chat(api, body)

@@ -1,4 +1,12 @@
-"""What every family's assembler shares: the result type, the protocol, tolerant field access."""
+"""What every family's capture assembler shares: the result type, the protocol, tolerant field
+access.
+
+Each assembler (``ChatAssembler`` in :mod:`agentx.apis.openai_chat`, ...; the family's
+``assembler``) takes the response either as SSE events (``event``, which says whether an event
+carried generated output, for time to first token) or as one JSON body (``body``), and builds
+the normalised :class:`~agentx.core.models.Response` and :class:`~agentx.core.models.Usage`.
+Assemblers never raise on odd input: a malformed event is skipped, a missing field is ``None``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentx.capture.sse import SSEEvent
+from agentx.apis.sse import SSEEvent
 from agentx.core.models import JSON, Response, Usage
 
 Obj = dict[str, Any]

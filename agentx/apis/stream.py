@@ -1,6 +1,22 @@
-"""What every stream parser shares: SSE splitting on each read (linear in the event size), token
-timing, usage, the assistant turn for ``--assistant live``, and protocol errors. One subclass per
-API family, in the sibling modules."""
+"""What every replay stream parser shares: SSE splitting on each read (linear in the event size),
+token timing, usage, the assistant turn for ``--assistant live``, and protocol errors. One
+subclass per API family, in the family's module (``ChatStreamParser`` in
+:mod:`agentx.apis.openai_chat`, ...; the family's ``stream_parser``).
+
+Each parser is fed the raw bytes of every read together with the ``perf_counter_ns`` instant of
+that read. It splits server-sent events on the buffer once per read, decodes each event's JSON
+with orjson exactly once, and keeps only what the row needs: when the first generated token and
+the first content token arrived, the gap between successive token-carrying chunks, the usage
+block, and (for ``--assistant live``) the assistant turn itself.
+
+A *token chunk* carries any generated token: content, reasoning or a tool-call delta. Role-only
+frames, keep-alive comments, ``finish_reason``-only and usage-only chunks are not token chunks.
+
+Whatever the server sends, a parser either accepts it or raises :class:`StreamProtocolError`
+(valid JSON of the wrong shape included), which the client turns into a ``protocol`` row.
+Buffering is linear in the event size: a read that cannot complete an event is only appended
+to a list of parts, which are joined once, when the event's blank line arrives.
+"""
 
 from __future__ import annotations
 
@@ -139,7 +155,7 @@ class StreamParser:
             raise StreamProtocolError(f"SSE data is not a JSON object: {payload[:80]!r}")
         error = obj.get("error")
         if error or obj.get("type") == "error":
-            raise StreamProtocolError(f"server error event: {error_text(error or obj)}")
+            raise StreamProtocolError(f"server error event: {server_error_text(error or obj)}")
         return obj
 
     def _data(self, name: bytes | None, payload: bytes, t_ns: int) -> None:
@@ -190,7 +206,7 @@ class StreamParser:
             call["arguments"] = call.get("arguments", "") + arguments
 
 
-def error_text(error: Any) -> str:
+def server_error_text(error: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error.get("type") or error)[:200]
     return str(error)[:200]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.capture.sse import SSEEvent, SSEParser
+from agentx.apis.sse import SSEEvent, SSEParser
 
 
 def parse_all(chunks: list[bytes]) -> list[SSEEvent]:

@@ -5,13 +5,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentx.apis.usage import cached_from_usage
-from agentx.replay.sse import (
-    ChatStreamParser,
-    MessagesStreamParser,
-    ResponsesStreamParser,
-    StreamProtocolError,
-)
+from agentx.apis.anthropic import MessagesStreamParser
+from agentx.apis.openai_chat import ChatStreamParser
+from agentx.apis.openai_responses import ResponsesStreamParser
+from agentx.apis.stream import StreamProtocolError
+from agentx.apis.usage_counts import cached_from_usage
 
 
 def ev(obj: object) -> bytes:

@@ -4,20 +4,12 @@ from typing import Any
 
 import orjson
 
-from agentx.capture.apis import (
-    AnthropicAssembler,
-    ChatAssembler,
-    ResponsesAssembler,
-    classify,
-    max_output_tokens,
-)
-from agentx.capture.sse import SSEEvent
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_OPENAI_CHAT,
-    API_OPENAI_RESPONSES,
-    API_OTHER,
-)
+from agentx.apis import Api
+from agentx.apis.anthropic import AnthropicAssembler
+from agentx.apis.openai_chat import ChatAssembler
+from agentx.apis.openai_responses import ResponsesAssembler
+from agentx.apis.registry import classify, max_output_tokens
+from agentx.apis.sse import SSEEvent
 
 
 def ev(data: Any, event: str = "message") -> SSEEvent:
@@ -25,14 +17,14 @@ def ev(data: Any, event: str = "message") -> SSEEvent:
 
 
 def test_classify() -> None:
-    assert classify("POST", "/v1/messages?beta=true") == API_ANTHROPIC_MESSAGES
-    assert classify("POST", "/v1/messages/count_tokens") == API_OTHER
+    assert classify("POST", "/v1/messages?beta=true") == Api.ANTHROPIC_MESSAGES
+    assert classify("POST", "/v1/messages/count_tokens") == Api.OTHER
     assert (
-        classify("POST", "/openai/deployments/x/chat/completions?api-version=1") == API_OPENAI_CHAT
+        classify("POST", "/openai/deployments/x/chat/completions?api-version=1") == Api.OPENAI_CHAT
     )
-    assert classify("POST", "/backend-api/codex/responses") == API_OPENAI_RESPONSES
-    assert classify("GET", "/v1/responses/resp_1") == API_OTHER
-    assert classify("GET", "/v1/models") == API_OTHER
+    assert classify("POST", "/backend-api/codex/responses") == Api.OPENAI_RESPONSES
+    assert classify("GET", "/v1/responses/resp_1") == Api.OTHER
+    assert classify("GET", "/v1/models") == Api.OTHER
     assert max_output_tokens({"max_output_tokens": 1}) == 1 and max_output_tokens({}) is None
 
 

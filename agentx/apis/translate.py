@@ -9,29 +9,14 @@ tool calls keep their ids so tool results still pair with them. Details: docs/re
 
 from __future__ import annotations
 
-from agentx.apis.translate.anthropic import anthropic_message, anthropic_tools
-from agentx.apis.translate.common import Message, text_of
-from agentx.apis.translate.gemini import gemini_content, gemini_text, gemini_tools
-from agentx.apis.translate.openai import (
-    chat_message,
-    chat_tools,
-    merge_tool_calls,
-    responses_item,
-    responses_tools,
-)
-from agentx.core.models import (
-    API_ANTHROPIC_MESSAGES,
-    API_GEMINI,
-    API_OPENAI_RESPONSES,
-    JSON,
-    conversation_key,
-    system_key,
-)
+from agentx.apis.bodies import conversation, system_key
+from agentx.apis.chat_parts import Message, text_of
+from agentx.apis.registry import family
+from agentx.core.models import JSON
 
 __all__ = [
     "Message",
     "ThreadConverter",
-    "conversation_items",
     "convert_item",
     "finish",
     "system_messages",
@@ -41,25 +26,9 @@ __all__ = [
 ]
 
 
-def conversation_items(api: str, body: JSON) -> list[JSON]:
-    """The request's growing list (``messages``, or ``input`` of the Responses API)."""
-    if not isinstance(body, dict):
-        return []
-    items = body.get(conversation_key(api))
-    if isinstance(items, str):
-        return [{"role": "user", "content": items}]
-    return list(items) if isinstance(items, list) else []
-
-
 def convert_item(api: str, item: JSON) -> list[Message]:
     """One conversation item of ``api`` as zero or more chat messages."""
-    if api == API_ANTHROPIC_MESSAGES:
-        return anthropic_message(item)
-    if api == API_OPENAI_RESPONSES:
-        return responses_item(item)
-    if api == API_GEMINI:
-        return gemini_content(item)
-    return chat_message(item)
+    return family(api).chat_messages(item)
 
 
 def system_messages(api: str, body: JSON) -> list[Message]:
@@ -67,34 +36,29 @@ def system_messages(api: str, body: JSON) -> list[Message]:
     Gemini ``systemInstruction``)."""
     if not isinstance(body, dict):
         return []
-    if api not in (API_ANTHROPIC_MESSAGES, API_OPENAI_RESPONSES, API_GEMINI):
+    fam = family(api)
+    if fam.system_text is None:
         return []
-    system = body.get(system_key(api))
-    text = gemini_text(system) if api == API_GEMINI else text_of(system)
+    text = fam.system_text(body.get(fam.system_key))
     return [{"role": "system", "content": text}] if text else []
 
 
 def tools_of(api: str, body: JSON) -> list[Message]:
     tools = body.get("tools") if isinstance(body, dict) else None
-    if api == API_ANTHROPIC_MESSAGES:
-        return anthropic_tools(tools)
-    if api == API_OPENAI_RESPONSES:
-        return responses_tools(tools)
-    if api == API_GEMINI:
-        return gemini_tools(tools)
-    return chat_tools(tools)
+    return family(api).chat_tools(tools)
 
 
 def finish(api: str, fragments: list[list[Message]]) -> list[Message]:
     """Join per-item conversions into the message list (merging Responses tool calls)."""
     flat = [m for group in fragments for m in group]
-    return merge_tool_calls(flat) if api == API_OPENAI_RESPONSES else flat
+    merge = family(api).merge_messages
+    return merge(flat) if merge is not None else flat
 
 
 def to_chat(api: str, body: JSON) -> tuple[list[Message], list[Message]]:
     """``(messages, tools)`` of ``body`` as OpenAI chat, system prompt first."""
     fragments = [system_messages(api, body)]
-    fragments.extend(convert_item(api, item) for item in conversation_items(api, body))
+    fragments.extend(convert_item(api, item) for item in conversation(api, body))
     return finish(api, fragments), tools_of(api, body)
 
 
@@ -114,7 +78,7 @@ class ThreadConverter:
 
     def convert(self, body: JSON) -> tuple[list[Message], list[Message]]:
         api = self.api
-        items = conversation_items(api, body)
+        items = conversation(api, body)
         system = body.get(system_key(api)) if isinstance(body, dict) else None
         if system is not self._system and system != self._system:
             self._system = system

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx.apis import Api
+from agentx.apis.gemini import GeminiAssembler, model_from_path
+from agentx.apis.registry import classify, family, max_output_tokens
+from agentx.apis.sse import SSEEvent
 from agentx.apis.translate import ThreadConverter, to_chat
 from agentx.apis.usage import usage_from
-from agentx.capture.apis import GeminiAssembler, classify, max_output_tokens, model_from_path
-from agentx.capture.sse import SSEEvent
-from agentx.core.models import API_GEMINI, API_OTHER, Usage
-from agentx.replay.sse import parser_for
+from agentx.core.models import Usage
 
 STREAM = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
 
@@ -35,12 +36,12 @@ def ev(obj: Any) -> SSEEvent:
 
 
 def test_routing_and_model_from_path() -> None:
-    assert classify("POST", STREAM) == API_GEMINI
-    assert classify("POST", "/v1beta/models/gemini-2.5-flash:generateContent") == API_GEMINI
+    assert classify("POST", STREAM) == Api.GEMINI
+    assert classify("POST", "/v1beta/models/gemini-2.5-flash:generateContent") == Api.GEMINI
     vertex = "/v1/projects/p/locations/us/publishers/google/models/gemini-2.5-pro:generateContent"
-    assert classify("POST", vertex) == API_GEMINI
-    assert classify("POST", "/v1beta/models/gemini-2.5-pro:countTokens") == API_OTHER
-    assert classify("GET", "/v1beta/models") == API_OTHER
+    assert classify("POST", vertex) == Api.GEMINI
+    assert classify("POST", "/v1beta/models/gemini-2.5-pro:countTokens") == Api.OTHER
+    assert classify("GET", "/v1beta/models") == Api.OTHER
     assert model_from_path(STREAM) == "gemini-2.5-pro"
     assert model_from_path(vertex) == "gemini-2.5-pro"
     assert model_from_path("/v1/chat/completions") is None
@@ -145,12 +146,12 @@ GEMINI_USAGE = st.fixed_dictionaries(
 def test_usage_reads_the_same_in_capture_and_replay(usage: dict[str, Any]) -> None:
     events = [chunk([{"text": "hi"}]), {**chunk([], "STOP"), "usageMetadata": usage}]
     asm = GeminiAssembler()
-    parser = parser_for(API_GEMINI)
+    parser = family(Api.GEMINI).stream_parser(False)
     for obj in events:
         asm.event(ev(obj))
         parser.feed(b"data: " + orjson.dumps(obj) + b"\r\n\r\n", 1)
     u = asm.result().usage
-    assert u == usage_from(API_GEMINI, usage)
+    assert u == usage_from(Api.GEMINI, usage)
     if any(isinstance(v, int) and not isinstance(v, bool) for v in usage.values()):
         assert (parser.prompt_tokens, parser.completion_tokens, parser.cached_tokens) == (
             u.prompt_tokens,
@@ -208,7 +209,7 @@ BODY: dict[str, Any] = {
 
 
 def test_gemini_to_chat() -> None:
-    messages, tools = to_chat(API_GEMINI, BODY)
+    messages, tools = to_chat(Api.GEMINI, BODY)
     calls = [
         {"id": f"call_{n}", "type": "function", "function": {"name": f, "arguments": a}}
         for n, f, a in (
@@ -238,9 +239,9 @@ def test_gemini_to_chat() -> None:
         {"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}},
     ]
     # the thread converter gives the same messages, turn after turn
-    conv = ThreadConverter(API_GEMINI)
+    conv = ThreadConverter(Api.GEMINI)
     first = {**BODY, "contents": BODY["contents"][:1]}
-    assert conv.convert(first) == to_chat(API_GEMINI, first)
+    assert conv.convert(first) == to_chat(Api.GEMINI, first)
     assert conv.convert(BODY) == (messages, tools)
 
 
@@ -253,7 +254,7 @@ def test_native_gemini_body(salt: str | None) -> None:
         request_id="r",
         session_id="s",
         thread_id="t",
-        api=API_GEMINI,
+        api=Api.GEMINI,
         request=BODY,
         timing=Timing(start_wall_ns=0),
         path=STREAM,
@@ -261,9 +262,9 @@ def test_native_gemini_body(salt: str | None) -> None:
         flags=("provider_fields",),
     )
     cfg = BuildConfig(api_mode="native", model="m-1", extra_body={}, ignore_eos=False, live=False)
-    built = ThreadBuilder(cfg, API_GEMINI).build(ex, salt)
+    built = ThreadBuilder(cfg, Api.GEMINI).build(ex, salt)
     body = orjson.loads(built.body)
-    assert built.api == API_GEMINI and built.max_tokens == 42
+    assert built.api == Api.GEMINI and built.max_tokens == 42
     assert built.path == "/v1beta/models/m-1:streamGenerateContent?alt=sse"
     assert body["generationConfig"] == {"maxOutputTokens": 42}
     assert "model" not in body and "stream" not in body

@@ -12,8 +12,8 @@ from typing import Protocol
 
 import orjson
 
+from agentx.apis.answer import OutputPlan, escaped_cycle, filler_text
 from agentx.core.models import JSON
-from agentx.serve_sim.output import OutputPlan, escaped_cycle, filler_text
 
 
 @dataclass(frozen=True, slots=True)
