@@ -5,24 +5,26 @@ Every ``AgentxError`` becomes one line on stderr and its exit code; no traceback
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
-import typer.rich_utils
 from rich.console import Console, ConsoleDimensions, RenderableType
 from rich.segment import Segment
-from rich.table import Table
 
 from agentx import DISTRIBUTION, __version__
 from agentx.cli.declared import typer_option
 from agentx.core.errors import AgentxError, Interrupted
 from agentx.core.options import Panel
 from agentx.core.outputs import FORCE
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 app = typer.Typer(
     name="agentx",
@@ -80,19 +82,39 @@ def _help_layout() -> None:
     typer.core.TyperArgument.display_type_rich = no_type  # type: ignore[method-assign,assignment]
     typer.core.TyperOption._get_number_range_help_str = no_range  # type: ignore[method-assign]
     typer.core.TyperArgument._get_number_range_help_str = no_range  # type: ignore[method-assign]
-    typer.rich_utils.Table = _HelpTable  # type: ignore[attr-defined]
+    for cls in (typer.core.TyperCommand, typer.core.TyperGroup):
+        cls.format_help = _with_help_tables(cls.format_help)  # type: ignore[method-assign]
 
 
-class _HelpTable(Table):
-    """typer's help tables: a table built row by row (the options panel) keeps every column but
-    the last (the help text) whole; a table with columns of its own is left as it is."""
+def _with_help_tables(format_help: Callable[..., None]) -> Callable[..., None]:
+    """``format_help`` that first gives typer's rich help its tables (typer loads that module
+    only to show a help, and so does this)."""
 
-    def add_row(self, *renderables: RenderableType | None, **kwargs: Any) -> None:
-        if not self.columns:
-            for _ in renderables[:-1]:
-                self.add_column(no_wrap=True)
-            self.add_column(ratio=1, overflow="fold")
-        super().add_row(*renderables, **kwargs)
+    def wrapped(self: Any, ctx: Any, formatter: Any) -> None:
+        import typer.rich_utils
+
+        typer.rich_utils.Table = _help_table()  # type: ignore[attr-defined]
+        format_help(self, ctx, formatter)
+
+    return wrapped
+
+
+@functools.cache
+def _help_table() -> type[Table]:
+    from rich.table import Table
+
+    class HelpTable(Table):
+        """A table built row by row (typer's options panel) keeps every column but the last
+        (the help text) whole; a table with columns of its own is left as it is."""
+
+        def add_row(self, *renderables: RenderableType | None, **kwargs: Any) -> None:
+            if not self.columns:
+                for _ in renderables[:-1]:
+                    self.add_column(no_wrap=True)
+                self.add_column(ratio=1, overflow="fold")
+            super().add_row(*renderables, **kwargs)
+
+    return HelpTable
 
 
 _help_layout()

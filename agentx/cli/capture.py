@@ -28,7 +28,7 @@ def capture(
     ] = None,
     command: Annotated[
         list[str] | None,
-        typer.Argument(metavar="CMD...", help="after --: the agent to launch", show_default=False),
+        typer.Argument(metavar="CMD", help="after --: the agent to launch", show_default=False),
     ] = None,
     upstream: Annotated[
         str | None,

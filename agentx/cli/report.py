@@ -48,7 +48,7 @@ def report(
     results_dirs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="DIR...",
+            metavar="DIR",
             help="a results directory (`agentx replay -o`) or a sweep directory (`agentx sweep -o`); "
             "several results directories (the shards of a `replay --shard I/N` split) are merged",
             show_default=False,
@@ -129,7 +129,7 @@ def merge(
     results_dirs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="DIR...",
+            metavar="DIR",
             help="results directories of the shards of one `replay --shard I/N` split",
             show_default=False,
         ),

@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.options import Panel, flag
 from agentx.metrics.prometheus.parse import parse_prometheus
@@ -93,6 +91,8 @@ def metrics_url(url: str) -> str:
 def read_kv_capacity(source: str) -> KvCapacity:
     """The capacity stated by a server's ``/metrics`` (URL) or its log (file)."""
     if source.startswith(("http://", "https://")):
+        import httpx  # here: the option's declaration above is read by every command line
+
         url = metrics_url(source)
         try:
             resp = httpx.get(url, timeout=10.0)
