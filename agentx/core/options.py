@@ -82,10 +82,6 @@ class Flag:
         long = [n for n in self.names if n.startswith("--")] or list(self.names)
         return long[0].split("/")[0]
 
-    @property
-    def typed_as_text(self) -> bool:
-        return self.parse is not None or self.choices is not None
-
     def value(self, typed: Any) -> Any:
         """What the field gets from what the user typed (or a config file gave)."""
         if self.invert:
@@ -162,7 +158,7 @@ class Declared:
     default: Any
 
 
-def _groups(f: dataclasses.Field[Any]) -> tuple[type, frozenset[Panel] | None] | None:
+def _group_of(f: dataclasses.Field[Any]) -> tuple[type, frozenset[Panel] | None] | None:
     meta = f.metadata.get(_GROUP)
     return None if meta is None else cast(tuple[type, frozenset[Panel] | None], meta)
 
@@ -179,28 +175,38 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     return MISSING
 
 
+def _scope(
+    outer: frozenset[Panel] | None, only: frozenset[Panel] | None
+) -> frozenset[Panel] | None:
+    """The panels a group exposes inside a group that exposes ``outer`` (``None``: all)."""
+    if outer is None:
+        return only
+    return outer if only is None else outer & only
+
+
+def _exposed(f: dataclasses.Field[Any], panels: frozenset[Panel] | None) -> bool:
+    """Whether a field of a group exposing ``panels`` takes flat values (the others keep their
+    defaults: a filtered group's fields that are no option, or an option of another panel)."""
+    fl = flag_of(f)
+    return panels is None or (fl is not None and fl.panel in panels)
+
+
 def _claims(
     cls: type, panels: frozenset[Panel] | None = None
-) -> Iterator[tuple[str, dataclasses.Field[Any], type, tuple[str, ...]]]:
-    """Every field name ``cls`` takes from flat values: (name, field, owner, path of groups)."""
+) -> Iterator[tuple[str, dataclasses.Field[Any], type]]:
+    """Every field ``cls`` takes from flat values: (its flat name, the field, its owner)."""
     for f in fields(cast(Any, cls)):
-        nested = _groups(f)
+        nested = _group_of(f)
         if nested is not None:
-            inner, only = nested
-            scope = only if panels is None else (panels if only is None else panels & only)
-            for name, g, owner, path in _claims(inner, scope):
-                yield name, g, owner, (f.name, *path)
-            continue
-        fl = flag_of(f)
-        if panels is not None and (fl is None or fl.panel not in panels):
-            continue  # filtered out: the field keeps its default
-        yield f.name, f, cls, ()
+            yield from _claims(nested[0], _scope(panels, nested[1]))
+        elif _exposed(f, panels):
+            yield f.name, f, cls
 
 
 def names(cls: type) -> tuple[str, ...]:
     """The flat names ``cls`` takes (its own fields and its groups'), in declaration order."""
     seen: list[str] = []
-    for name, _f, owner, _path in _claims(cls):
+    for name, _f, owner in _claims(cls):
         if name in seen:
             raise TypeError(f"{cls.__name__}: {name!r} is declared twice ({owner.__name__})")
         seen.append(name)
@@ -210,7 +216,7 @@ def names(cls: type) -> tuple[str, ...]:
 def declared(cls: type) -> Iterator[Declared]:
     """The flags of ``cls`` and of the groups it embeds, in declaration order."""
     names(cls)  # no name twice
-    for name, f, owner, _path in _claims(cls):
+    for name, f, owner in _claims(cls):
         fl = flag_of(f)
         if fl is not None:
             yield Declared(name, fl, owner, _default(f))
@@ -228,16 +234,10 @@ def build[T](cls: type[T], values: Mapping[str, Any]) -> T:
 def _build[T](cls: type[T], values: Mapping[str, Any], panels: frozenset[Panel] | None) -> T:
     kwargs: dict[str, Any] = {}
     for f in fields(cast(Any, cls)):
-        nested = _groups(f)
+        nested = _group_of(f)
         if nested is not None:
-            inner, only = nested
-            scope = only if panels is None else (panels if only is None else panels & only)
-            kwargs[f.name] = _build(inner, values, scope)
-            continue
-        fl = flag_of(f)
-        if panels is not None and (fl is None or fl.panel not in panels):
-            continue
-        if f.name in values:
+            kwargs[f.name] = _build(nested[0], values, _scope(panels, nested[1]))
+        elif _exposed(f, panels) and f.name in values:
             kwargs[f.name] = values[f.name]
     return cls(**kwargs)
 
@@ -245,11 +245,18 @@ def _build[T](cls: type[T], values: Mapping[str, Any], panels: frozenset[Panel] 
 def flat(obj: object) -> dict[str, Any]:
     """An instance as flat values, groups spliced in where they are declared (the inverse of
     :func:`build`); values are :func:`dataclasses.asdict`'s."""
+    return _flat(obj, None)
+
+
+def _flat(obj: object, panels: frozenset[Panel] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(cast(Any, obj)):
         value = getattr(obj, f.name)
-        if _groups(f) is not None:
-            out.update(flat(value))
+        nested = _group_of(f)
+        if nested is not None:
+            out.update(_flat(value, _scope(panels, nested[1])))
+        elif not _exposed(f, panels):
+            continue
         elif is_dataclass(value) and not isinstance(value, type):
             out[f.name] = dataclasses.asdict(value)
         else:

@@ -67,3 +67,11 @@ def test_choices_are_str_enums_and_a_bad_one_is_a_usage_error() -> None:
 def test_command_args_reproduce_the_options_that_differ() -> None:
     config = SimConfig.of(port=0, decode_tps=400.0, fast=True)
     assert command_args(config, SimConfig()) == ["--port", "0", "--decode-tps", "400.0", "--fast"]
+
+
+def test_flat_values_of_a_filtered_group_are_the_ones_it_takes() -> None:
+    o = SimulateOptions.of(trace=Path("t"), block_size=64, decode_tps=100.0)
+    values = flat(o)
+    assert values["block_size"] == 64 and values["decode_tps"] == 100.0
+    assert list(values) == list(names(SimulateOptions))
+    assert build(SimulateOptions, values) == o
