@@ -55,7 +55,7 @@ def summary(path: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimProcess]:
-    with SimProcess(SimConfig(port=0, fast=True)) as server:
+    with SimProcess(SimConfig.of(port=0, fast=True)) as server:
         yield server
 
 

@@ -56,7 +56,7 @@ def bash(script: str, *args: str, cwd: Path, **extra: str) -> subprocess.Complet
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimServer]:
-    with SimServer(SimConfig(port=0, fast=True)) as server:
+    with SimServer(SimConfig.of(port=0, fast=True)) as server:
         yield server
 
 

@@ -5,19 +5,26 @@ Every ``AgentxError`` becomes one line on stderr and its exit code; no traceback
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
-from rich.console import Console, ConsoleDimensions
+from rich.console import Console, ConsoleDimensions, RenderableType
 from rich.segment import Segment
 
 from agentx import DISTRIBUTION, __version__
+from agentx.cli.declared import typer_option
 from agentx.core.errors import AgentxError, Interrupted
+from agentx.core.options import Panel
+from agentx.core.outputs import FORCE
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 app = typer.Typer(
     name="agentx",
@@ -26,6 +33,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 PIPE_WIDTH = 500  # columns of output to a pipe or a file: wide tables are never cut
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
@@ -48,18 +56,68 @@ class PipeConsole(Console):
         return text if self.is_terminal else _TRAILING.sub("", text)
 
 
-def _no_flag_metavar() -> None:
-    """typer's help shows ``<bool>`` in the type column of every on/off flag (``--json``,
-    ``--salt/--no-salt``): a flag takes no value, so show nothing there."""
+def _help_layout() -> None:
+    """What typer's help shows, made to show what a user types:
+
+    - the type column of an on/off flag (``--json``, ``--salt/--no-salt``) is empty, not
+      ``<bool>``: a flag takes no value; an argument's is empty too (its name, a metavar such as
+      ``TRACE``, says what to give);
+    - an option's range (``[x>=1]``) is not appended to its metavar (``N``): a value out of range
+      is refused with the range;
+    - the option-name columns are never cut (``--trace-idle-c…`` at 80 columns): the help text
+      wraps instead.
+    """
     show = typer.core.TyperOption.display_type_rich
 
     def display_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
         return None if self.is_flag else show(self, ctx)
 
+    def no_type(self: typer.core.TyperArgument, ctx: typer.Context) -> str | None:
+        return None
+
+    def no_range(self: object) -> str | None:
+        return None
+
     typer.core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+    typer.core.TyperArgument.display_type_rich = no_type  # type: ignore[method-assign,assignment]
+    typer.core.TyperOption._get_number_range_help_str = no_range  # type: ignore[method-assign]
+    typer.core.TyperArgument._get_number_range_help_str = no_range  # type: ignore[method-assign]
+    for cls in (typer.core.TyperCommand, typer.core.TyperGroup):
+        cls.format_help = _with_help_tables(cls.format_help)  # type: ignore[method-assign]
 
 
-_no_flag_metavar()
+def _with_help_tables(format_help: Callable[..., None]) -> Callable[..., None]:
+    """``format_help`` that first gives typer's rich help its tables (typer loads that module
+    only to show a help, and so does this)."""
+
+    def wrapped(self: Any, ctx: Any, formatter: Any) -> None:
+        import typer.rich_utils
+
+        typer.rich_utils.Table = _help_table()  # type: ignore[attr-defined]
+        format_help(self, ctx, formatter)
+
+    return wrapped
+
+
+@functools.cache
+def _help_table() -> type[Table]:
+    from rich.table import Table
+
+    class HelpTable(Table):
+        """A table built row by row (typer's options panel) keeps every column but the last
+        (the help text) whole; a table with columns of its own is left as it is."""
+
+        def add_row(self, *renderables: RenderableType | None, **kwargs: Any) -> None:
+            if not self.columns:
+                for _ in renderables[:-1]:
+                    self.add_column(no_wrap=True)
+                self.add_column(ratio=1, overflow="fold")
+            super().add_row(*renderables, **kwargs)
+
+    return HelpTable
+
+
+_help_layout()
 out = PipeConsole(highlight=False)
 err = PipeConsole(stderr=True, highlight=False)
 
@@ -86,11 +144,7 @@ def _root(
 
 
 BUNDLED_HELP = "; or a bundled example by name: example, weka (see agentx example-path)"
-# Every command that writes an output takes it: without it an existing output is refused.
-Force = Annotated[
-    bool,
-    typer.Option("--force", help="replace an existing output (it is kept if the command fails)"),
-]
+Force = Annotated[bool, typer_option(FORCE)]
 
 
 def trace_path(value: Path) -> Path:
@@ -98,6 +152,18 @@ def trace_path(value: Path) -> Path:
     from agentx.core.examples import resolve_trace
 
     return resolve_trace(value)
+
+
+def trace_argument(help: str, *, metavar: str = "TRACE") -> Any:
+    """A trace argument: a path, or a bundled example's name."""
+    return typer.Argument(
+        metavar=metavar, help=help + BUNDLED_HELP, callback=trace_path, show_default=False
+    )
+
+
+def json_option(help: str) -> Any:
+    """``--json``: what the command prints instead of its table."""
+    return typer.Option("--json", help=help, rich_help_panel=Panel.OUTPUT)
 
 
 def output_target(raw: str) -> tuple[Path, bool]:

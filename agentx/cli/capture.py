@@ -10,21 +10,32 @@ import typer
 
 from agentx.cli.app import Force, app, err, fail
 from agentx.core.errors import AgentxError, CaptureError
+from agentx.core.options import Panel
 
 
 @app.command()
 def capture(
     out_path: Annotated[
         Path | None,
-        typer.Option("-o", "--output", "--out", help="trace file to write (Parquet)"),
+        typer.Option(
+            "-o",
+            "--output",
+            "--out",
+            metavar="FILE",
+            rich_help_panel=Panel.OUTPUT,
+            help="trace file to write (Parquet)",
+        ),
     ] = None,
     command: Annotated[
-        list[str] | None, typer.Argument(help="after --: the agent to launch", show_default=False)
+        list[str] | None,
+        typer.Argument(metavar="CMD", help="after --: the agent to launch", show_default=False),
     ] = None,
     upstream: Annotated[
         str | None,
         typer.Option(
             "--upstream",
+            metavar="URL|NAME",
+            rich_help_panel=Panel.PROXY,
             help="reverse mode: anthropic, openai, gemini or a URL [default: anthropic]",
         ),
     ] = None,
@@ -34,6 +45,8 @@ def capture(
             "--port",
             min=0,
             max=65535,
+            metavar="N",
+            rich_help_panel=Panel.PROXY,
             help="listen port [default: 8780; a free one with a command]",
         ),
     ] = None,
@@ -41,27 +54,41 @@ def capture(
         str,
         typer.Option(
             "--mode",
+            metavar="reverse|forward",
+            rich_help_panel=Panel.PROXY,
             help="reverse (agent talks plain HTTP to agentx) or forward (HTTPS proxy + agentx CA)",
         ),
     ] = "reverse",
     listen_host: Annotated[
-        str, typer.Option("--listen-host", help="address to listen on")
+        str,
+        typer.Option(
+            "--listen-host",
+            metavar="HOST",
+            rich_help_panel=Panel.PROXY,
+            help="address to listen on",
+        ),
     ] = "127.0.0.1",
     keep_non_model: Annotated[
         bool,
         typer.Option(
             "--keep-non-model/--drop-non-model",
+            rich_help_panel=Panel.RECORDING,
             help="keep count_tokens, model lists, telemetry as flagged rows",
         ),
     ] = True,
     identity: Annotated[
         bool,
-        typer.Option("--identity/--no-identity", help="ask upstreams for uncompressed responses"),
+        typer.Option(
+            "--identity/--no-identity",
+            rich_help_panel=Panel.PROXY,
+            help="ask upstreams for uncompressed responses",
+        ),
     ] = True,
     status: Annotated[
         bool | None,
         typer.Option(
             "--status/--no-status",
+            rich_help_panel=Panel.OUTPUT,
             help="live status line [default: on a terminal]",
             show_default=False,
         ),
@@ -69,15 +96,27 @@ def capture(
     confdir: Annotated[
         Path | None,
         typer.Option(
-            "--confdir", help="agentx's mitmproxy dir (CA) [default: ~/.config/agentx/mitmproxy]"
+            "--confdir",
+            metavar="DIR",
+            rich_help_panel=Panel.PROXY,
+            help="agentx's mitmproxy dir (CA) [default: ~/.config/agentx/mitmproxy]",
         ),
     ] = None,
     upstream_insecure: Annotated[
         bool,
-        typer.Option("--upstream-insecure", help="do not verify the upstream's TLS certificate"),
+        typer.Option(
+            "--upstream-insecure",
+            rich_help_panel=Panel.PROXY,
+            help="do not verify the upstream's TLS certificate",
+        ),
     ] = False,
     print_addon_path: Annotated[
-        bool, typer.Option("--print-addon-path", help="print the file for `mitmdump -s` and exit")
+        bool,
+        typer.Option(
+            "--print-addon-path",
+            rich_help_panel=Panel.OUTPUT,
+            help="print the file for `mitmdump -s` and exit",
+        ),
     ] = False,
     force: Force = False,
 ) -> None:
@@ -88,6 +127,7 @@ def capture(
         sys.stdout.write(f"{ADDON_PATH}\n")
         return
     from agentx.capture.runner import CaptureConfig, run_capture
+    from agentx.capture.runner.config import capture_mode
     from agentx.core.errors import UsageError
 
     try:
@@ -96,7 +136,7 @@ def capture(
         result = run_capture(
             CaptureConfig(
                 out=out_path,
-                mode=mode,  # type: ignore[arg-type]  # checked by run_capture
+                mode=capture_mode(mode),
                 upstream=upstream,
                 port=port,
                 listen_host=listen_host,

@@ -8,43 +8,59 @@ from typing import Annotated
 import typer
 
 from agentx.cli.app import (
-    BUNDLED_HELP,
     OUTPUT_HELP,
     Force,
     app,
     err,
     fail,
+    json_option,
     out,
     output_target,
     print_json,
-    trace_path,
+    trace_argument,
     write_json_file,
 )
 from agentx.core.errors import AgentxError
+from agentx.core.options import Panel
 
 
 @app.command()
 def scrub(
-    trace: Annotated[
-        Path,
-        typer.Argument(
-            help="agentx trace to clean (never modified)" + BUNDLED_HELP, callback=trace_path
+    trace: Annotated[Path, trace_argument("agentx trace to clean (never modified)")],
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE|DIR/",
+            rich_help_panel=Panel.OUTPUT,
+            help="the clean trace to write" + OUTPUT_HELP,
         ),
     ],
-    output: Annotated[
-        str, typer.Option("-o", "--output", help="the clean trace to write" + OUTPUT_HELP)
-    ],
     report_file: Annotated[
-        Path | None, typer.Option("--report", help="also write the report as JSON")
+        Path | None,
+        typer.Option(
+            "--report",
+            metavar="FILE",
+            rich_help_panel=Panel.REPORT,
+            help="also write the report as JSON",
+        ),
     ] = None,
     max_context: Annotated[
         int | None,
-        typer.Option("--max-context", min=1, help="drop requests over this many prompt tokens"),
+        typer.Option(
+            "--max-context",
+            min=1,
+            metavar="N",
+            rich_help_panel=Panel.CLEANING,
+            help="drop requests over this many prompt tokens",
+        ),
     ] = None,
     keep_side_calls: Annotated[
         bool,
         typer.Option(
             "--keep-side-calls/--drop-side-calls",
+            rich_help_panel=Panel.CLEANING,
             help="keep title/probe side calls, flagged side_call",
         ),
     ] = False,
@@ -52,22 +68,35 @@ def scrub(
         bool,
         typer.Option(
             "--keep-non-model/--drop-non-model",
+            rich_help_panel=Panel.CLEANING,
             help="keep count_tokens/models/telemetry rows, flagged non_model",
         ),
     ] = False,
     redact_emails: Annotated[
-        bool, typer.Option("--redact-emails", help="also replace e-mail addresses")
+        bool,
+        typer.Option(
+            "--redact-emails", rich_help_panel=Panel.CLEANING, help="also replace e-mail addresses"
+        ),
     ] = False,
     block_size: Annotated[
-        int, typer.Option("--block-size", min=1, help="block size of the hit rate in the report")
+        int,
+        typer.Option(
+            "--block-size",
+            min=1,
+            metavar="N",
+            rich_help_panel=Panel.REPORT,
+            help="block size of the hit rate in the report",
+        ),
     ] = 16,
     hit_rate: Annotated[
         bool,
         typer.Option(
-            "--hit-rate/--no-hit-rate", help="measure the theoretical hit rate before and after"
+            "--hit-rate/--no-hit-rate",
+            rich_help_panel=Panel.REPORT,
+            help="measure the theoretical hit rate before and after",
         ),
     ] = True,
-    json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    json_out: Annotated[bool, json_option("print the report as JSON")] = False,
     force: Force = False,
 ) -> None:
     """Drop malformed exchanges, repair orphaned tool calls, redact secrets; say what and why."""
@@ -103,25 +132,34 @@ def scrub(
 
 @app.command()
 def anonymize(
-    trace: Annotated[
-        Path,
-        typer.Argument(help="agentx trace (never modified)" + BUNDLED_HELP, callback=trace_path),
-    ],
+    trace: Annotated[Path, trace_argument("agentx trace (never modified)")],
     output: Annotated[
-        str, typer.Option("-o", "--output", help="the shareable trace to write" + OUTPUT_HELP)
+        str,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE|DIR/",
+            rich_help_panel=Panel.OUTPUT,
+            help="the shareable trace to write" + OUTPUT_HELP,
+        ),
     ],
     keep_tools: Annotated[
-        bool, typer.Option("--keep-tools", help="keep tool schemas as they are")
+        bool,
+        typer.Option(
+            "--keep-tools", rich_help_panel=Panel.CLEANING, help="keep tool schemas as they are"
+        ),
     ] = False,
     key: Annotated[
         str | None,
         typer.Option(
             "--key",
             envvar="AGENTX_ANONYMIZE_KEY",
+            metavar="SECRET",
+            rich_help_panel=Panel.CLEANING,
             help="secret that makes the output reproducible (default: random, never stored)",
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    json_out: Annotated[bool, json_option("print the summary as JSON")] = False,
     force: Force = False,
 ) -> None:
     """Shareable trace: no original text, same token counts and prefix-sharing structure."""
@@ -152,11 +190,9 @@ def anonymize(
 def convert(
     input_path: Annotated[
         Path,
-        typer.Argument(
+        trace_argument(
+            "agentx trace (file or dataset directory), Weka JSON (file or dir), or Mooncake JSONL",
             metavar="IN",
-            help="agentx trace (file or dataset directory), Weka JSON (file or dir), or "
-            "Mooncake JSONL" + BUNDLED_HELP,
-            callback=trace_path,
         ),
     ],
     output: Annotated[
@@ -164,31 +200,51 @@ def convert(
         typer.Option(
             "-o",
             "--output",
+            metavar="FILE|DIR",
+            rich_help_panel=Panel.OUTPUT,
             help="file (agentx, mooncake; weka with one session) or directory (weka)"
             + OUTPUT_HELP
             + " (agentx: one file per Weka source file)",
         ),
     ],
-    to: Annotated[str, typer.Option("--to", help="agentx | mooncake | weka")] = "agentx",
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="agentx|mooncake|weka",
+            rich_help_panel=Panel.CONVERSION,
+            help="the format to write",
+        ),
+    ] = "agentx",
     skip_bad: Annotated[
         bool,
         typer.Option(
-            "--skip-bad", help="skip bad records (Mooncake lines, Weka files) and count them"
+            "--skip-bad",
+            rich_help_panel=Panel.CONVERSION,
+            help="skip bad records (Mooncake lines, Weka files) and count them",
         ),
     ] = False,
     with_text: Annotated[
         bool,
         typer.Option(
             "--with-text",
+            rich_help_panel=Panel.CONVERSION,
             help="store synthetic text for hash-only rows (Weka, Mooncake) instead of their "
             "block ids alone; replay synthesises it anyway when it sends them",
         ),
     ] = False,
     jobs: Annotated[
         int,
-        typer.Option("--jobs", "-j", min=1, help="processes importing a directory of Weka files"),
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            metavar="N",
+            rich_help_panel=Panel.CONVERSION,
+            help="processes importing a directory of Weka files",
+        ),
     ] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    json_out: Annotated[bool, json_option("print the summary as JSON")] = False,
     force: Force = False,
 ) -> None:
     """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""

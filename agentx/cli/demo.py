@@ -7,26 +7,52 @@ from typing import Annotated
 
 import typer
 
-from agentx.cli.app import app, err, fail, out, print_json
+from agentx.cli.app import app, err, fail, json_option, out, print_json
 from agentx.core.errors import AgentxError
+from agentx.core.options import Panel
 
 
 @app.command()
 def demo(
     workdir: Annotated[
-        Path, typer.Option("--workdir", help="where the capture, clean trace and results go")
+        Path,
+        typer.Option(
+            "--workdir",
+            metavar="DIR",
+            rich_help_panel=Panel.OUTPUT,
+            help="where the capture, clean trace and results go",
+        ),
     ] = Path("results/demo"),
-    sessions: Annotated[int, typer.Option("--sessions", min=1, help="scripted agent sessions")] = 2,
-    turns: Annotated[int, typer.Option("--turns", min=1, help="model calls per agent session")] = 6,
+    sessions: Annotated[
+        int,
+        typer.Option(
+            "--sessions",
+            min=1,
+            metavar="N",
+            rich_help_panel=Panel.LOAD,
+            help="scripted agent sessions",
+        ),
+    ] = 2,
+    turns: Annotated[
+        int,
+        typer.Option(
+            "--turns",
+            min=1,
+            metavar="N",
+            rich_help_panel=Panel.LOAD,
+            help="model calls per agent session",
+        ),
+    ] = 6,
     fast: Annotated[
         bool,
         typer.Option(
             "--fast",
+            rich_help_panel=Panel.ENGINE,
             help="serve-sim without modelled latency, no think time: checks an install in seconds "
             "(same hit rates; loopback latencies)",
         ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="print the replay summaries")] = False,
+    json_out: Annotated[bool, json_option("print the replay summaries")] = False,
 ) -> None:
     """Capture a scripted agent session, scrub it, replay it against serve-sim, print the report."""
     from agentx.demo.run import run_demo

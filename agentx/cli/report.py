@@ -7,9 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentx.cli import report_options as ro
-from agentx.cli.app import Force, app, err, fail, out, print_json
+from agentx.cli.app import Force, app, err, fail, json_option, out, print_json
+from agentx.cli.config import Config
+from agentx.cli.declared import Given, declared_command, typer_option
 from agentx.core.errors import AgentxError
+from agentx.core.options import Panel
+from agentx.core.percentiles import PERCENTILES
+from agentx.metrics.cost import CostInputs
 
 if TYPE_CHECKING:
     from agentx.report.command import ReportOptions
@@ -21,6 +25,7 @@ MergeOutput = Annotated[
         "-o",
         "--output",
         metavar="DIR",
+        rich_help_panel=Panel.OUTPUT,
         help="write the merged results directory here (summary.json, requests.parquet, ...)",
         show_default=False,
     ),
@@ -29,6 +34,8 @@ MergeSlo = Annotated[
     str | None,
     typer.Option(
         "--slo",
+        metavar="SPEC",
+        rich_help_panel=Panel.GATES,
         help="check the merged rows against these SLOs (default: the shards' own --slo); "
         "exit 3 when one fails",
     ),
@@ -36,62 +43,63 @@ MergeSlo = Annotated[
 
 
 @app.command()
+@declared_command(CostInputs)
 def report(
-    ctx: typer.Context,
     results_dirs: Annotated[
         list[Path],
         typer.Argument(
+            metavar="DIR",
             help="a results directory (`agentx replay -o`) or a sweep directory (`agentx sweep -o`); "
             "several results directories (the shards of a `replay --shard I/N` split) are merged",
             show_default=False,
         ),
     ],
     compare_dir: Annotated[
-        Path | None, typer.Option("--compare", help="a base results directory to diff against")
+        Path | None,
+        typer.Option(
+            "--compare",
+            metavar="DIR",
+            rich_help_panel=Panel.REPORT,
+            help="a base results directory to diff against",
+        ),
     ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
             "--html",
             metavar="FILE",
+            rich_help_panel=Panel.REPORT,
             help="also write a self-contained HTML report here (with --compare: the comparison)",
         ),
     ] = None,
     png: Annotated[
         Path | None,
-        typer.Option("--png", metavar="DIR", help="also write every chart as DIR/CHART.png"),
+        typer.Option(
+            "--png",
+            metavar="DIR",
+            rich_help_panel=Panel.REPORT,
+            help="also write every chart as DIR/CHART.png",
+        ),
     ] = None,
     csv: Annotated[
         Path | None,
         typer.Option(
             "--csv",
             metavar="DIR",
+            rich_help_panel=Panel.REPORT,
             help="also write CSV: requests, summary, sessions, turns, time series (sweep: levels)",
         ),
     ] = None,
     output: MergeOutput = None,
     slo: MergeSlo = None,
     json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="print the summary (the agentx.compare/1 diff, the sweep) as JSON"
-        ),
+        bool, json_option("print the summary (the agentx.compare/1 diff, the sweep) as JSON")
     ] = False,
-    percentiles: ro.Percentiles = None,
-    config: ro.Config = None,
-    gpu_hour_cost: ro.GpuHourCost = None,
-    capex_per_hour: ro.CapexPerHour = None,
-    power_kw: ro.PowerKw = None,
-    usd_per_kwh: ro.UsdPerKwh = None,
-    pue: ro.Pue = None,
-    hosting_per_hour: ro.HostingPerHour = None,
-    gpus: ro.Gpus = 1,
-    utilization: ro.Utilization = 1.0,
-    price: ro.Price = None,
-    price_preset: ro.PricePreset = None,
-    price_file: ro.PriceFile = None,
-    license_fraction: ro.LicenseFraction = 0.0,
+    percentiles: Annotated[str | None, typer_option(PERCENTILES)] = None,
+    config: Config = None,
     force: Force = False,
+    *,
+    given: Given,
 ) -> None:
     """Re-render saved results; --compare diffs against a base run; several dirs are merged."""
     from agentx.core.percentiles import parse_percentiles
@@ -105,7 +113,7 @@ def report(
             html_path=html,
             csv_dir=csv,
             png_dir=png,
-            cost=ro.cost_from_flags(ctx.params),
+            cost=given.build(CostInputs).options(),
             percentiles=None if percentiles is None else parse_percentiles(percentiles),
             output_dir=output,
             slo=slo,
@@ -121,6 +129,7 @@ def merge(
     results_dirs: Annotated[
         list[Path],
         typer.Argument(
+            metavar="DIR",
             help="results directories of the shards of one `replay --shard I/N` split",
             show_default=False,
         ),
@@ -129,11 +138,14 @@ def merge(
     slo: MergeSlo = None,
     html: Annotated[
         Path | None,
-        typer.Option("--html", metavar="FILE", help="also write the merged HTML report here"),
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            rich_help_panel=Panel.REPORT,
+            help="also write the merged HTML report here",
+        ),
     ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="print the merged summary.json to stdout")
-    ] = False,
+    json_out: Annotated[bool, json_option("print the merged summary.json to stdout")] = False,
     force: Force = False,
 ) -> None:
     """Merge the shards of a `replay --shard I/N` split exactly, from their rows (not averages)."""

@@ -7,68 +7,58 @@ from typing import Annotated
 
 import typer
 
-from agentx.cli import replay_options as o
-from agentx.cli import report_options as ro
-from agentx.cli.app import Force, app, err, fail, out, print_json
+from agentx.cli.app import app, err, fail, json_option, out, print_json, trace_argument
+from agentx.cli.config import Config
+from agentx.cli.declared import Given, Only, declared_command
+from agentx.cli.replay import REPLAY_TRACE
 from agentx.core.errors import AgentxError
+from agentx.core.options import Panel
+from agentx.metrics.cost import CostInputs
+from agentx.replay.options import ReplayOptions
+
+# replay's options that apply per level: not the preset, the snapshot starts, the gates, open
+# loop, nor the scale-out (a level is one process on one machine)
+PER_LEVEL = Only.without(
+    ReplayOptions, Panel.SCENARIO, Panel.GATES, Panel.OPEN_LOOP, Panel.SCALE_OUT
+)
 
 
 @app.command()
+@declared_command(PER_LEVEL, CostInputs)
 def sweep(
-    ctx: typer.Context,
-    trace: o.Trace,
-    endpoint: o.Endpoint,
+    trace: Annotated[Path, trace_argument(REPLAY_TRACE)],
     concurrency: Annotated[
         str,
-        typer.Option("--concurrency", help="comma list of session-lane counts, e.g. 1,2,4,8,16"),
+        typer.Option(
+            "--concurrency",
+            metavar="LIST",
+            rich_help_panel=Panel.LOAD,
+            help="comma list of session-lane counts, e.g. 1,2,4,8,16",
+        ),
     ],
     output: Annotated[
         Path,
         typer.Option(
-            "-o", "--output", help="sweep directory: c{N}/ per level, sweep.json, sweep.svg"
+            "-o",
+            "--output",
+            metavar="DIR",
+            rich_help_panel=Panel.OUTPUT,
+            help="sweep directory: c{N}/ per level, sweep.json, sweep.svg",
         ),
     ],
-    model: o.Model = None,
-    duration: o.Duration = None,
-    max_requests: o.MaxRequests = None,
-    sessions: o.Sessions = None,
-    time_scale: o.TimeScale = 1.0,
-    max_think: o.MaxThink = None,
-    assistant: o.Assistant = "recorded",
-    salt: o.Salt = None,
-    warmup: o.Warmup = None,
-    api: o.Api = "chat",
-    extra_body: o.ExtraBody = None,
-    ignore_eos: o.IgnoreEos = None,
-    no_metrics: o.NoMetrics = False,
-    seed: o.Seed = None,
-    timeout: o.Timeout = None,
-    block_size: o.BlockSize = None,
-    api_key: o.ApiKey = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print sweep.json to stdout")] = False,
-    percentiles: ro.Percentiles = None,
     reset_cache: Annotated[
         bool,
         typer.Option(
             "--reset-cache/--no-reset-cache",
+            rich_help_panel=Panel.SERVER_METRICS,
             help="reset the server's prefix cache before each level (vLLM, SGLang, serve-sim; "
             "a warning when the server does not allow it)",
         ),
     ] = True,
-    config: ro.Config = None,
-    gpu_hour_cost: ro.GpuHourCost = None,
-    capex_per_hour: ro.CapexPerHour = None,
-    power_kw: ro.PowerKw = None,
-    usd_per_kwh: ro.UsdPerKwh = None,
-    pue: ro.Pue = None,
-    hosting_per_hour: ro.HostingPerHour = None,
-    gpus: ro.Gpus = 1,
-    utilization: ro.Utilization = 1.0,
-    price: ro.Price = None,
-    price_preset: ro.PricePreset = None,
-    price_file: ro.PriceFile = None,
-    license_fraction: ro.LicenseFraction = 0.0,
-    force: Force = False,
+    json_out: Annotated[bool, json_option("print sweep.json to stdout")] = False,
+    config: Config = None,
+    *,
+    given: Given,
 ) -> None:
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.replay.options import scenario_options
@@ -88,9 +78,17 @@ def sweep(
             )
 
     try:
-        replay_options = scenario_options(None, **o.shared_values(ctx))
+        replay_options = scenario_options(
+            **given.values(ReplayOptions),
+            trace=trace,
+            reset_cache=reset_cache,
+            cost=given.build(CostInputs).options(),
+            progress=not json_out and err.is_terminal,
+        )
         levels = parse_levels(concurrency)
-        result = run_sweep(SweepOptions(replay_options, levels, output, force), level_done)
+        result = run_sweep(
+            SweepOptions(replay_options, levels, output, replay_options.force), level_done
+        )
     except AgentxError as exc:
         fail(exc)
     for warning in result.warnings:

@@ -18,8 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agentx.core.errors import AgentxError, UsageError
+from agentx.core.options import Panel, flag
 
 FORCE_FLAG = "--force"
+# Every command that writes an output takes it: without it an existing output is refused.
+FORCE = flag(
+    FORCE_FLAG,
+    panel=Panel.OUTPUT,
+    help="replace an existing output (it is kept if the command fails)",
+)
 
 
 def check_output(path: str | os.PathLike[str], *, force: bool, flag: str = FORCE_FLAG) -> Path:

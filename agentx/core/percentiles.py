@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentx.core.errors import UsageError
+from agentx.core.options import Panel, flag
 
 STATS = ("p50", "p90", "p99", "mean", "max")
 CONTRACT_QS = (50.0, 90.0, 99.0)  # the percentiles every P has
@@ -75,6 +76,15 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
             raise UsageError(f"--percentiles: {item} is not in (0, 100]")
         qs.add(q)
     return tuple(sorted(qs - set(CONTRACT_QS)))
+
+
+PERCENTILES = flag(
+    "--percentiles",
+    parse=parse_percentiles,
+    metavar="LIST",
+    panel=Panel.OUTPUT,
+    help="percentiles to report beyond p50/p90/p99, e.g. 50,90,95,99,99.9",
+)
 
 
 def distribution(

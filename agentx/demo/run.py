@@ -64,7 +64,7 @@ def run_demo(
         raise AgentxError(f"--workdir {workdir}: {exc.strerror or exc}") from None
 
     say("1/4 serve-sim as the model provider, agentx capture in front of it")
-    provider = SimConfig(port=0, decode_tps=400.0)  # a quick "provider" for the scripted agent
+    provider = SimConfig.of(port=0, decode_tps=400.0)  # a quick "provider" for the scripted agent
     with SimServer(provider) as upstream:
         cap = Capture(
             CaptureConfig(out=capture_path, upstream=upstream.url, port=0, status=False),
@@ -92,9 +92,9 @@ def run_demo(
         targets.append(("example", trace))
     for name, path in targets:
         say(f"4/4 replay {path.name} against a fresh serve-sim (cold cache)")
-        with SimProcess(SimConfig(port=0, fast=fast)) as server:  # own process: client measured
+        with SimProcess(SimConfig.of(port=0, fast=fast)) as server:  # own process: client measured
             result = run_replay(
-                ReplayOptions(
+                ReplayOptions.of(
                     trace=path,
                     endpoint=server.url,
                     concurrency=concurrency,

@@ -20,18 +20,35 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
 
 from agentx.core.errors import FormatError, UsageError
 from agentx.core.models import Exchange
 from agentx.core.progress import Progress
 from agentx.formats.synthetic import with_text
 
-__all__ = ["TARGETS", "ConvertReport", "Skipped", "convert", "read_exchanges", "with_text"]
-Target = Literal["agentx", "mooncake", "weka"]
+__all__ = [
+    "TARGETS",
+    "ConvertReport",
+    "Skipped",
+    "Target",
+    "convert",
+    "read_exchanges",
+    "with_text",
+]
 EXPORT_SKIPS = frozenset({"chunk_offsets_ns", "credentials", "response_message"})
-TARGETS: tuple[Target, ...] = ("agentx", "mooncake", "weka")
+
+
+class Target(StrEnum):
+    """``--to``: the format a conversion writes."""
+
+    AGENTX = "agentx"
+    MOONCAKE = "mooncake"
+    WEKA = "weka"
+
+
+TARGETS = tuple(Target)
 
 
 @dataclass(slots=True)
@@ -110,7 +127,7 @@ def convert(
     input_path: str | os.PathLike[str],
     output_path: str | os.PathLike[str],
     *,
-    to: str = "agentx",
+    to: Target | str = Target.AGENTX,
     skip_bad: bool = False,
     synthesize: bool = False,
     dataset: bool = False,
@@ -129,6 +146,7 @@ def convert(
 
     if to not in TARGETS:
         raise UsageError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    to = Target(to)
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if dataset and to != "agentx":

@@ -31,6 +31,8 @@ from typing import Any
 
 from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
+from agentx.core.options import Panel
+from agentx.core.options import option as declared_option
 
 SECONDS_PER_HOUR = 3600.0
 PER_MILLION = 1e6
@@ -96,7 +98,7 @@ class CostOptions:
             raise UsageError("--license-fraction must be in [0, 1)")
 
 
-# -- building the options from flags -----------------------------------------------------------
+# -- building the options from what was given ----------------------------------------------------
 
 
 def parse_price(text: str) -> Prices:
@@ -164,22 +166,83 @@ def preset_prices(name: str, path: Path | None = None) -> Prices:
     return _prices(presets[name], f"price preset {name!r}", name)
 
 
-def cost_options(
-    *,
-    gpu_hour_cost: float | None = None,
-    capex_per_hour: float | None = None,
-    power_kw: float | None = None,
-    usd_per_kwh: float | None = None,
-    pue: float | None = None,
-    hosting_per_hour: float | None = None,
-    gpus: int = 1,
-    utilization: float = 1.0,
-    price: str | None = None,
-    price_preset: str | None = None,
-    price_file: Path | None = None,
-    license_fraction: float = 0.0,
-) -> CostOptions | None:
-    """The flags' values -> :class:`CostOptions`; ``None`` when neither a cost nor a price is set."""
+def _cost[T](default: T, *names: str, **kw: Any) -> T:
+    return declared_option(default, *names, panel=Panel.COST, **kw)
+
+
+@dataclass(frozen=True, slots=True)
+class CostInputs:
+    """The cost options as given (``agentx replay``, ``sweep`` and ``report`` take them, and a
+    ``--config`` file's ``[cost]`` section); :meth:`options` turns them into
+    :class:`CostOptions`."""
+
+    gpu_hour_cost: float | None = _cost(
+        None, "--gpu-hour-cost", metavar="USD", help="what one accelerator-hour costs (all-in)"
+    )
+    capex_per_hour: float | None = _cost(
+        None,
+        "--capex-per-hour",
+        metavar="USD",
+        help="part of the hour: amortised purchase, per GPU",
+    )
+    power_kw: float | None = _cost(
+        None, "--power-kw", metavar="KW", help="part of the hour: average power draw per GPU, kW"
+    )
+    usd_per_kwh: float | None = _cost(
+        None, "--usd-per-kwh", metavar="USD", help="part of the hour: electricity price"
+    )
+    pue: float | None = _cost(
+        None, "--pue", metavar="F", help="part of the hour: data-centre PUE (>= 1) [default: 1]"
+    )
+    hosting_per_hour: float | None = _cost(
+        None, "--hosting-per-hour", metavar="USD", help="part of the hour: hosting per GPU"
+    )
+    gpus: int = _cost(1, "--gpus", metavar="N", min=1, help="accelerators the measured server used")
+    utilization: float = _cost(
+        1.0,
+        "--utilization",
+        metavar="U",
+        min=0.0,
+        max=1.0,
+        help="share of the hour the measured load runs (0 < U <= 1)",
+    )
+    price: str | None = _cost(
+        None,
+        "--price",
+        metavar="SPEC",
+        help="USD per million tokens: input=X,cached=Y,output=Z (cached defaults to input)",
+    )
+    price_preset: str | None = _cost(
+        None,
+        "--price-preset",
+        metavar="NAME",
+        help="prices by name from --price-file (bundled: agentx example-path prices)",
+    )
+    price_file: Path | None = _cost(
+        None,
+        "--price-file",
+        metavar="FILE",
+        show_default=False,
+        help="a TOML of [price.NAME] tables [default: the bundled one]",
+    )
+    license_fraction: float = _cost(
+        0.0,
+        "--license-fraction",
+        metavar="F",
+        min=0.0,
+        max=0.999,
+        help="share of revenue paid to the model's licensor",
+    )
+
+    def options(self) -> CostOptions | None:
+        """:class:`CostOptions`; ``None`` when neither a cost nor a price is set."""
+        return _cost_options(self)
+
+
+def _cost_options(c: CostInputs) -> CostOptions | None:
+    gpu_hour_cost, capex_per_hour, power_kw = c.gpu_hour_cost, c.capex_per_hour, c.power_kw
+    usd_per_kwh, pue, hosting_per_hour = c.usd_per_kwh, c.pue, c.hosting_per_hour
+    price, price_preset, price_file = c.price, c.price_preset, c.price_file
     part_values = (capex_per_hour, power_kw, usd_per_kwh, hosting_per_hour)
     parts: HourParts | None = None
     if any(v is not None for v in part_values):
@@ -222,10 +285,10 @@ def cost_options(
         return None
     return CostOptions(
         usd_per_gpu_hour=gpu_hour_cost,
-        gpus=gpus,
-        utilization=utilization,
+        gpus=c.gpus,
+        utilization=c.utilization,
         prices=prices,
-        license_fraction=license_fraction,
+        license_fraction=c.license_fraction,
         parts=parts,
     )
 

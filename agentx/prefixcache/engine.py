@@ -31,24 +31,83 @@ import contextlib
 from collections import deque
 from dataclasses import dataclass
 
+from agentx.core.options import Panel, option
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
 from agentx.prefixcache.kvcache import Allocation, KVCache
 
 
 @dataclass(frozen=True, slots=True)
 class EngineParams:
-    """The engine's knobs. All rates are tokens per second (serve-sim's documented defaults)."""
+    """The engine's knobs, each the option of ``serve-sim`` (all of them) and ``simulate`` (the
+    engine panel's) that sets it. All rates are tokens per second; the defaults are serve-sim's
+    documented ones (:mod:`agentx.serve_sim.config`)."""
 
-    block_size: int = DEFAULT_BLOCK_SIZE
-    kv_tokens: int = 163_840  # GPU KV capacity, tokens
-    offload_tokens: int = 0  # CPU offload tier, tokens (0 = none)
-    prefill_tps: float = 8_000.0  # uncached prompt tokens per second (one FIFO prefill lane)
-    decode_tps: float = 60.0  # per-sequence decode speed with a batch of one
-    batch_slowdown: float = 0.015  # each extra running sequence stretches a decode step by this
-    offload_load_tps: float = 100_000.0  # offloaded-hit tokens loaded per second
-    overhead_ms: float = 10.0  # fixed per-request cost added to TTFT
-    max_batch: int = 256  # running requests; the rest wait (vLLM's max_num_seqs)
-    fast: bool = False  # no queueing, no timing
+    block_size: int = option(
+        DEFAULT_BLOCK_SIZE,
+        "--block-size",
+        metavar="N",
+        panel=Panel.CAPACITY,
+        help="prefix-cache block size, tokens",
+    )
+    kv_tokens: int = option(
+        163_840,
+        "--kv-tokens",
+        metavar="N",
+        panel=Panel.CAPACITY,
+        help="GPU KV-cache capacity, tokens",
+    )
+    offload_tokens: int = option(
+        0,
+        "--offload-tokens",
+        metavar="N",
+        panel=Panel.CAPACITY,
+        help="CPU offload tier capacity, tokens (0 = none)",
+    )
+    prefill_tps: float = option(  # one FIFO prefill lane
+        8_000.0,
+        "--prefill-tps",
+        metavar="TOKENS/S",
+        panel=Panel.ENGINE,
+        help="prefill rate, uncached tokens/s",
+    )
+    decode_tps: float = option(  # with a batch of one
+        60.0,
+        "--decode-tps",
+        metavar="TOKENS/S",
+        panel=Panel.ENGINE,
+        help="decode rate of one sequence, tokens/s",
+    )
+    batch_slowdown: float = option(
+        0.015,
+        "--batch-slowdown",
+        metavar="F",
+        panel=Panel.ENGINE,
+        help="decode step stretch per extra running sequence",
+    )
+    offload_load_tps: float = option(
+        100_000.0,
+        "--offload-load-tps",
+        metavar="TOKENS/S",
+        panel=Panel.ENGINE,
+        help="offloaded-hit load rate, tokens/s",
+    )
+    overhead_ms: float = option(
+        10.0,
+        "--overhead-ms",
+        metavar="MS",
+        panel=Panel.ENGINE,
+        help="fixed per-request TTFT overhead, ms",
+    )
+    max_batch: int = option(  # vLLM's max_num_seqs
+        256,
+        "--max-batch",
+        metavar="N",
+        panel=Panel.ENGINE,
+        help="max running requests; the rest wait",
+    )
+    fast: bool = option(  # no queueing, no timing
+        False, "--fast", panel=Panel.ENGINE, help="no modelled latency: the loopback ceiling"
+    )
 
 
 @dataclass(frozen=True, slots=True)

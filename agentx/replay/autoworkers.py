@@ -194,7 +194,7 @@ async def resolve_workers(
     rate = await stream_chunks_per_s(
         setup.root_url,
         model=setup.model,
-        api_mode=options.api,
+        api_mode=options.workload.api,
         headers=setup.headers,
         params=setup.params,
         ignore_eos=setup.build.ignore_eos,

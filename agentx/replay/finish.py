@@ -173,7 +173,7 @@ def finish_run(
         for t in c.tallies:
             tally.merge(t)
     records, theory = _with_theory(
-        c.row_spools, c.sent_logs, setup.block_size, tokenizer, o.concurrency
+        c.row_spools, c.sent_logs, setup.block_size, tokenizer, o.schedule.concurrency
     )
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     cpu_percent = 100.0 * c.cpu_s / wall_s
@@ -187,7 +187,7 @@ def finish_run(
             f"--metrics-url {redact_url(o.metrics_url)} did not answer with Prometheus text; "
             "no server metrics"
         )
-    if plan.synthesized and o.salt:
+    if plan.synthesized and o.workload.salt:
         warnings.append(
             f"the trace is hash-only ({plan.synthesized} requests in the sessions read): requests "
             "are sent as synthetic text (one user message each), and the salt at its start also "
@@ -233,7 +233,7 @@ def finish_run(
         model=setup.model,
         started_at=started_at,
         duration_s=wall_s,
-        window_s=o.duration_s,
+        window_s=o.schedule.duration_s,
         sessions_started=c.sessions_started,
         sessions_completed=c.sessions_completed,
         client_cpu_percent=round(cpu_percent, 1),
@@ -255,14 +255,14 @@ def finish_run(
         records,
         max_failed_ratio=o.max_failed_ratio,
         min_coverage=o.min_coverage,
-        duration_s=o.duration_s,
+        duration_s=o.schedule.duration_s,
         window_start_ns=c.profiling_started_ns,
         aborted=c.failure,
     )
     summary.setdefault("schedule", {}).update(c.schedule)
     summary["gates"] = report.to_json()
     summary["tokenizer"] = tokenizer.name  # whose tokens the theoretical figures count
-    warnings.extend(short_output_warnings(records, o.api, setup.server.kind))
+    warnings.extend(short_output_warnings(records, o.workload.api, setup.server.kind))
     if c.arrival_logs:
         arrivals = arrival_summary(
             c.arrival_logs, "request" if o.request_rate is not None else "session"

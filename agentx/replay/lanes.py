@@ -38,7 +38,7 @@ from agentx.replay.gates import FailedRatioGate
 from agentx.replay.http1.pool import StreamClient
 from agentx.replay.theory import SentLog
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
-from agentx.schedule.arrivals import ArrivalLog
+from agentx.schedule.arrivals import ArrivalLog, Arrivals
 from agentx.store.rowspool import RowSpool
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt
 from agentx.workload.plan import SessionPlan, Sessions, Tally
@@ -52,7 +52,10 @@ CONNECT_BACKOFF_S = 1.0  # a lane whose request could not connect waits before i
 @dataclass(frozen=True, slots=True)
 class LaneConfig:
     build: BuildConfig
-    schedule: ScheduleOptions  # its lanes are the global lane numbers this process runs
+    schedule: ScheduleOptions  # the run's rules; max_requests: this process's share
+    lanes: tuple[int, ...]  # the global numbers of the lanes this process runs
+    seed: int = 0
+    arrivals: Arrivals | None = None  # open loop: this process's share of the arrivals
     timeout_s: float = 600.0
     salt: bool = True
     nonce: str = "0"  # unique per run (and per worker), so markers never repeat across runs
@@ -102,7 +105,7 @@ class LaneResult:
 
 
 class LaneDriver:
-    """Runs ``sessions`` on the lanes of ``config.schedule``.
+    """Runs ``sessions`` on ``config.lanes`` by ``config.schedule``.
 
     ``on_boundary`` is awaited once the warm-up is over, before the measured window starts (the
     run scrapes the server's counters there)."""
@@ -125,7 +128,13 @@ class LaneDriver:
         self.sent_log = sent_log
         self.rows = rows
         self.on_boundary = on_boundary
-        self.schedule = Schedule(len(sessions), config.schedule)  # trees supplied when wanted
+        self.schedule = Schedule(  # trees supplied when wanted
+            len(sessions),
+            config.schedule,
+            lanes=config.lanes,
+            seed=config.seed,
+            arrivals=config.arrivals,
+        )
         self._plans: dict[int, SessionPlan] = {}  # the sessions supplied, by index
         self._supplying: set[int] = set()
         self._error: AgentxError | None = None  # a session that could not be read

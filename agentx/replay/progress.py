@@ -32,10 +32,11 @@ def goal_of(options: ReplayOptions, plan_requests: int | None) -> Goal:
     """``--duration`` ends by time; ``--max-requests`` after that many measured requests (plus
     the warm-up ones); otherwise every planned request of this shard is sent once (``None``:
     not known before the run, a plan whose sessions are indexed as they are needed)."""
-    if options.duration_s is not None:
-        return Goal(duration_s=options.duration_s)
-    if options.max_requests is not None:
-        return Goal(requests=options.max_requests + options.warmup * options.concurrency)
+    s = options.schedule
+    if s.duration_s is not None:
+        return Goal(duration_s=s.duration_s)
+    if s.max_requests is not None:
+        return Goal(requests=s.max_requests + s.warmup * s.concurrency)
     return Goal(requests=plan_requests)
 
 

@@ -67,10 +67,10 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
     with stop_signals() as stop:
         plan = build_plan(
             open_source(options.trace),
-            sessions=options.sessions,
-            seed=options.seed,
+            sessions=options.workload.sessions,
+            seed=options.workload.seed,
             shard=options.shard,
-            api_mode=options.api,
+            api_mode=options.workload.api,
         )
         plan = for_arrivals(plan, options.request_rate)
         choice = None
@@ -122,7 +122,7 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
         driver = LaneDriver(
             plan.sessions,
             plan.source,
-            lane_config(setup, tuple(range(setup.lanes)), o.max_requests, 0),
+            lane_config(setup, tuple(range(setup.lanes)), o.schedule.max_requests, 0),
             lanes_client,
             log,
             rows,

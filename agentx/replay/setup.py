@@ -35,7 +35,7 @@ from agentx.replay.endpoint import (
 )
 from agentx.replay.http1.pool import StreamClient
 from agentx.replay.lanes import LaneConfig
-from agentx.replay.options import ReplayOptions, rules_of
+from agentx.replay.options import Assistant, ReplayOptions
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan
 
@@ -64,14 +64,15 @@ MAX_LANES = 1_000_000  # in one run (--shard spreads more over machines)
 def lane_count(options: ReplayOptions, plan: ReplayPlan) -> int:
     """``--concurrency``, bounded by the work there is: no more lanes than ``--max-requests``
     (a lane that sends nothing is only memory), nor than sessions when nothing recycles them."""
-    n = options.concurrency
-    if options.max_requests is not None:
-        n = min(n, options.max_requests)
-    elif options.duration_s is None:
+    s = options.schedule
+    n = s.concurrency
+    if s.max_requests is not None:
+        n = min(n, s.max_requests)
+    elif s.duration_s is None:
         n = min(n, len(plan.sessions))
     if n > MAX_LANES:
         raise UsageError(
-            f"--concurrency {options.concurrency:,}: at most {MAX_LANES:,} lanes per run "
+            f"--concurrency {s.concurrency:,}: at most {MAX_LANES:,} lanes per run "
             "(--shard I/N spreads a run over machines)"
         )
     return max(n, options.n_workers)
@@ -82,9 +83,9 @@ def auth_headers(options: ReplayOptions) -> dict[str, str]:
     if not key:
         return {}
     headers = {"authorization": f"Bearer {key}"}
-    if options.api == "messages" or options.api == "native":
+    if options.workload.api == "messages" or options.workload.api == "native":
         headers["x-api-key"] = key
-    if options.api == "native":
+    if options.workload.api == "native":
         headers["x-goog-api-key"] = key  # Gemini-compatible endpoints
     return headers
 
@@ -107,19 +108,19 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
     if not model:
         shown = redact_url(options.endpoint)
         raise EndpointError(f"{shown} lists no models on /v1/models: pass --model")
-    if options.api == "messages" or (
-        options.api == "native" and Api.ANTHROPIC_MESSAGES in plan.apis
+    if options.workload.api == "messages" or (
+        options.workload.api == "native" and Api.ANTHROPIC_MESSAGES in plan.apis
     ):
         headers.setdefault("anthropic-version", "2023-06-01")
     ignore_eos = (
         options.ignore_eos if options.ignore_eos is not None else info.kind in IGNORE_EOS_SERVERS
     )
     build = BuildConfig(
-        api_mode=options.api,
+        api_mode=options.workload.api,
         model=model,
-        extra_body=dict(options.extra_body),
+        extra_body=dict(options.workload.extra_body),
         ignore_eos=ignore_eos,
-        live=options.assistant == "live",
+        live=options.assistant is Assistant.LIVE,
     )
     lanes_per_worker = -(-lanes // options.n_workers)
     return RunSetup(
@@ -151,11 +152,12 @@ def lane_config(
     return LaneConfig(
         build=setup.build,
         # the run's rules (recycling follows the run's --max-requests), this worker's share
-        schedule=replace(
-            rules_of(o).options(o.seed, lanes=lanes, arrivals=arrivals), max_requests=max_requests
-        ),
+        schedule=replace(o.schedule, max_requests=max_requests),
+        lanes=lanes,
+        seed=o.workload.seed,
+        arrivals=arrivals,
         timeout_s=o.timeout_s,
-        salt=o.salt,
+        salt=o.workload.salt,
         # --request-rate: one session's requests may run on any worker and share its marker
         nonce=f"{setup.nonce}{o.shard[0]:x}{'' if single else f'{worker:x}'}-",
         id_prefix=f"{o.shard[0]}.{worker}.",

@@ -124,7 +124,10 @@ def run_sweep(
     with stop_signals():  # a signal between two levels stops the sweep too (Interrupted)
         for n in options.levels:
             level = dataclasses.replace(
-                base, concurrency=n, output_dir=out / f"c{n}", force=options.force
+                base,
+                schedule=dataclasses.replace(base.schedule, concurrency=n),
+                output_dir=out / f"c{n}",
+                force=options.force,
             )
             result = run_replay(level)
             data["model"] = result.summary.get("model", data["model"])

@@ -124,7 +124,11 @@ def worker_main(
     try:
         o = spec.setup.options
         plan = build_plan(
-            open_source(o.trace), sessions=o.sessions, seed=o.seed, shard=o.shard, api_mode=o.api
+            open_source(o.trace),
+            sessions=o.workload.sessions,
+            seed=o.workload.seed,
+            shard=o.shard,
+            api_mode=o.workload.api,
         )
         plan = for_arrivals(plan, o.request_rate)
         events.put(Ready(spec.worker))
@@ -149,7 +153,7 @@ async def _worker_run(
     log = SentLog(spec.tmp / f"sent-{spec.worker}.log")
     rows = RowSpool(rows_path(spec.tmp, spec.worker))
     config = lane_config(
-        setup, lanes, _share(o.max_requests, spec.worker, spec.workers), spec.worker
+        setup, lanes, _share(o.schedule.max_requests, spec.worker, spec.workers), spec.worker
     )
 
     async def warmed_up() -> None:  # wait for the parent's scrape at the window's start

@@ -5,7 +5,8 @@
 
 - Input: trees (:class:`TreeSpec`: streams of turns with recorded start/end times, spawn and join
   structure; :func:`agentx.workload.trees.tree_of` builds one from a replay plan's session) and
-  :class:`ScheduleOptions`. No I/O, no asyncio, no wall clock: every method takes ``now_s``, the
+  :class:`ScheduleOptions` (the lanes, the seed and open-loop arrivals are the driver's:
+  ``Schedule(trees, options, lanes=..., seed=..., arrivals=...)``). No I/O, no asyncio, no wall clock: every method takes ``now_s``, the
   driver's clock in seconds (any origin; it must never go backwards).
 - ``start(now_s)`` once; then, until ``done``:
   ``poll(now_s) -> list[Send]`` — the requests due by ``now_s``: send each now;
@@ -36,14 +37,14 @@ of a run (:mod:`agentx.schedule.schedule` runs them):
    ``t*`` (``primer=True``, one-token answer). Spread: a primer that started ``lead`` seconds
    before its ``t*`` (x time scale, at most the system idle cap) is due at ``max(lead) - lead``,
    so every tree reaches ``t*`` together; ``burst``: all at once. Primers do not advance streams.
-3. **Warm-up, stage B** (``warmup_per_lane`` > 0): after every primer has returned, each lane
+3. **Warm-up, stage B** (``warmup`` > 0): after every primer has returned, each lane
    goes on replaying with no delays until it has sent that many requests; a stream due after the
    lane's budget is spent is held.
 4. **Boundary**: when nothing of the warm-up is left in flight, the phase is ``BOUNDARY``; the
    driver does what it needs (scrape the server's counters) and calls :meth:`begin_profiling`.
 5. **Measured window**: each tree is re-anchored on its recorded timeline: a stream whose next
-   turn could go is due at ``origin + d(start - t*)``, where ``d`` scales (``time_scale``) and
-   caps (``max_think_s``) a recorded delay, and ``origin`` puts the earliest such turn of all
+   turn could go is due at ``origin + d(start - t*)``, where ``d`` scales (``--time-scale``) and
+   caps (``--max-think``) a recorded delay, and ``origin`` puts the earliest such turn of all
    trees (``burst``: of each tree) at the window's start.
 6. **Then, per stream**: turn ``k+1`` is due at ``join + d(start(k+1) - join_rec)``, where
    ``join`` is the latest of turn ``k``'s end and the end of every child stream that joins at
@@ -53,28 +54,20 @@ of a run (:mod:`agentx.schedule.schedule` runs them):
    recorded offset when the child started before that turn ended). A child's end is its last
    request's end plus its recorded wrap-up (a Weka subagent's ``duration_ms`` beyond its last
    request). ``spawn_join="harness"`` replaces these with agentx-harness's rule (docs/replay.md).
-7. **Idle caps** (measured window): a tree that has had nothing in flight for
-   ``trace_idle_cap_s`` has its timers pulled in, all by the same amount, so the earliest is due
+7. **Idle caps** (measured window): a tree that has had nothing in flight for the trace idle
+   cap (``--trace-idle-cap``) has its timers pulled in, all by the same amount, so the earliest is due
    then (a watchdog, as the harness's: nothing moves before the cap has elapsed); when nothing at
-   all is in flight, every timer moves the same way at once so the earliest is at most
-   ``system_idle_cap_s`` after the moment the client went idle.
+   all is in flight, every timer moves the same way at once so the earliest is at most the
+   system idle cap after the moment the client went idle.
 8. **Stop**: ``duration_s`` after the window's start, ``max_requests`` measured sends, or
    :meth:`stop`: nothing new is sent; the schedule is done when nothing is in flight.
 """
 
-from agentx.schedule.options import (
-    SPAWN_JOIN_RULES,
-    LaneStart,
-    Phase,
-    ScheduleOptions,
-    Send,
-    SpawnJoin,
-)
+from agentx.schedule.options import LaneStart, Phase, ScheduleOptions, Send, SpawnJoin
 from agentx.schedule.schedule import Schedule
 from agentx.schedule.spec import StreamSpec, TreeSpec, TurnSpec, with_joins
 
 __all__ = [
-    "SPAWN_JOIN_RULES",
     "LaneStart",
     "Phase",
     "Schedule",

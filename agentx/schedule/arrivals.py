@@ -1,8 +1,8 @@
 """Open-loop arrivals: when new trees (sessions) arrive, whatever the server's answers do.
 
 Closed-loop lanes (the default) take a lane's next tree when its previous one has finished; the
-offered load then depends on the server. With ``ScheduleOptions.arrivals`` the schedule is open
-loop, as AIPerf, GuideLLM and ``vllm bench serve`` users expect: trees arrive as a seeded
+offered load then depends on the server. Given arrivals (``Schedule(..., arrivals=...)``) the
+schedule is open loop, as AIPerf, GuideLLM and ``vllm bench serve`` users expect: trees arrive as a seeded
 renewal process from the start of the measured window; each takes a free lane (the lanes are
 the cap on concurrent trees) and starts from its first request, or waits for a lane, first come
 first served, so the achieved rate falls below the offered one (:class:`ArrivalLog` says how
@@ -23,12 +23,29 @@ import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-
-ARRIVAL_KINDS = ("poisson", "gamma", "constant")
+from enum import StrEnum
 
 
 class ArrivalError(ValueError):
     """An impossible arrival process (the replay turns it into a usage error)."""
+
+
+class ArrivalProcess(StrEnum):
+    """``--arrival``: the renewal process open-loop arrivals follow."""
+
+    POISSON = "poisson"
+    GAMMA = "gamma"
+    CONSTANT = "constant"
+
+
+def arrival_process(value: object) -> ArrivalProcess:
+    """``"gamma"`` -> :attr:`ArrivalProcess.GAMMA`, or :class:`ArrivalError`."""
+    try:
+        return ArrivalProcess(str(value))
+    except ValueError:
+        raise ArrivalError(
+            f"--arrival must be one of {', '.join(ArrivalProcess)}: {value!r}"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,20 +53,17 @@ class Arrivals:
     """A renewal process of ``rate_per_s`` arrivals per second, seeded."""
 
     rate_per_s: float
-    kind: str = "poisson"
+    kind: ArrivalProcess = ArrivalProcess.POISSON
     burstiness: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rate_per_s) and self.rate_per_s > 0):
             raise ArrivalError(f"arrival rate must be a positive number, got {self.rate_per_s}")
-        if self.kind not in ARRIVAL_KINDS:
-            raise ArrivalError(
-                f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}: {self.kind!r}"
-            )
+        object.__setattr__(self, "kind", arrival_process(self.kind))  # a caller's plain string
         if not (math.isfinite(self.burstiness) and self.burstiness > 0):
             raise ArrivalError(f"--burstiness must be a positive number, got {self.burstiness}")
-        if self.burstiness != 1.0 and self.kind != "gamma":
+        if self.burstiness != 1.0 and self.kind is not ArrivalProcess.GAMMA:
             raise ArrivalError("--burstiness shapes gamma arrivals: use it with --arrival gamma")
 
     def share(self, index: int, parts: int) -> Arrivals:
@@ -64,11 +78,11 @@ class Arrivals:
 def gaps_s(arrivals: Arrivals) -> Iterator[float]:
     """Inter-arrival times in seconds, endless; the same seed gives the same gaps."""
     mean = 1.0 / arrivals.rate_per_s
-    if arrivals.kind == "constant":
+    if arrivals.kind is ArrivalProcess.CONSTANT:
         while True:
             yield mean
     rng = random.Random(arrivals.seed)
-    shape = arrivals.burstiness if arrivals.kind == "gamma" else 1.0
+    shape = arrivals.burstiness if arrivals.kind is ArrivalProcess.GAMMA else 1.0
     if shape == 1.0:
         while True:
             yield rng.expovariate(arrivals.rate_per_s)

@@ -6,15 +6,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 
-from agentx.schedule.options import ScheduleOptions, Send
+from agentx.schedule.options import Send
 from agentx.schedule.spec import Split, TreeSpec, check_tree
 from agentx.schedule.state import LaneRun, StreamRun, StreamState, TreeRun, Waiting
 from agentx.schedule.timing import Rules
 
 
 class Lanes:
-    def __init__(self, options: ScheduleOptions, rules: Rules) -> None:
-        self.all = [LaneRun(n, warm_left=options.warmup_per_lane) for n in options.lanes]
+    def __init__(self, lanes: Sequence[int], warmup: int, rules: Rules) -> None:
+        self.all = [LaneRun(n, warm_left=warmup) for n in lanes]
         self._of = {lane.lane: lane for lane in self.all}
         self._instances = itertools.count()
         self._rules = rules

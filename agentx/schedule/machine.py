@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentx.schedule.arrivals import OpenLoop
+from agentx.schedule.arrivals import Arrivals, OpenLoop
 from agentx.schedule.lanes import Flights, Lanes, TreeSupply
-from agentx.schedule.options import Phase, ScheduleOptions, Send
+from agentx.schedule.options import WARMUP_MAX_TOKENS, Phase, ScheduleOptions, Send
 from agentx.schedule.spec import TreeSpec, start_cut
 from agentx.schedule.state import Kind, LaneRun, StreamState, Timer, TimerQueue, TreeRun, Waiting
 from agentx.schedule.timing import IdleCaps, Rules, Streams
@@ -25,10 +25,28 @@ class ScheduleMachine:
     """The state of a schedule and its transitions; :class:`~agentx.schedule.schedule.Schedule`
     is what a driver uses."""
 
-    def __init__(self, trees: Sequence[TreeSpec] | int, options: ScheduleOptions) -> None:
-        self._supply = TreeSupply(trees, recycle=options.recycle)
+    def __init__(
+        self,
+        trees: Sequence[TreeSpec] | int,
+        options: ScheduleOptions,
+        *,
+        lanes: Sequence[int] | None = None,
+        seed: int = 0,
+        arrivals: Arrivals | None = None,
+        recycle: bool | None = None,
+    ) -> None:
+        """``lanes``: the global numbers of the lanes this schedule runs (they seed ``t*``;
+        default ``0 .. concurrency-1``); ``seed``: the run's (``t*`` draws); ``arrivals``: open
+        loop, trees arrive as this process from the window's start, each on a free lane (the
+        lanes cap concurrent trees) from its first request, else it waits for one
+        (:mod:`agentx.schedule.arrivals`), not with a snapshot start or a warm-up; ``recycle``:
+        take trees again once all were taken (default: the options' own rule)."""
+        self.recycle = options.recycle if recycle is None else recycle
+        self._supply = TreeSupply(trees, recycle=self.recycle)
         self.tree_count = self._supply.count
         self.options = options
+        self.seed = seed
+        lane_numbers = tuple(range(options.concurrency)) if lanes is None else tuple(lanes)
         self.phase = Phase.WARMUP
         self.stopped = False
         self.trees_started = 0
@@ -38,7 +56,7 @@ class ScheduleMachine:
         self._queue = TimerQueue()
         self._rules = Rules(options)
         self._idle = IdleCaps(options, self._queue)
-        self._lanes = Lanes(options, self._rules)
+        self._lanes = Lanes(lane_numbers, options.warmup, self._rules)
         self._warmup = Warmup(options)
         self._flights = Flights()
         self._streams = Streams(self._rules, self._queue)
@@ -46,10 +64,10 @@ class ScheduleMachine:
         self._idle_since_s: float | None = None
         self._touched: set[TreeRun] = set()  # trees an event changed (their idle cap to check)
         self._open: OpenLoop | None = None
-        if options.arrivals is not None:
-            if options.snapshot or options.warmup_per_lane:
+        if arrivals is not None:
+            if options.snapshot or options.warmup:
                 raise ValueError("open-loop arrivals start trees from their first request")
-            self._open = OpenLoop(options.arrivals, len(self._lanes.all))
+            self._open = OpenLoop(arrivals, len(self._lanes.all))
         self._waiting = self._supply.waiting  # lanes waiting for a tree, in the order they asked
         self._finished: list[int] = []  # instances that ended, for the driver to free
 
@@ -101,7 +119,11 @@ class ScheduleMachine:
         """Start tree ``index`` on ``lane``; False when there is nothing to replay in it (no
         rows, or nothing left after the snapshot instant: the harness skips it too)."""
         spec = self._supply.trees[index]
-        cut = None if spec is None else start_cut(spec, self.options, lane.lane, first=initial)
+        cut = (
+            None
+            if spec is None
+            else start_cut(spec, self.options, lane.lane, self.seed, first=initial)
+        )
         if spec is None or cut is None:
             return False
         tree = self._lanes.instance(spec, index, copy, lane.lane, cut)
@@ -137,7 +159,7 @@ class ScheduleMachine:
     def _arrival(self, due_s: float, now_s: float) -> None:
         """A tree arrives (due at ``due_s``): on a free lane, else it waits for one."""
         assert self._open is not None
-        if not self._open.accept(self.tree_count, recycle=self.options.recycle):
+        if not self._open.accept(self.tree_count, recycle=self.recycle):
             return  # the trace is over: no more arrivals
         asked = {w.lane.lane for w in self._waiting}  # lanes waiting for their tree's supply
         lane = self._lanes.free(asked)
@@ -215,7 +237,7 @@ class ScheduleMachine:
 
     def _emit(self, tree: TreeRun, stream: int, turn: int, due_s: float, *, primer: bool) -> None:
         warmup = self.phase is not Phase.PROFILING
-        max_tokens = self.options.warmup_max_tokens if warmup else None
+        max_tokens = WARMUP_MAX_TOKENS if warmup else None
         send = self._flights.send(
             tree, stream, turn, due_s, warmup=warmup, primer=primer, max_tokens=max_tokens
         )

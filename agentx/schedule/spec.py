@@ -223,11 +223,13 @@ def fresh(tree: TreeSpec) -> Split:
     return Split(tree.start_s, (0,) * n, tuple(s.parent is None for s in tree.streams))
 
 
-def start_cut(tree: TreeSpec, options: ScheduleOptions, lane: int, *, first: bool) -> Split | None:
+def start_cut(
+    tree: TreeSpec, options: ScheduleOptions, lane: int, seed: int, *, first: bool
+) -> Split | None:
     """Where ``lane`` starts ``tree``: its first tree at the lane's sampled ``t*`` (with
     ``snapshot``), any other from its first request; ``None`` when nothing is left to replay
     after ``t*`` (the harness skips such a tree too)."""
     if not (first and options.snapshot):
         return fresh(tree)
-    cut = split(tree, sample_t_star(tree, options.start_ratio, options.seed, lane))
+    cut = split(tree, sample_t_star(tree, options.start_ratio, seed, lane))
     return cut if cut.live else None

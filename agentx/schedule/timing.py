@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agentx.schedule.options import ScheduleOptions
+from agentx.schedule.options import ScheduleOptions, SpawnJoin
 from agentx.schedule.spec import Blockers, TreeSpec, group_start, index_blockers
 from agentx.schedule.state import SHIFTABLE, Kind, StreamState, Timer, TimerQueue, TreeRun
 
@@ -44,7 +44,7 @@ class Rules:
         s = spec.streams[c]
         assert s.parent is not None and s.spawn_turn is not None
         spawn = spec.streams[s.parent].turns[s.spawn_turn]
-        start = group_start(spec, c) if self.options.spawn_join == "harness" else s.start_s
+        start = group_start(spec, c) if self.options.spawn_join is SpawnJoin.HARNESS else s.start_s
         return start < spawn.end_s
 
     def spawn_rec(self, spec: TreeSpec, i: int, *, on_send: bool | None = None) -> float:
@@ -69,7 +69,7 @@ class Rules:
 
     def due(self, tree: TreeRun, i: int, k: int) -> float:
         """When turn ``k`` of stream ``i`` is due (its dependencies have all ended)."""
-        if self.options.spawn_join == "harness":
+        if self.options.spawn_join is SpawnJoin.HARNESS:
             return self._due_harness(tree, i, k)
         spec = tree.spec
         s = spec.streams[i]
@@ -104,7 +104,7 @@ class Rules:
 
     def tail(self, tree: TreeRun, i: int) -> float:
         """How long after its last request a stream ends (a subagent's recorded wrap-up)."""
-        if tree.accelerated or self.options.spawn_join == "harness":
+        if tree.accelerated or self.options.spawn_join is SpawnJoin.HARNESS:
             return 0.0
         s = tree.spec.streams[i]
         return self.delay(s.finish_s - s.turns[-1].end_s)

@@ -77,7 +77,7 @@ class Warmup:
 
     def begin_stage_b(self) -> bool:
         """Stage A is over: True when stage B runs (a per-lane budget was asked for)."""
-        if self.options.warmup_per_lane > 0:
+        if self.options.warmup > 0:
             self.stage_b = True
         return self.stage_b
 
@@ -93,4 +93,4 @@ class Warmup:
         if self.stage_b and queue.peek() is not None:
             return False
         # stage B has not begun (primers just ended: begin_stage_b runs it)
-        return not (self.options.warmup_per_lane > 0 and not self.stage_b)
+        return not (self.options.warmup > 0 and not self.stage_b)

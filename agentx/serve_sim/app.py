@@ -119,7 +119,7 @@ def _tokenize(
 async def _prompt(
     state: _State, api: str, body: dict[str, JSON], raw_len: int
 ) -> tuple[int, HashArray]:
-    bs = state.replica.config.block_size
+    bs = state.replica.config.engine.block_size
     if raw_len < TOKENIZE_IN_THREAD_BYTES:
         return _tokenize(state.tokenizer, api, body, bs)
     loop = asyncio.get_running_loop()
@@ -225,7 +225,7 @@ async def warm_up(app: web.Application) -> None:
     """Load the tokenizer before the first request pays for it (~0.1 s)."""
     state = app[STATE]
     loop = asyncio.get_running_loop()
-    bs = state.replica.config.block_size
+    bs = state.replica.config.engine.block_size
     await loop.run_in_executor(
         state.executor, _tokenize, state.tokenizer, Api.OPENAI_CHAT, _WARMUP, bs
     )

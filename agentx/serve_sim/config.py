@@ -20,80 +20,110 @@ tokens/s (37B active parameters, long-context attention); ~80 tokens/s per seque
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from agentx.core.errors import UsageError
+from agentx.core.options import Panel, build, group, option
 from agentx.prefixcache.engine import EngineParams
+from agentx.prefixcache.tokenizer import TOKENIZER
 
 DEFAULT_MODEL = "agentx-sim"
 
 
+class Profile(StrEnum):
+    """``--profile``: a named set of defaults (:data:`PROFILES`)."""
+
+    DEFAULT = "default"
+    AGENTX = "agentx"
+
+
+def profile_name(value: object) -> Profile:
+    try:
+        return Profile(str(value))
+    except ValueError:
+        raise UsageError(f"--profile must be one of {', '.join(Profile)}, not {value!r}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    """Settings of one simulated server. All rates are tokens per second."""
+    """Settings of one simulated server: the engine's (:class:`EngineParams`, its defaults)
+    and the server's own. :meth:`of` builds one from flat values (``kv_tokens=4096``)."""
 
-    host: str = "127.0.0.1"
-    port: int = 8000  # 0 = pick a free port
-    model: str = DEFAULT_MODEL  # served model name (/v1/models, metrics' model_name label)
-    block_size: int = 16  # prefix-cache block, tokens (vLLM default)
-    kv_tokens: int = 163_840  # GPU KV capacity, tokens (10240 blocks of 16)
-    offload_tokens: int = 0  # CPU offload tier capacity, tokens (0 = no offload tier)
-    prefill_tps: float = 8_000.0  # uncached prompt tokens computed per second (shared, FIFO)
-    decode_tps: float = 60.0  # per-sequence decode speed with a batch of one
-    batch_slowdown: float = 0.015  # each extra running sequence stretches a decode step by this
-    offload_load_tps: float = 100_000.0  # offloaded-hit tokens loaded per second
-    overhead_ms: float = 10.0  # fixed per-request cost added to TTFT (HTTP, tokenizer, step)
-    max_batch: int = 256  # running requests; the rest wait (vLLM's max_num_seqs)
-    max_model_len: int = 131_072  # prompt + max_tokens must fit, as vLLM enforces
-    eos_tokens: int = 0  # natural answer length without ignore_eos (0 = off: max_tokens exactly)
-    default_max_tokens: int = 256  # answer length of a request that sets no max_tokens
-    fast: bool = False  # no modelled latency or queueing: the loopback ceiling
-    seed: int = 0  # varies the filler text and ids
-    tokenizer: str | None = None  # None: cl100k_base; a Hugging Face tokenizer dir or file
-
-    def engine_params(self) -> EngineParams:
-        """The engine's share of the settings (:mod:`agentx.prefixcache.engine`)."""
-        return EngineParams(
-            block_size=self.block_size,
-            kv_tokens=self.kv_tokens,
-            offload_tokens=self.offload_tokens,
-            prefill_tps=self.prefill_tps,
-            decode_tps=self.decode_tps,
-            batch_slowdown=self.batch_slowdown,
-            offload_load_tps=self.offload_load_tps,
-            overhead_ms=self.overhead_ms,
-            max_batch=self.max_batch,
-            fast=self.fast,
-        )
+    host: str = option(
+        "127.0.0.1", "--host", metavar="HOST", panel=Panel.SERVING, help="address to listen on"
+    )
+    port: int = option(  # 0 = pick a free port
+        8000,
+        "--port",
+        metavar="N",
+        panel=Panel.SERVING,
+        help="TCP port; 0 picks a free one (printed)",
+    )
+    model: str = option(  # served model name (/v1/models, metrics' model_name label)
+        DEFAULT_MODEL, "--model", metavar="NAME", panel=Panel.SERVING, help="served model name"
+    )
+    engine: EngineParams = group(EngineParams)  # KV cache, prefill and decode rates, batch
+    max_model_len: int = option(  # prompt + max_tokens must fit, as vLLM enforces
+        131_072,
+        "--max-model-len",
+        metavar="N",
+        panel=Panel.SERVING,
+        help="max prompt + output tokens",
+    )
+    eos_tokens: int = option(  # 0 = off: max_tokens exactly
+        0,
+        "--eos-tokens",
+        metavar="N",
+        panel=Panel.SERVING,
+        help="natural answer length without ignore_eos (0 = off: exactly max_tokens)",
+    )
+    default_max_tokens: int = option(
+        256,
+        "--default-max-tokens",
+        metavar="N",
+        panel=Panel.SERVING,
+        help="answer length when a request sets no max_tokens",
+    )
+    seed: int = option(
+        0, "--seed", metavar="N", panel=Panel.SERVING, help="varies filler text and ids"
+    )
+    tokenizer: str | None = option(None, flag=TOKENIZER)  # None: cl100k_base; a HF tokenizer
 
     @classmethod
-    def of_profile(cls, profile: str = "default", **settings: object) -> SimConfig:
+    def of(cls, **values: Any) -> SimConfig:
+        """From flat values: the server's settings and the engine's (``fast=True``)."""
+        return build(cls, values)
+
+    @classmethod
+    def of_profile(cls, profile: str = Profile.DEFAULT, **settings: object) -> SimConfig:
         """A config from a named profile; ``settings`` that are not ``None`` override it."""
-        if profile not in PROFILES:
-            raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, not {profile!r}")
-        values = {**PROFILES[profile], **{k: v for k, v in settings.items() if v is not None}}
-        return cls(**values)  # type: ignore[arg-type]
+        values = {**PROFILES[profile_name(profile)]}
+        values.update({k: v for k, v in settings.items() if v is not None})
+        return build(cls, values)
 
     def validate(self) -> SimConfig:
         """Raise :class:`UsageError` on settings no engine could run with; returns self."""
         problems: list[str] = []
+        e = self.engine
         if not 0 <= self.port <= 65535:
             problems.append("--port must be 0..65535")
-        if self.block_size < 1:
+        if e.block_size < 1:
             problems.append("--block-size must be >= 1")
-        if self.kv_tokens < self.block_size:
+        if e.kv_tokens < e.block_size:
             problems.append("--kv-tokens must hold at least one block")
-        if self.offload_tokens < 0:
+        if e.offload_tokens < 0:
             problems.append("--offload-tokens must be >= 0")
         for name, value in (
-            ("--prefill-tps", self.prefill_tps),
-            ("--decode-tps", self.decode_tps),
-            ("--offload-load-tps", self.offload_load_tps),
+            ("--prefill-tps", e.prefill_tps),
+            ("--decode-tps", e.decode_tps),
+            ("--offload-load-tps", e.offload_load_tps),
         ):
             if not value > 0:
                 problems.append(f"{name} must be > 0")
-        if self.batch_slowdown < 0 or self.overhead_ms < 0:
+        if e.batch_slowdown < 0 or e.overhead_ms < 0:
             problems.append("--batch-slowdown and --overhead-ms must be >= 0")
-        if self.max_batch < 1:
+        if e.max_batch < 1:
             problems.append("--max-batch must be >= 1")
         if self.max_model_len < 2:
             problems.append("--max-model-len must be >= 2")
@@ -108,10 +138,10 @@ class SimConfig:
         return self
 
 
-# Named sets of defaults (``--profile``); explicit flags override them.
-PROFILES: dict[str, dict[str, object]] = {
-    "default": {},
-    "agentx": {
+# Named sets of defaults (``--profile``), by flat name; explicit flags override them.
+PROFILES: dict[Profile, dict[str, object]] = {
+    Profile.DEFAULT: {},
+    Profile.AGENTX: {
         "block_size": 64,
         "kv_tokens": 8_388_608,
         "offload_tokens": 33_554_432,

@@ -74,7 +74,7 @@ async def stream(
     ttft_s: float | None = None
     itls: list[float] = []
     try:
-        if replica.config.fast:
+        if replica.config.engine.fast:
             ttft_s = clock() - t0
             stop = min(n, FAST_WRITE_TOKENS)
             await resp.write(emitter.opening(usage) + emitter.tokens(0, stop))
@@ -144,7 +144,7 @@ async def complete(
     sent = 0
     try:
         itls: list[float] = []
-        if not replica.config.fast:
+        if not replica.config.engine.fast:
             await _sleep_until(clock, adm.first_token_s)
             remaining = plan.tokens - 1
             due = adm.first_token_s

@@ -16,46 +16,13 @@ from types import TracebackType
 from typing import IO
 
 from agentx.core.errors import AgentxError
+from agentx.core.options import command_args
 from agentx.serve_sim.config import SimConfig
-
-_FLAGS = {
-    "model": "--model",
-    "block_size": "--block-size",
-    "kv_tokens": "--kv-tokens",
-    "offload_tokens": "--offload-tokens",
-    "prefill_tps": "--prefill-tps",
-    "decode_tps": "--decode-tps",
-    "batch_slowdown": "--batch-slowdown",
-    "offload_load_tps": "--offload-load-tps",
-    "overhead_ms": "--overhead-ms",
-    "max_batch": "--max-batch",
-    "max_model_len": "--max-model-len",
-    "eos_tokens": "--eos-tokens",
-    "default_max_tokens": "--default-max-tokens",
-    "seed": "--seed",
-}
 
 
 def command_line(config: SimConfig) -> list[str]:
     """``agentx serve-sim`` arguments that reproduce ``config`` (only non-default values)."""
-    default = SimConfig()
-    args = [
-        sys.executable,
-        "-m",
-        "agentx",
-        "serve-sim",
-        "--host",
-        config.host,
-        "--port",
-        str(config.port),
-    ]
-    for field, flag in _FLAGS.items():
-        value = getattr(config, field)
-        if value != getattr(default, field):
-            args += [flag, str(value)]
-    if config.fast:
-        args.append("--fast")
-    return args
+    return [sys.executable, "-m", "agentx", "serve-sim", *command_args(config, SimConfig())]
 
 
 class SimProcess:

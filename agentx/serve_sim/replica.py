@@ -31,7 +31,7 @@ class Replica:
     def __init__(self, config: SimConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock
-        self.core = ServingEngine(config.engine_params())
+        self.core = ServingEngine(config.engine)
         self.metrics = SimMetrics()
         self.created_s = time.time()  # the counters' start (their `_created` samples)
         self._futures: dict[int, asyncio.Future[Admission]] = {}
@@ -62,7 +62,7 @@ class Replica:
         back with :meth:`finish`."""
         now = self.clock()
         core = self.core
-        if self.config.fast:
+        if self.config.engine.fast:
             return self._admitted(core.start(hashes, prompt_tokens, output_tokens, now, now))
         ticket = core.submit(hashes, prompt_tokens, output_tokens, now)
         future: asyncio.Future[Admission] = asyncio.get_running_loop().create_future()

@@ -81,7 +81,7 @@ def serve(config: SimConfig, on_ready: Callable[[str], None]) -> None:
 class SimServer:
     """serve-sim on a background thread with its own event loop.
 
-    ``with SimServer(SimConfig(port=0, kv_tokens=4096)) as srv: httpx.get(srv.url + "/health")``
+    ``with SimServer(SimConfig.of(port=0, kv_tokens=4096)) as srv: httpx.get(srv.url + "/health")``
     """
 
     def __init__(self, config: SimConfig | None = None) -> None:

@@ -11,19 +11,24 @@ Layout: :mod:`.workload` (trace -> requests in start order, dense block ids),
 :mod:`.run` (options, capacity lists, the result), :mod:`.render` (table, SVG).
 """
 
-from agentx.simulate.render import check_plot, plot_svg, render_table, write_plot
-from agentx.simulate.run import (
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agentx.simulate.options import (
     SCHEMA,
     SimulateOptions,
-    SimulateResult,
     default_capacities,
     parse_count_list,
     parse_token_list,
     parse_tokens,
-    run_simulate,
-    simulate_workload,
 )
-from agentx.simulate.workload import Workload, load_workload
+
+if TYPE_CHECKING:
+    from agentx.simulate.render import check_plot, plot_svg, render_table, write_plot
+    from agentx.simulate.run import SimulateResult, run_simulate, simulate_workload
+    from agentx.simulate.workload import Workload, load_workload
 
 __all__ = [
     "SCHEMA",
@@ -42,3 +47,22 @@ __all__ = [
     "simulate_workload",
     "write_plot",
 ]
+
+# the simulators (numpy-heavy) load on first use, so the options stay light for the CLI
+_LAZY = {
+    "check_plot": "render",
+    "plot_svg": "render",
+    "render_table": "render",
+    "write_plot": "render",
+    "SimulateResult": "run",
+    "run_simulate": "run",
+    "simulate_workload": "run",
+    "Workload": "workload",
+    "load_workload": "workload",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"agentx.simulate.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'agentx.simulate' has no attribute {name!r}")

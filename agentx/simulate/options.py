@@ -5,18 +5,44 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agentx.core.errors import UsageError
+from agentx.core.options import Panel, build, coerce_choices, group, names, option
+from agentx.metrics.prometheus.capacity import KV_FROM
 from agentx.prefixcache.engine import EngineParams
-from agentx.workload.rules import ScheduleRules
+from agentx.prefixcache.tokenizer import TOKENIZER, TOKENIZER_SERVER
+from agentx.schedule.options import ScheduleOptions
+from agentx.workload.options import WorkloadOptions
+from agentx.workload.scenario import scenario_values
 
 SCHEMA = "agentx.simulate/1"
-OffloadPolicy = Literal["inclusive", "exclusive"]
-EngineName = Literal["stack", "kvcache"]
-Timeline = Literal["replay", "recorded"]
+
+
+class OffloadPolicy(StrEnum):
+    """``--offload-policy``: what the DRAM tier holds."""
+
+    INCLUSIVE = "inclusive"  # write-through: a copy of what the GPU holds too
+    EXCLUSIVE = "exclusive"  # only what the GPU does not
+
+
+class CacheModel(StrEnum):
+    """``--cache-model``: the recorded timeline's cache model."""
+
+    STACK = "stack"  # stack distances: one pass answers every capacity
+    KVCACHE = "kvcache"  # serve-sim's KVCache, one replay per capacity
+
+
+class Timeline(StrEnum):
+    """``--timeline``: when the simulated requests are sent."""
+
+    REPLAY = "replay"  # replay's schedule, the engine model
+    RECORDED = "recorded"  # the trace's own start times
+
+
 MAX_CAPACITY_TOKENS = 10**15  # a KV cache bigger than any machine's memory: a typo
 MAX_BLOCK_SIZE = 1 << 20
 CURVE_POINTS = 48  # capacities of the plotted curve (the stack engine answers them for free)
@@ -66,37 +92,131 @@ def default_capacities(block_size: int, footprint_tokens: int) -> tuple[int, ...
     return tuple(sorted(set(out)))
 
 
+def _capacity_list(text: str) -> tuple[int, ...]:
+    return parse_token_list(text, "--capacity-tokens")
+
+
+def _offload_tokens(text: str) -> int:
+    return parse_tokens(text, "--offload-tokens")
+
+
+def _kv_blocks(text: str) -> tuple[int, ...]:
+    return parse_count_list(text, "--kv-blocks")
+
+
 @dataclass(frozen=True, slots=True)
 class SimulateOptions:
-    """Everything ``agentx simulate`` takes; defaults are the CLI's."""
+    """Everything ``agentx simulate`` takes, each field declared as its option; defaults are the
+    CLI's. :meth:`of` builds one from flat values (``time_scale=0``, not ``schedule=...``)."""
 
     trace: Path
-    capacities_tokens: tuple[int, ...] | None = None  # None: default_capacities()
-    offload_tokens: int | None = None  # None: GPU-only points only
-    block_size: int | None = None  # None: 16, or a hash-only trace's own
-    pin: bool = True  # running requests pin their blocks (needs recorded durations)
-    reserve_output: bool = True  # running requests also hold their output's blocks
-    offload_policy: OffloadPolicy = "inclusive"
-    engine: EngineName = "stack"  # of the recorded timeline
+    capacities_tokens: tuple[int, ...] | None = option(  # None: default_capacities()
+        None,
+        "--capacity-tokens",
+        parse=_capacity_list,
+        metavar="LIST",
+        panel=Panel.CAPACITY,
+        help="GPU KV capacities, comma list with K/M suffixes, e.g. 64K,160K,1M [default: 1-2-5 "
+        "sweep up to the trace's footprint]",
+    )
+    offload_tokens: int | None = option(  # None: GPU-only points only
+        None,
+        "--offload-tokens",
+        parse=_offload_tokens,
+        metavar="N",
+        panel=Panel.CAPACITY,
+        help="also simulate each capacity with a CPU/DRAM offload tier of N tokens (e.g. 2M)",
+    )
+    block_size: int | None = option(  # None: 16, or a hash-only trace's own
+        None,
+        "--block-size",
+        min=1,
+        metavar="N",
+        panel=Panel.CAPACITY,
+        show_default=False,
+        help="block size in tokens (default 16; hash-only traces: the file's own, or a multiple "
+        "of it)",
+    )
+    pin: bool = option(  # running requests pin their blocks (needs recorded durations)
+        True,
+        "--pin/--no-pin",
+        panel=Panel.TIMELINE,
+        help="a running request's blocks (start to start+e2e) cannot be evicted",
+    )
+    reserve_output: bool = option(  # running requests also hold their output's blocks
+        True,
+        "--reserve-output/--no-reserve-output",
+        panel=Panel.TIMELINE,
+        help="a running request also holds its output's KV blocks",
+    )
+    offload_policy: OffloadPolicy = option(
+        OffloadPolicy.INCLUSIVE,
+        "--offload-policy",
+        choices=OffloadPolicy,
+        panel=Panel.CAPACITY,
+        help="inclusive (write-through, as vLLM's offloading connector, LMCache) or exclusive "
+        "(DRAM holds only what the GPU does not)",
+    )
+    cache_model: CacheModel = option(  # of the recorded timeline
+        CacheModel.STACK,
+        "--cache-model",
+        hidden=("--engine",),
+        choices=CacheModel,
+        panel=Panel.TIMELINE,
+        help="--timeline recorded: stack (one pass, every capacity) or kvcache (serve-sim's "
+        "KVCache, one replay per capacity; slow)",
+    )
     # the replay timeline: replay's schedule and request bodies, the engine model
-    timeline: Timeline = "replay"
-    derive_unbounded: bool = True  # capacities above one that ran as unbounded are not run
-    schedule: ScheduleRules = field(default_factory=ScheduleRules)
-    sessions: int | None = None
-    seed: int = 0
-    salt: bool = True
-    api: str = "chat"
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeline: Timeline = option(
+        Timeline.REPLAY,
+        "--timeline",
+        choices=Timeline,
+        panel=Panel.TIMELINE,
+        help="replay (the engine model on replay's schedule: lanes, think time, warm-up) or "
+        "recorded (the trace's own start times; stack-distance curves)",
+    )
+    run_all: bool = option(  # off: capacities above one that ran as unbounded are derived
+        False,
+        "--run-all",
+        panel=Panel.TIMELINE,
+        help="--timeline replay: run every capacity, also those above one that already behaved "
+        "as an unbounded cache (their points are derived otherwise; a cross-check)",
+    )
+    schedule: ScheduleOptions = group(ScheduleOptions)
+    workload: WorkloadOptions = group(WorkloadOptions)
     ignore_eos: bool = True
-    tokenizer: str | None = None  # None: cl100k_base; "server"; a Hugging Face tokenizer path
-    server_url: str | None = None  # for --tokenizer server
+    tokenizer: str | None = option(None, flag=TOKENIZER)  # None: cl100k_base; "server"; a path
+    server_url: str | None = option(None, flag=TOKENIZER_SERVER)  # for --tokenizer server
     model: str | None = None
-    engine_params: EngineParams = field(default_factory=EngineParams)
-    kv_blocks: tuple[int, ...] | None = None  # capacities in blocks of block_size
-    kv_from: str | None = None  # a server's /metrics URL or log file stating its capacity
-    from_results: Path | None = None  # a results directory whose send times to replay
+    engine_params: EngineParams = group(EngineParams, panels=(Panel.ENGINE,))
+    kv_blocks: tuple[int, ...] | None = option(  # capacities in blocks of block_size
+        None,
+        "--kv-blocks",
+        parse=_kv_blocks,
+        metavar="LIST",
+        panel=Panel.CAPACITY,
+        help="GPU KV capacities in the server's blocks of --block-size tokens, comma list (e.g. "
+        "96,128,192)",
+    )
+    kv_from: str | None = option(None, flag=KV_FROM)  # a server's /metrics URL or log file
+    from_results: Path | None = option(  # a results directory whose send times to replay
+        None,
+        "--from-results",
+        metavar="DIR",
+        panel=Panel.TIMELINE,
+        help="a replay's results directory: simulate its requests at their recorded send times "
+        "(built with that run's --api, --salt, --sessions, --seed, --extra-body)",
+    )
+
+    @classmethod
+    def of(cls, **values: Any) -> SimulateOptions:
+        """From flat values: any field of these options or of the groups they embed."""
+        return build(cls, values)
 
     def __post_init__(self) -> None:
+        coerce_choices(self)
+        self.schedule.check()
+        self.workload.check()
         if self.capacities_tokens is not None and any(c < 0 for c in self.capacities_tokens):
             raise UsageError("--capacity-tokens must be >= 0")
         if self.offload_tokens is not None and self.offload_tokens < 0:
@@ -111,20 +231,22 @@ class SimulateOptions:
             raise UsageError(
                 f"capacities must be at most {MAX_CAPACITY_TOKENS:.0e} tokens, got {biggest:.3g}"
             )
-        if self.offload_policy not in ("inclusive", "exclusive"):
-            raise UsageError("--offload-policy must be inclusive or exclusive")
-        if self.engine not in ("stack", "kvcache"):
-            raise UsageError("--engine must be stack or kvcache")
-        if self.timeline not in ("replay", "recorded"):
-            raise UsageError("--timeline must be replay or recorded")
         if self.kv_blocks is not None and any(b < 1 for b in self.kv_blocks):
             raise UsageError("--kv-blocks must be >= 1")
         given = [self.kv_blocks, self.capacities_tokens]
         if sum(x is not None for x in given) > 1:
             raise UsageError("give the capacity once: --kv-blocks or --capacity-tokens")
         replay_only = self.from_results is not None or self.tokenizer is not None
-        if self.timeline == "recorded" and (replay_only or self.kv_from):
+        if self.timeline is Timeline.RECORDED and (replay_only or self.kv_from):
             raise UsageError(
                 "--tokenizer, --kv-from and --from-results need the replay timeline "
                 "(--timeline replay)"
             )
+
+
+def simulate_options(scenario: str | None = None, **explicit: Any) -> SimulateOptions:
+    """``SimulateOptions`` from a preset (``--scenario``: the values of it these options have)
+    and the options given explicitly, by flat name (``None`` = not given)."""
+    values = scenario_values(scenario, **explicit)
+    mine = set(names(SimulateOptions))
+    return build(SimulateOptions, {k: v for k, v in values.items() if k in mine})

@@ -95,8 +95,9 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
             f"({kv.source})"
         )
     recorded = None
-    api, salt, sessions, seed = o.api, o.salt, o.sessions, o.seed
-    extra_body, ignore_eos = dict(o.extra_body), o.ignore_eos
+    w = o.workload
+    api, salt, sessions, seed = w.api, w.salt, w.sessions, w.seed
+    extra_body, ignore_eos = dict(w.extra_body), o.ignore_eos
     if o.from_results is not None:  # build the bodies that run sent: its own options
         from agentx.report.results_dir import load_results
 
@@ -149,7 +150,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
     ascending = sorted(set(caps))
     for i, cap in enumerate(ascending, 1):
         label = f"simulating: capacity {i}/{len(ascending)} ({cap:,} tokens)"
-        if exact_from is not None and o.derive_unbounded:
+        if exact_from is not None and not o.run_all:
             prog.phase(f"{label}: as unbounded (the {exact_from:,}-token cache refilled nothing)")
             gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
         else:

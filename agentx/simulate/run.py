@@ -11,7 +11,7 @@ from agentx.core.progress import Progress
 from agentx.simulate.options import (
     CURVE_POINTS,
     SCHEMA,
-    EngineName,
+    CacheModel,
     OffloadPolicy,
     SimulateOptions,
     Timeline,
@@ -63,11 +63,13 @@ def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateR
     if offload:
         hits = (
             stack.inclusive_hit_blocks
-            if options.offload_policy == "inclusive"
+            if options.offload_policy is OffloadPolicy.INCLUSIVE
             else stack.exclusive_hit_blocks
         )
         union = [h * bs / prompt for h in hits or ()]
-    if options.engine == "kvcache":  # the slow reference: one KVCache replay per capacity
+    if (
+        options.cache_model is CacheModel.KVCACHE
+    ):  # the slow reference: one KVCache replay per capacity
         gpu, union = list(gpu), list(union) if union is not None else None
         for k, cap in enumerate(caps):
             ref = kvcache_simulate(
@@ -83,7 +85,7 @@ def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateR
         if union is not None:
             points.append(_point(cap, offload, union[k], gpu[k]))
     curve: tuple[CurvePoint, ...] = ()
-    if options.engine == "stack":
+    if options.cache_model is CacheModel.STACK:
         n = len(caps)
         curve = tuple(
             CurvePoint(c, gpu[n + j], union[n + j] if union is not None else None)
@@ -111,7 +113,8 @@ def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateR
             default=0,
         ),
         "model": {
-            "engine": options.engine,
+            "engine": options.cache_model,  # the key scripts read; cache_model names it
+            "cache_model": options.cache_model,
             "pin": options.pin,
             "timed_requests": workload.timed_requests,
             "reserve_output": options.reserve_output,
@@ -119,7 +122,7 @@ def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateR
                 None
                 if not offload
                 else "victim"
-                if options.engine == "kvcache"
+                if options.cache_model is CacheModel.KVCACHE
                 else options.offload_policy
             ),
         },
@@ -145,7 +148,7 @@ def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) 
 
     prog = progress or Progress()
     fmt = detect_format(options.trace)
-    if options.timeline == "replay":
+    if options.timeline is Timeline.REPLAY:
         from agentx.simulate.predict import simulate_replay
 
         data = simulate_replay(options, prog)
@@ -169,8 +172,8 @@ def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) 
 
 __all__ = [
     "SCHEMA",
+    "CacheModel",
     "CurvePoint",
-    "EngineName",
     "OffloadPolicy",
     "SimulateOptions",
     "SimulateResult",

@@ -3,10 +3,10 @@ lanes drive in real time), driven by ``simulate`` in virtual time: the engine mo
 each request finishes, the schedule says what is sent next and when. One set of rules for both.
 
 Lanes, think-time scaling and caps, start ratios, warm-up primers, spawn/join, idle caps and
-stopping are the schedule's (docs/replay.md); :class:`agentx.workload.rules.ScheduleRules` is the
+stopping are the schedule's (docs/replay.md); :class:`agentx.schedule.ScheduleOptions` is the
 part of replay's options that decides them, for both.
 
-    sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
+    sched = SharedSchedule(plan.sessions, ScheduleOptions(concurrency=2, time_scale=0))
     sched.start(0.0)
     while (t := sched.next_due_s()) is not None:   # (or when a request ends)
         for send in sched.poll(t):                 # send each at t ...
@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentx.schedule import Phase, Schedule
+from agentx.schedule import Phase, Schedule, ScheduleOptions
 from agentx.schedule import Send as ScheduledSend
 from agentx.workload.plan import SessionPlan, Sessions
-from agentx.workload.rules import ScheduleRules
 from agentx.workload.trees import tree_of
 
 
@@ -49,10 +48,10 @@ class Send:
 class SharedSchedule:
     """:class:`agentx.schedule.Schedule` over a replay plan's sessions, as simulate drives it."""
 
-    def __init__(self, sessions: Sessions, rules: ScheduleRules, seed: int = 0) -> None:
+    def __init__(self, sessions: Sessions, options: ScheduleOptions, seed: int = 0) -> None:
         self.sessions = sessions
         # trees supplied when a lane wants them, as replay's lanes do (a lazy plan reads then)
-        self._schedule = Schedule(len(sessions), rules.options(seed))
+        self._schedule = Schedule(len(sessions), options, seed=seed)
 
     def _supply(self, now: float) -> None:
         while wanted := self._schedule.wanted:

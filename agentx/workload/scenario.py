@@ -24,14 +24,23 @@ not a preset setting; ``ignore_eos`` is forced on, as the harness requires it.
 from __future__ import annotations
 
 import secrets
+from enum import StrEnum
 from typing import Any
 
 from agentx.core.errors import UsageError
 
 RANDOM_SEED = "random"  # a preset value: draw a seed (63 bits, as the harness) and record it
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "agentx": {
+
+class Scenario(StrEnum):
+    AGENTX = "agentx"
+    AGENTX_MVP = "agentx-mvp"
+
+
+# A preset's values by the field names of replay's options (agentx.replay.options); simulate
+# takes those its own options have.
+PRESETS: dict[Scenario, dict[str, Any]] = {
+    Scenario.AGENTX: {
         "duration_s": 3600.0,
         "start_ratio": (0.25, 0.75),
         "warmup": 10,
@@ -44,7 +53,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "ignore_eos": True,
         "salt": True,
     },
-    "agentx-mvp": {
+    Scenario.AGENTX_MVP: {
         "duration_s": 1800.0,
         "start_ratio": (0.0, 1.0),
         "warmup": 0,
@@ -56,21 +65,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "salt": True,
     },
 }
-ALIASES = {"inferencex-agentx-mvp": "agentx-mvp"}
-SCENARIOS = tuple(PRESETS)
+ALIASES = {"inferencex-agentx-mvp": Scenario.AGENTX_MVP}
 
 
-def scenario_name(name: str) -> str:
+def scenario_name(name: str) -> Scenario:
+    """A preset's name (or alias) as its :class:`Scenario`."""
     canonical = ALIASES.get(name, name)
     if canonical not in PRESETS:
-        raise UsageError(f"--scenario must be one of {', '.join(SCENARIOS)}, got {name!r}")
-    return canonical
+        raise UsageError(f"--scenario must be one of {', '.join(Scenario)}, got {name!r}")
+    return Scenario(canonical)
 
 
 def scenario_values(scenario: str | None, **explicit: Any) -> dict[str, Any]:
-    """``ReplayOptions`` fields from a preset and the options given explicitly (``None`` = not
-    given; explicit values win), with ``scenario`` set to the preset's name. ``simulate`` takes
-    the schedule's share of them."""
+    """The flat values of replay's options (:func:`agentx.core.options.build`) from a preset and
+    the options given explicitly (``None`` = not given; explicit values win), with ``scenario``
+    set to the preset. ``simulate`` takes those its own options have."""
     given = {k: v for k, v in explicit.items() if v is not None}
     if scenario is None:
         return given

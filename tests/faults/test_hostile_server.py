@@ -162,7 +162,7 @@ def test_a_replay_against_a_hostile_server_keeps_every_row(
     trace = write(tmp_path / "t.parquet", rows)
     out_dir = tmp_path / "out"
     result = run_replay(
-        ReplayOptions(
+        ReplayOptions.of(
             trace=trace,
             endpoint=server.url,
             time_scale=0.0,

@@ -35,10 +35,11 @@ from agentx.core.examples import example_path
 from agentx.formats import load_exchanges
 from agentx.prefixcache.engine import EngineParams
 from agentx.replay import ReplayOptions, run_replay
+from agentx.schedule import ScheduleOptions
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.store import write_trace
-from agentx.workload.rules import ScheduleRules
+from agentx.workload.options import WorkloadOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "vllm_cpu.sh"
@@ -86,7 +87,7 @@ def _script(cmd: str, blocks: int) -> subprocess.CompletedProcess[str]:
 
 
 def _replay(trace: Path, url: str, lanes: int, out: Path) -> dict[str, Any]:
-    opts = ReplayOptions(
+    opts = ReplayOptions.of(
         trace=trace,
         endpoint=url,
         concurrency=lanes,
@@ -105,8 +106,8 @@ def _simulate(trace: Path, lanes: int, blocks: int) -> dict[str, Any]:
         block_size=BLOCK,
         kv_blocks=(blocks,),
         tokenizer=str(MODEL_DIR),
-        schedule=ScheduleRules(concurrency=lanes, time_scale=0.0),
-        extra_body=OUTPUT,
+        schedule=ScheduleOptions(concurrency=lanes, time_scale=0.0),
+        workload=WorkloadOptions(extra_body=OUTPUT),
         engine_params=ENGINE,
     )
     return run_simulate(opts).data
@@ -114,7 +115,7 @@ def _simulate(trace: Path, lanes: int, blocks: int) -> dict[str, Any]:
 
 def _serve_sim(trace: Path, lanes: int, blocks: int, out: Path) -> float:
     e = ENGINE
-    config = SimConfig(
+    config = SimConfig.of(
         port=0,
         block_size=BLOCK,
         kv_tokens=blocks * BLOCK,
@@ -210,7 +211,7 @@ def test_theoretical_with_the_server_tokenizer_equals_vllm(vllm_url: str, tmp_pa
     marker = f"run {secrets.token_hex(8)}\n"
     trace = tmp_path / "example-fresh.parquet"
     write_trace(trace, [fresh_system(ex, marker) for ex in load_exchanges(example_path("example"))])
-    opts = ReplayOptions(
+    opts = ReplayOptions.of(
         trace=trace,
         endpoint=vllm_url,
         concurrency=2,

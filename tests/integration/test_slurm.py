@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimProcess]:
-    with SimProcess(SimConfig(port=0, fast=True)) as server:
+    with SimProcess(SimConfig.of(port=0, fast=True)) as server:
         yield server
 
 

@@ -43,7 +43,7 @@ def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_metrics_page_of_serve_sim_names_blocks_and_block_size() -> None:
-    with SimServer(SimConfig(port=0, block_size=32, kv_tokens=32 * 77, fast=True)) as srv:
+    with SimServer(SimConfig.of(port=0, block_size=32, kv_tokens=32 * 77, fast=True)) as srv:
         kv = read_kv_capacity(srv.url + "/v1")
     assert (kv.blocks, kv.block_size, kv.tokens) == (77, 32, 77 * 32)
     assert kv.source.endswith("/metrics")

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from agentx.core.errors import UsageError
 from agentx.metrics.cost import (
+    CostInputs,
     CostOptions,
     HourParts,
     Prices,
-    cost_options,
     cost_summary,
     load_price_presets,
     parse_price,
@@ -89,9 +89,9 @@ class TestHandComputed:
         assert c["breakeven_utilization"] == pytest.approx(16 / 65.0916)  # not U-dependent
 
     def test_hour_from_parts(self) -> None:
-        opts = cost_options(
+        opts = CostInputs(
             capex_per_hour=1.20, power_kw=1.2, usd_per_kwh=0.10, pue=1.25, hosting_per_hour=0.30
-        )
+        ).options()
         assert opts is not None and opts.parts is not None
         # 1.20 + 1.2 kW x $0.10 x 1.25 + 0.30 = 1.65
         assert opts.usd_per_gpu_hour == pytest.approx(1.65)
@@ -153,17 +153,17 @@ class TestParsing:
     def test_price_file(self, tmp_path: Path) -> None:
         f = tmp_path / "p.toml"
         f.write_text("[price.mine]\ninput = 1\noutput = 4\n")
-        opts = cost_options(price_preset="mine", price_file=f)
+        opts = CostInputs(price_preset="mine", price_file=f).options()
         assert opts is not None and opts.prices == Prices(1.0, 1.0, 4.0, "mine")
         with pytest.raises(UsageError, match="known: mine"):
-            cost_options(price_preset="theirs", price_file=f)
+            CostInputs(price_preset="theirs", price_file=f).options()
         f.write_text("[price")
         with pytest.raises(UsageError, match="not valid TOML"):
-            cost_options(price_preset="mine", price_file=f)
+            CostInputs(price_preset="mine", price_file=f).options()
 
     def test_nothing_given_is_none(self) -> None:
-        assert cost_options() is None
-        assert cost_options(gpus=8, utilization=0.5) is None
+        assert CostInputs().options() is None
+        assert CostInputs(gpus=8, utilization=0.5).options() is None
 
     @pytest.mark.parametrize(
         ("kwargs", "match"),
@@ -183,7 +183,7 @@ class TestParsing:
     )
     def test_bad_options(self, kwargs: dict[str, Any], match: str) -> None:
         with pytest.raises(UsageError, match=match):
-            cost_options(**kwargs)
+            CostInputs(**kwargs).options()
 
 
 rates = st.floats(min_value=1.0, max_value=1e6, allow_nan=False)

@@ -26,7 +26,7 @@ MARKER = re.compile(r"^\[rid:([0-9a-f]{12})\]\n\n")
 
 @pytest.fixture
 def sim() -> Iterator[SimServer]:
-    with SimServer(SimConfig(port=0, fast=True, max_model_len=400_000)) as srv:
+    with SimServer(SimConfig.of(port=0, fast=True, max_model_len=400_000)) as srv:
         yield srv
 
 

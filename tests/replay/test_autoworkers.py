@@ -85,9 +85,9 @@ async def test_the_stream_rate_probe_fails_soft(faults: FaultServer) -> None:
 def test_workers_auto_in_a_real_run(tmp_path: Path) -> None:
     rows = [ex for i in range(4) for ex in chat_session(f"s{i}", turns=2, start_ns=T0 + i)]
     trace = write(tmp_path / "t.parquet", rows)
-    with SimServer(SimConfig(port=0, fast=True)) as sim:
+    with SimServer(SimConfig.of(port=0, fast=True)) as sim:
         result = run_replay(
-            ReplayOptions(
+            ReplayOptions.of(
                 trace=trace,
                 endpoint=sim.url,
                 concurrency=4,

@@ -17,13 +17,13 @@ from .factory import T0, chat_session, write
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimServer]:
-    with SimServer(SimConfig(port=0, fast=True)) as srv:
+    with SimServer(SimConfig.of(port=0, fast=True)) as srv:
         yield srv
 
 
 def replay(trace: Path, url: str, out: Path, **kw: Any) -> dict[str, Any]:
     kw.setdefault("time_scale", 0.0)
-    opts = ReplayOptions(
+    opts = ReplayOptions.of(
         trace=trace, endpoint=url, output_dir=out, force=True, progress=False, **kw
     )
     return run_replay(opts).summary
@@ -71,7 +71,7 @@ def test_gamma_arrivals_and_two_workers_share_the_rate(sim: SimServer, tmp_path:
 
 def test_the_cap_holds_arrivals_back_and_says_so(tmp_path: Path) -> None:
     """Sessions that take ~0.3 s each, offered at 200/s with 2 slots: they queue."""
-    slow = SimConfig(port=0, decode_tps=20.0, overhead_ms=0.0, prefill_tps=1e9)
+    slow = SimConfig.of(port=0, decode_tps=20.0, overhead_ms=0.0, prefill_tps=1e9)
     trace = write(tmp_path / "t.parquet", sessions(12, 1))
     with SimServer(slow) as srv:
         s = replay(trace, srv.url, tmp_path / "out", session_rate=200.0, concurrency=2, seed=1)
@@ -122,4 +122,4 @@ def test_duration_bounds_an_open_loop_run(sim: SimServer, tmp_path: Path) -> Non
 )
 def test_bad_open_loop_options(tmp_path: Path, kw: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        ReplayOptions(trace=tmp_path / "t.parquet", endpoint="http://127.0.0.1:1", **kw)
+        ReplayOptions.of(trace=tmp_path / "t.parquet", endpoint="http://127.0.0.1:1", **kw)

@@ -43,9 +43,9 @@ def test_warning_counts_short_answers_and_names_the_cause() -> None:
 
 
 def test_short_answers_reach_summary_and_report(tmp_path: Path) -> None:
-    with SimServer(SimConfig(port=0, fast=True, eos_tokens=3)) as srv:
+    with SimServer(SimConfig.of(port=0, fast=True, eos_tokens=3)) as srv:
         result = run_replay(
-            ReplayOptions(
+            ReplayOptions.of(
                 trace=example_path("example"),
                 endpoint=srv.url,
                 time_scale=0.0,

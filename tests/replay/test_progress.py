@@ -62,10 +62,15 @@ def test_eta_from_the_duration() -> None:
 
 
 def test_goal_of_the_options(tmp_path: Path) -> None:
-    base = ReplayOptions(trace=tmp_path, endpoint="http://127.0.0.1:1", concurrency=2, warmup=1)
+    base = ReplayOptions.of(trace=tmp_path, endpoint="http://127.0.0.1:1", concurrency=2, warmup=1)
     assert goal_of(base, 40) == Goal(requests=40)
-    assert goal_of(replace(base, max_requests=10), 40) == Goal(requests=12)
-    assert goal_of(replace(base, duration_s=60.0), 40) == Goal(duration_s=60.0)
+    schedule = base.schedule
+    assert goal_of(replace(base, schedule=replace(schedule, max_requests=10)), 40) == Goal(
+        requests=12
+    )
+    assert goal_of(replace(base, schedule=replace(schedule, duration_s=60.0)), 40) == Goal(
+        duration_s=60.0
+    )
 
 
 def test_clock() -> None:

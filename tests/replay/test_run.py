@@ -54,7 +54,7 @@ def options(trace: Path, url: str, tmp_path: Path, **kw: Any) -> ReplayOptions:
         "scrape_metrics": False,
     }
     base.update(kw)
-    return ReplayOptions(**base)
+    return ReplayOptions.of(**base)
 
 
 def test_faults_become_typed_errors_and_the_run_goes_on(

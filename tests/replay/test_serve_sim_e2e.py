@@ -25,12 +25,12 @@ TIMED = {"prefill_tps": 2_000_000.0, "decode_tps": 500.0, "overhead_ms": 1.0}
 
 @pytest.fixture
 def sim() -> Iterator[SimServer]:
-    with SimServer(SimConfig(port=0, fast=True)) as srv:
+    with SimServer(SimConfig.of(port=0, fast=True)) as srv:
         yield srv
 
 
 def replay(trace: Path, url: str, tmp_path: Path, **kw: Any) -> dict[str, Any]:
-    opts = ReplayOptions(
+    opts = ReplayOptions.of(
         trace=trace,
         endpoint=url,
         time_scale=0.0,
@@ -88,7 +88,7 @@ def test_responses_and_gemini_rows_replayed_natively(tmp_path: Path) -> None:
     api_of = {ex.request_id: ex.api for ex in rows}
     trace = write(tmp_path / "rg.parquet", rows)
     out = tmp_path / "res"
-    with SimServer(SimConfig(port=0, **TIMED)) as sim:  # type: ignore[arg-type]
+    with SimServer(SimConfig.of(port=0, **TIMED)) as sim:
         argv = [str(trace), "--endpoint", sim.url, "--api", "native", "--time-scale", "0"]
         result = CliRunner().invoke(app, ["replay", *argv, "--json", "-o", str(out)])
     assert result.exit_code == 0, result.stderr
@@ -123,7 +123,7 @@ def test_responses_and_gemini_rows_replayed_natively(tmp_path: Path) -> None:
 def test_the_example_trace_replays_natively_in_its_three_families(tmp_path: Path) -> None:
     """The bundled example (Anthropic messages, OpenAI chat, OpenAI Responses), each request to
     its own family's route."""
-    with SimServer(SimConfig(port=0, fast=True)) as sim:
+    with SimServer(SimConfig.of(port=0, fast=True)) as sim:
         s = replay(example_path("example"), sim.url, tmp_path, api="native", concurrency=4)
     assert s["requests"] == {**s["requests"], "total": 48, "ok": 48, "errors": 0}
     assert s["requests"]["without_usage"] == 0

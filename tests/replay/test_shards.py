@@ -33,7 +33,7 @@ START_LEAD_S = 6.0  # time for N interpreters to import agentx and load the trac
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimProcess]:
-    with SimProcess(SimConfig(port=0, fast=True)) as server:
+    with SimProcess(SimConfig.of(port=0, fast=True)) as server:
         yield server
 
 

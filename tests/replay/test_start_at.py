@@ -43,7 +43,7 @@ def test_parse_refuses(text: str, why: str) -> None:
 
 
 def options(start_at_s: float | None) -> ReplayOptions:
-    return ReplayOptions(Path("t"), "http://127.0.0.1:1", start_at_s=start_at_s)
+    return ReplayOptions.of(trace=Path("t"), endpoint="http://127.0.0.1:1", start_at_s=start_at_s)
 
 
 async def test_waits_until_the_time(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ runner = CliRunner()
 def sim() -> Iterator[SimServer]:
     # modelled latency (not --fast), so lanes overlap: ~0.1 s of decode per request
     # batch_slowdown 0.1: four lanes decode 30% slower per user, well clear of timing noise
-    config = SimConfig(
+    config = SimConfig.of(
         port=0, decode_tps=1000.0, prefill_tps=1e6, overhead_ms=2.0, batch_slowdown=0.1
     )
     with SimServer(config) as srv:

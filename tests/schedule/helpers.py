@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from agentx.schedule import Schedule, ScheduleOptions, StreamSpec, TreeSpec, TurnSpec, with_joins
 from agentx.schedule.virtual import Played, run_virtual
@@ -32,15 +33,26 @@ def recorded(trees: Sequence[TreeSpec]) -> dict[str, TreeSpec]:
     return {t.tree_id: t for t in trees}
 
 
+DRIVER = ("lanes", "seed", "arrivals", "recycle")  # what the driver gives Schedule itself
+
+
+def schedule_of(trees: Sequence[TreeSpec] | int, **options: Any) -> Schedule:
+    """A schedule of the options and of the driver's part (``lanes``, ``seed``, ``arrivals``,
+    ``recycle``: off unless given, as the tests were written)."""
+    driver = {k: options.pop(k) for k in DRIVER if k in options}
+    driver.setdefault("recycle", False)
+    return Schedule(trees, ScheduleOptions(**options), **driver)
+
+
 def play(
     trees: Sequence[TreeSpec],
     *,
     service_s: float | None = None,
     until_s: float = float("inf"),
-    **options: object,
+    **options: Any,
 ) -> tuple[Schedule, list[Played]]:
     """Run on a virtual clock; each request takes its recorded time (or ``service_s``)."""
-    schedule = Schedule(trees, ScheduleOptions(**options))  # type: ignore[arg-type]
+    schedule = schedule_of(trees, **options)
 
     def service(send: object) -> float:
         if service_s is not None:

@@ -141,4 +141,4 @@ def test_closed_loop_has_no_arrival_log() -> None:
 
 def test_open_loop_refuses_a_snapshot_start_or_a_warm_up() -> None:
     with pytest.raises(ValueError, match="first request"):
-        play([chain("t", [0, 1])], warmup_per_lane=2, arrivals=Arrivals(1.0))
+        play([chain("t", [0, 1])], warmup=2, arrivals=Arrivals(1.0))

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from agentx.schedule import Phase, Schedule, ScheduleOptions, TreeSpec
+from agentx.schedule import Phase, TreeSpec
 from agentx.schedule.arrivals import Arrivals
 from agentx.schedule.virtual import Played, run_virtual
 
-from .helpers import chain, stream, tree
+from .helpers import chain, schedule_of, stream, tree
 
 TREES = [
     tree(
@@ -25,7 +25,7 @@ TREES = [
 ]
 OPTIONS = {
     "plain": {"lanes": (0, 1)},
-    "snapshot": {"lanes": (0, 1, 2), "start_ratio": (0.25, 0.75), "seed": 7, "warmup_per_lane": 2},
+    "snapshot": {"lanes": (0, 1, 2), "start_ratio": (0.25, 0.75), "seed": 7, "warmup": 2},
     "recycled": {"lanes": (0, 1), "recycle": True, "max_requests": 25, "system_idle_cap_s": 2.0},
     "window": {"lanes": (0, 1), "recycle": True, "duration_s": 60.0, "trace_idle_cap_s": 3.0},
     "open": {"lanes": (0, 1), "arrivals": Arrivals(0.5, seed=3)},
@@ -57,8 +57,7 @@ def _seen(trees: Sequence[TreeSpec | None], played: list[Played]) -> list[tuple[
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 def test_trees_on_demand_give_the_schedule_of_trees_up_front(name: str) -> None:
-    options = ScheduleOptions(**OPTIONS[name])  # type: ignore[arg-type]
-    eager = Schedule(TREES, options)
+    eager = schedule_of(TREES, **OPTIONS[name])
     want = _seen(TREES, run_virtual(eager, lambda s: _service(TREES, s)))
     asked: list[int] = []
 
@@ -66,7 +65,7 @@ def test_trees_on_demand_give_the_schedule_of_trees_up_front(name: str) -> None:
         asked.append(i)
         return TREES[i]
 
-    lazy = Schedule(len(TREES), options)
+    lazy = schedule_of(len(TREES), **OPTIONS[name])
     got = _seen(TREES, run_virtual(lazy, lambda s: _service(TREES, s), supply=supply))
     assert got == want and got
     assert len(asked) == len(set(asked))  # each tree supplied once, recycled copies included
@@ -78,16 +77,14 @@ def test_a_tree_with_nothing_to_replay_is_skipped_as_if_absent() -> None:
     with_empty: list[TreeSpec | None] = [TREES[0], None, TREES[1], None, TREES[2]]
     present = [t for t in with_empty if t is not None]
     for name in ("plain", "snapshot", "recycled"):
-        options = ScheduleOptions(**OPTIONS[name])  # type: ignore[arg-type]
-        want = _seen(present, run_virtual(Schedule(present, options), lambda s: 0.5))
-        lazy = Schedule(len(with_empty), options)
+        want = _seen(present, run_virtual(schedule_of(present, **OPTIONS[name]), lambda s: 0.5))
+        lazy = schedule_of(len(with_empty), **OPTIONS[name])
         got = _seen(with_empty, run_virtual(lazy, lambda s: 0.5, supply=lambda i: with_empty[i]))
         assert got == want, name
 
 
 def test_nothing_moves_until_every_lane_has_its_first_tree_then_primers_spread() -> None:
-    options = ScheduleOptions(lanes=(0, 1), start_ratio=(0.5, 0.5))
-    schedule = Schedule(len(TREES), options)
+    schedule = schedule_of(len(TREES), lanes=(0, 1), start_ratio=(0.5, 0.5))
     schedule.start(0.0)
     assert schedule.wanted == [0, 1]
     assert schedule.poll(0.0) == [] and schedule.next_due_s() is None
@@ -103,7 +100,7 @@ def test_nothing_moves_until_every_lane_has_its_first_tree_then_primers_spread()
 
 
 def test_a_lane_waits_for_its_next_tree_and_the_run_is_not_done_meanwhile() -> None:
-    schedule = Schedule(3, ScheduleOptions(lanes=(0,)))
+    schedule = schedule_of(3, lanes=(0,))
     schedule.start(0.0)
     schedule.provide(0, chain("x", [0]), 0.0)
     assert schedule.phase is Phase.BOUNDARY
@@ -122,7 +119,7 @@ def test_a_lane_waits_for_its_next_tree_and_the_run_is_not_done_meanwhile() -> N
 
 
 def test_a_stop_while_waiting_for_a_tree_ends_the_run() -> None:
-    schedule = Schedule(2, ScheduleOptions(lanes=(0, 1)))
+    schedule = schedule_of(2, lanes=(0, 1))
     schedule.start(0.0)
     schedule.stop(0.5)
     assert schedule.wanted == [] and schedule.done
@@ -133,8 +130,7 @@ def test_a_stop_while_waiting_for_a_tree_ends_the_run() -> None:
 def test_an_open_loop_arrival_starts_when_its_tree_is_supplied() -> None:
     """Arrivals at 1 s and 2 s on two lanes: the first tree is read in 0.25 s, so that arrival
     starts late (and the log says so); a lane waiting for a tree is not free for the next."""
-    options = ScheduleOptions(lanes=(0, 1), arrivals=Arrivals(1.0, "constant"))
-    schedule = Schedule(2, options)
+    schedule = schedule_of(2, lanes=(0, 1), arrivals=Arrivals(1.0, "constant"))
     schedule.start(0.0)
     assert schedule.phase is Phase.BOUNDARY and schedule.wanted == []  # trees arrive later
     schedule.begin_profiling(0.0)

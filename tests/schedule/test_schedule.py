@@ -162,13 +162,13 @@ def test_the_system_idle_cap_bounds_the_primers_spread() -> None:
 
 def test_accelerated_warmup_sends_n_per_lane_back_to_back_then_hands_off_at_offsets() -> None:
     t = chain("t", [0, 10, 20, 30, 40])
-    schedule, played = play([t], start_ratio=(0.5, 0.5), warmup_per_lane=2)
+    schedule, played = play([t], start_ratio=(0.5, 0.5), warmup=2)
     got = [(p.send.turn, p.send.warmup, p.send.max_tokens, p.sent_s) for p in played]
     # turn 4 is 20 s after t*: the earliest measured request of all trees goes first, at once
     assert got == [(1, True, 1, 0.0), (2, True, 1, 1.0), (3, True, 1, 2.0), (4, False, None, 3.0)]
     assert schedule.profiling_started_s == 3.0
     other = chain("u", [0, 5, 10, 15, 20, 25, 30, 35, 40])  # t* = 20: turn 4 (20) goes next
-    _, played = play([t, other], lanes=(0, 1), start_ratio=(0.5, 0.5), warmup_per_lane=2)
+    _, played = play([t, other], lanes=(0, 1), start_ratio=(0.5, 0.5), warmup=2)
     first = {}
     for p in played:
         if not p.send.warmup:
@@ -180,7 +180,7 @@ def test_accelerated_warmup_sends_n_per_lane_back_to_back_then_hands_off_at_offs
 
 
 def test_accelerated_warmup_recycles_a_finished_tree_and_holds_the_rest() -> None:
-    _schedule, played = play([chain("a", [0, 5])], warmup_per_lane=3, recycle=True, max_requests=2)
+    _schedule, played = play([chain("a", [0, 5])], warmup=3, recycle=True, max_requests=2)
     got = [(p.send.copy, p.send.turn, p.send.warmup) for p in played]
     assert got == [(0, 0, True), (0, 1, True), (1, 0, True), (1, 1, False), (2, 0, False)]
 
@@ -196,7 +196,7 @@ def test_a_parent_waiting_on_a_child_at_t_star_resumes_after_it() -> None:
 
 def test_a_stop_during_the_warmup_opens_no_measured_window() -> None:
     t = chain("t", [0, 10, 20, 30, 40])
-    schedule, played = play([t], start_ratio=(0.5, 0.5), warmup_per_lane=2, until_s=0.5)
+    schedule, played = play([t], start_ratio=(0.5, 0.5), warmup=2, until_s=0.5)
     assert [(p.send.turn, p.send.warmup) for p in played] == [(1, True)]  # the one in flight
     assert schedule.done and schedule.phase is Phase.WARMUP
     assert schedule.profiling_started_s is None
@@ -263,7 +263,7 @@ def test_duration_counts_from_the_measured_windows_start_and_lets_requests_drain
 
 def test_max_requests_counts_measured_requests_only() -> None:
     t = chain("t", [0, 1, 2, 3, 4, 5])
-    _, played = play([t], warmup_per_lane=2, max_requests=2)
+    _, played = play([t], warmup=2, max_requests=2)
     assert [(p.send.turn, p.send.warmup) for p in played] == [
         (0, True),
         (1, True),

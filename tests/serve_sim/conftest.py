@@ -14,5 +14,5 @@ from .helpers import QUICK
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimServer]:
     """One server per test module (tests use unique prompts so they do not share prefixes)."""
-    with SimServer(SimConfig(port=0, **QUICK)) as server:
+    with SimServer(SimConfig.of(port=0, **QUICK)) as server:
         yield server

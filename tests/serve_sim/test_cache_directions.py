@@ -62,7 +62,7 @@ def run(client: httpx.Client, requests: list[tuple[str, dict[str, Any]]]) -> flo
 
 
 def serve(**overrides: Any) -> SimServer:
-    return SimServer(SimConfig(port=0, **{**QUICK, **overrides}))
+    return SimServer(SimConfig.of(port=0, **{**QUICK, **overrides}))
 
 
 def test_the_same_sequence_twice_hits_more_the_second_time() -> None:

@@ -19,7 +19,7 @@ def _ask(client: httpx.Client, system: str) -> int:
 
 def test_reset_drops_the_cache_not_the_counters() -> None:
     system = " ".join(f"rule {i} {uuid.uuid4().hex}" for i in range(60))
-    with SimServer(SimConfig(port=0, **QUICK)) as sim, httpx.Client(base_url=sim.url) as client:
+    with SimServer(SimConfig.of(port=0, **QUICK)) as sim, httpx.Client(base_url=sim.url) as client:
         assert _ask(client, system) == 0
         assert _ask(client, system) > 0  # warm
         resp = client.post("/reset_prefix_cache", params={"reset_external": "true"})
@@ -34,7 +34,7 @@ def test_reset_drops_the_cache_not_the_counters() -> None:
 def test_refused_while_requests_hold_blocks() -> None:
     from agentx.serve_sim.replica import Replica
 
-    replica = Replica(SimConfig(port=0, **QUICK))
+    replica = Replica(SimConfig.of(port=0, **QUICK))
     replica.core.running = 1  # a request in flight
     assert replica.reset_prefix_cache() is False
     replica.core.running = 0

@@ -51,12 +51,12 @@ def test_serve_sim_refuses_nonsense_with_exit_2() -> None:
 def test_a_taken_port_is_one_clear_error() -> None:
     with SimServer() as first:
         with pytest.raises(AgentxError, match="cannot listen"):
-            SimServer(SimConfig(port=first.port)).start()
+            SimServer(SimConfig.of(port=first.port)).start()
         assert httpx.get(first.url + "/health").status_code == 200
 
 
 async def test_running_server_on_the_callers_loop() -> None:
-    async with running_server(SimConfig(port=0, fast=True)) as srv:
+    async with running_server(SimConfig.of(port=0, fast=True)) as srv:
         async with httpx.AsyncClient(base_url=srv.url) as client:
             body = {"messages": [{"role": "user", "content": "x"}], "max_tokens": 2}
             results = await asyncio.gather(

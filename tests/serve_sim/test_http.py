@@ -153,7 +153,7 @@ def test_answer_lengths(client: httpx.Client) -> None:
 
 
 def test_eos_tokens_models_a_natural_answer_length() -> None:
-    with SimServer(SimConfig(port=0, eos_tokens=50, **QUICK)) as srv:  # type: ignore[arg-type]
+    with SimServer(SimConfig.of(port=0, eos_tokens=50, **QUICK)) as srv:
         body = {"messages": [{"role": "user", "content": "x"}], "max_tokens": 400}
         natural = httpx.post(srv.url + "/v1/chat/completions", json=body).json()
         assert natural["usage"]["completion_tokens"] == 50
@@ -419,7 +419,7 @@ def test_errors_have_the_api_shape_and_the_server_survives(
 
 
 def test_oversize_prompt_against_a_small_context() -> None:
-    with SimServer(SimConfig(port=0, max_model_len=64, **QUICK)) as srv:  # type: ignore[arg-type]
+    with SimServer(SimConfig.of(port=0, max_model_len=64, **QUICK)) as srv:
         big = {"messages": [{"role": "user", "content": "word " * 200}]}
         resp = httpx.post(srv.url + "/v1/chat/completions", json=big)
         assert resp.status_code == 400
@@ -482,7 +482,7 @@ def test_a_client_that_goes_away_is_aborted_and_frees_its_slot(client: httpx.Cli
 def test_max_batch_queues_requests() -> None:
     """With one batch slot, a request sent while another runs waits for it: the second one's
     server queue time is most of the first one's 2 s of decoding, the first one's is ~0."""
-    config = SimConfig(port=0, max_batch=1, decode_tps=20.0, prefill_tps=1e6, overhead_ms=1.0)
+    config = SimConfig.of(port=0, max_batch=1, decode_tps=20.0, prefill_tps=1e6, overhead_ms=1.0)
     with SimServer(config) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         import concurrent.futures
 

@@ -36,7 +36,7 @@ def engine(**kw: float | int | bool) -> tuple[Replica, FakeClock]:
         "offload_load_tps": 10_000.0,
     }
     base.update(kw)
-    return Replica(SimConfig(port=0, **base), clock), clock  # type: ignore[arg-type]
+    return Replica(SimConfig.of(port=0, **base), clock), clock
 
 
 async def test_ttft_is_uncached_prompt_over_prefill_rate_plus_overhead() -> None:

@@ -14,13 +14,13 @@ from agentx.core.examples import example_path
 from agentx.prefixcache.engine import EngineParams, ServingEngine
 from agentx.prefixcache.hashing import make_hasher
 from agentx.replay import ReplayOptions, run_replay
+from agentx.schedule import ScheduleOptions
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
 from agentx.simulate.replayed import PromptSource, run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import build_plan
-from agentx.workload.rules import ScheduleRules
 from agentx.workload.source import open_source
 
 EXAMPLE = example_path("example")
@@ -57,23 +57,23 @@ def _drain(sched: SharedSchedule, service_s: float = 1.0) -> list[tuple[float, i
 
 def test_schedule_runs_sessions_one_at_a_time_per_lane_in_trace_order() -> None:
     plan = _plan()
-    one = _drain(SharedSchedule(plan.sessions, ScheduleRules(concurrency=1, time_scale=0)))
+    one = _drain(SharedSchedule(plan.sessions, ScheduleOptions(concurrency=1, time_scale=0)))
     assert len(one) == plan.requests
     assert [t for t, *_ in one] == sorted(t for t, *_ in one)
-    two = _drain(SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0)))
+    two = _drain(SharedSchedule(plan.sessions, ScheduleOptions(concurrency=2, time_scale=0)))
     assert len(two) == plan.requests and {lane for _, lane, *_ in two} == {0, 1}
     assert max(t for t, *_ in two) < max(t for t, *_ in one)  # two lanes finish sooner
 
 
 def test_schedule_think_time_scale_cap_and_warmup() -> None:
     plan = _plan()
-    slow = _drain(SharedSchedule(plan.sessions, ScheduleRules(time_scale=1.0)))
-    capped = _drain(SharedSchedule(plan.sessions, ScheduleRules(time_scale=1.0, max_think_s=0.5)))
-    flat = _drain(SharedSchedule(plan.sessions, ScheduleRules(time_scale=0.0)))
+    slow = _drain(SharedSchedule(plan.sessions, ScheduleOptions(time_scale=1.0)))
+    capped = _drain(SharedSchedule(plan.sessions, ScheduleOptions(time_scale=1.0, max_think_s=0.5)))
+    flat = _drain(SharedSchedule(plan.sessions, ScheduleOptions(time_scale=0.0)))
     assert slow[-1][0] > capped[-1][0] > flat[-1][0]
     assert len(flat) == plan.requests
 
-    sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, warmup=3, time_scale=0))
+    sched = SharedSchedule(plan.sessions, ScheduleOptions(concurrency=2, warmup=3, time_scale=0))
     sched.start(0.0)
     sends = []
     while (t := sched.next_due_s()) is not None:
@@ -103,7 +103,7 @@ def test_unbounded_engine_equals_the_theoretical_rate_and_hits_shrink_with_capac
     )
     rates = []
     for kv in (1 << 40, 12_000, 10_000):
-        sched = SharedSchedule(plan.sessions, ScheduleRules(concurrency=2, time_scale=0))
+        sched = SharedSchedule(plan.sessions, ScheduleOptions(concurrency=2, time_scale=0))
         run = run_engine(sched, src, EngineParams(block_size=16, kv_tokens=kv))
         rates.append(run.rate(lambda r: r.cached_tokens))
         if kv == 1 << 40:
@@ -116,7 +116,7 @@ def test_simulate_predicts_serve_sim_on_the_same_replay(
     tmp_path: Path, lanes: int, kv_tokens: int
 ) -> None:
     """One engine, two front ends: replay against serve-sim and simulate the same replay."""
-    cfg = SimConfig(
+    cfg = SimConfig.of(
         port=0,
         block_size=16,
         kv_tokens=kv_tokens,
@@ -127,7 +127,7 @@ def test_simulate_predicts_serve_sim_on_the_same_replay(
     )
     with SimServer(cfg) as srv:
         summary = run_replay(
-            ReplayOptions(
+            ReplayOptions.of(
                 trace=EXAMPLE,
                 endpoint=srv.url,
                 concurrency=lanes,
@@ -137,13 +137,13 @@ def test_simulate_predicts_serve_sim_on_the_same_replay(
             )
         ).summary
     measured = summary["cache"]["reported_hit_rate"]
-    params = cfg.engine_params()
+    params = cfg.engine
     data = run_simulate(
         SimulateOptions(
             EXAMPLE,
             block_size=16,
             capacities_tokens=(kv_tokens,),
-            schedule=ScheduleRules(concurrency=lanes, time_scale=0),
+            schedule=ScheduleOptions(concurrency=lanes, time_scale=0),
             engine_params=params,
         )
     ).data
@@ -160,10 +160,10 @@ def test_simulate_predicts_serve_sim_on_the_same_replay(
 
 
 def test_from_results_replays_the_recorded_send_times(tmp_path: Path) -> None:
-    with SimServer(SimConfig(port=0, block_size=16, kv_tokens=20_000, fast=True)) as srv:
+    with SimServer(SimConfig.of(port=0, block_size=16, kv_tokens=20_000, fast=True)) as srv:
         out = tmp_path / "out"
         summary = run_replay(
-            ReplayOptions(
+            ReplayOptions.of(
                 trace=EXAMPLE, endpoint=srv.url, time_scale=0.0, output_dir=out, progress=False
             )
         ).summary
@@ -224,7 +224,7 @@ def test_hash_only_prompts_from_block_ids_match_the_built_text() -> None:
                 weka,
                 block_size=64,
                 capacities_tokens=(200_000, 300_000),
-                schedule=ScheduleRules(concurrency=2, time_scale=0),
+                schedule=ScheduleOptions(concurrency=2, time_scale=0),
                 tokenizer=tokenizer,
             )
         ).data
@@ -241,7 +241,7 @@ def test_hash_only_prompts_from_block_ids_match_the_built_text() -> None:
 
 def test_hash_only_trace_defaults_to_its_own_block_size() -> None:
     data = run_simulate(
-        SimulateOptions(example_path("weka"), schedule=ScheduleRules(time_scale=0))
+        SimulateOptions(example_path("weka"), schedule=ScheduleOptions(time_scale=0))
     ).data
     assert (data["block_size"], data["prompts"]) == (64, "hash ids")
 
@@ -254,8 +254,7 @@ def test_simulate_schedules_with_replays_options(scenario: str | None) -> None:
 
     from agentx.replay.options import scenario_options
     from agentx.replay.setup import lane_config
-    from agentx.workload.rules import ScheduleRules
-    from agentx.workload.scenario import scenario_values
+    from agentx.simulate.options import simulate_options
 
     flags = {
         "concurrency": 3,
@@ -266,13 +265,14 @@ def test_simulate_schedules_with_replays_options(scenario: str | None) -> None:
         "trace_idle_cap_s": 30.0,
         "seed": None if scenario == "agentx" else 7,  # agentx-mvp draws one otherwise
     }
-    given = scenario_values(scenario, **flags)
+    so = simulate_options(scenario, trace=EXAMPLE, **flags)
     ro = scenario_options(scenario, trace=EXAMPLE, endpoint="http://127.0.0.1:1/v1", **flags)
     setup = SimpleNamespace(options=ro, build=None, nonce="n")
-    replays = lane_config(setup, (0, 1, 2), ro.max_requests, 0).schedule  # type: ignore[arg-type]
-    assert ScheduleRules.of(given).options(given["seed"]) == replays
+    replays = lane_config(setup, (0, 1, 2), ro.schedule.max_requests, 0)  # type: ignore[arg-type]
+    assert so.schedule == replays.schedule and so.workload.seed == replays.seed
+    assert replays.lanes == tuple(range(so.schedule.concurrency))
     if scenario == "agentx":
-        assert replays.start_ratio == (0.25, 0.75) and replays.warmup_per_lane == 10
+        assert replays.schedule.start_ratio == (0.25, 0.75) and replays.schedule.warmup == 10
 
 
 def test_cli_simulate_takes_a_scenario() -> None:
@@ -298,8 +298,8 @@ def test_capacities_above_an_unbounded_behaving_one_are_derived_exactly(concurre
                 block_size=64,
                 capacities_tokens=(2_000_000, 100_000, 400_000, 250_000, 800_000),
                 offload_tokens=200_000,
-                schedule=ScheduleRules(concurrency=concurrency, time_scale=0),
-                derive_unbounded=derive,
+                schedule=ScheduleOptions(concurrency=concurrency, time_scale=0),
+                run_all=not derive,
             )
         ).data
 

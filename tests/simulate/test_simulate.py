@@ -349,12 +349,15 @@ def test_cli_missing_trace(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no such file" in res.output
 
 
-def test_kvcache_engine_from_the_command_line() -> None:
+@pytest.mark.parametrize("flag", ["--cache-model", "--engine"])  # --engine: its old spelling
+def test_kvcache_cache_model_from_the_command_line(flag: str) -> None:
     trace = WEKA / "trace_0010_head.json"
     args = ["simulate", str(trace), "--timeline", "recorded", "--json"]
     args += ["--capacity-tokens", "100K", "--offload-tokens", "1M"]
     fast = json.loads(runner.invoke(app, args).stdout)
-    ref = json.loads(runner.invoke(app, [*args, "--engine", "kvcache"]).stdout)
+    assert fast["model"]["cache_model"] == fast["model"]["engine"] == "stack"
+    ref = json.loads(runner.invoke(app, [*args, flag, "kvcache"]).stdout)
+    assert ref["model"]["cache_model"] == ref["model"]["engine"] == "kvcache"
     assert ref["model"]["offload_policy"] == "victim"
     assert ref["theoretical_hit_rate"] == fast["theoretical_hit_rate"]
     # both free unnamed blocks into the LRU order: the GPU tier is the same exactly

@@ -14,8 +14,9 @@ from agentx.apis import Api
 from agentx.core.errors import TraceError, UsageError
 from agentx.core.models import Usage
 from agentx.prefixcache.tokens import count_tokens
-from agentx.replay.options import ReplayOptions, parse_extra_body, parse_shard
+from agentx.replay.options import ReplayOptions, parse_shard
 from agentx.workload.build import BuildConfig, ThreadBuilder
+from agentx.workload.options import parse_extra_body
 from agentx.workload.plan import build_plan
 
 
@@ -138,7 +139,7 @@ def test_api_messages_needs_anthropic_rows() -> None:
 
 
 def test_options_validation_and_parsers() -> None:
-    ok = ReplayOptions(trace=Path("t"), endpoint="http://x", api_key="sk-secret")
+    ok = ReplayOptions.of(trace=Path("t"), endpoint="http://x", api_key="sk-secret")
     assert "sk-secret" not in repr(ok) and "api_key" not in ok.config()
     for bad in (
         {"concurrency": 0},
@@ -149,7 +150,7 @@ def test_options_validation_and_parsers() -> None:
         {"time_scale": -1.0},
     ):
         with pytest.raises(UsageError):
-            ReplayOptions(**{"trace": Path("t"), "endpoint": "http://x", **bad})  # type: ignore[arg-type]
+            ReplayOptions.of(**{"trace": Path("t"), "endpoint": "http://x", **bad})
     assert parse_shard("1/4") == (1, 4)
     for text in ("4/4", "a/b", "1"):
         with pytest.raises(UsageError):

@@ -7,44 +7,55 @@ from pathlib import Path
 import pytest
 
 from agentx.core.errors import UsageError
-from agentx.replay.options import describe, parse_ratio, scenario_options
+from agentx.replay.options import describe, scenario_options
+from agentx.schedule.options import parse_ratio
 
 BASE = {"trace": Path("t.parquet"), "endpoint": "http://127.0.0.1:1"}
 
 
 def test_agentx_preset_is_the_harness_default() -> None:
     o = scenario_options("agentx", **BASE)
-    assert (o.scenario, o.duration_s, o.start_ratio, o.warmup, o.seed) == (
+    s, w = o.schedule, o.workload
+    assert (w.scenario, s.duration_s, s.start_ratio, s.warmup, w.seed) == (
         "agentx",
         3600.0,
         (0.25, 0.75),
         10,
         42,
     )
-    assert (o.trace_idle_cap_s, o.system_idle_cap_s, o.max_failed_ratio, o.min_coverage) == (
+    assert (s.trace_idle_cap_s, s.system_idle_cap_s, o.max_failed_ratio, o.min_coverage) == (
         300.0,
         10.0,
         0.1,
         0.95,
     )
-    assert o.ignore_eos is True and o.salt is True and o.timeout_s == 21600.0
-    assert o.max_think_s is None and o.spawn_join == "recorded"
+    assert o.ignore_eos is True and w.salt is True and o.timeout_s == 21600.0
+    assert s.max_think_s is None and s.spawn_join == "recorded"
 
 
 def test_explicit_options_win_and_none_means_not_given() -> None:
     o = scenario_options("agentx", **BASE, duration_s=60.0, warmup=0, seed=None, salt=False)
-    assert (o.duration_s, o.warmup, o.seed, o.salt) == (60.0, 0, 42, False)
+    assert (o.schedule.duration_s, o.schedule.warmup, o.workload.seed, o.workload.salt) == (
+        60.0,
+        0,
+        42,
+        False,
+    )
     plain = scenario_options(None, **BASE, seed=None, warmup=None)
-    assert (plain.scenario, plain.seed, plain.warmup, plain.start_ratio) == (None, 0, 0, (0.0, 0.0))
+    assert (plain.workload.scenario, plain.workload.seed) == (None, 0)
+    assert (plain.schedule.warmup, plain.schedule.start_ratio) == (0, (0.0, 0.0))
 
 
 def test_mvp_alias_and_its_random_seed() -> None:
     a = scenario_options("inferencex-agentx-mvp", **BASE)
     b = scenario_options("agentx-mvp", **BASE)
-    assert a.scenario == b.scenario == "agentx-mvp"
-    assert (a.duration_s, a.start_ratio, a.warmup, a.trace_idle_cap_s) == (1800.0, (0, 1), 0, None)
-    assert a.seed != b.seed  # drawn per run (and written to summary.json), unless given
-    assert scenario_options("agentx-mvp", **BASE, seed=7).seed == 7
+    assert a.workload.scenario == b.workload.scenario == "agentx-mvp"
+    s = a.schedule
+    assert (s.duration_s, s.start_ratio, s.warmup, s.trace_idle_cap_s) == (1800.0, (0, 1), 0, None)
+    assert (
+        a.workload.seed != b.workload.seed
+    )  # drawn per run (written to summary.json), unless given
+    assert scenario_options("agentx-mvp", **BASE, seed=7).workload.seed == 7
     with pytest.raises(UsageError, match="--scenario must be one of agentx, agentx-mvp"):
         scenario_options("nope", **BASE)
 

@@ -14,6 +14,8 @@ from agentx.capture.addon import CaptureAddon
 from agentx.capture.recorder import CaptureStats, Recorder
 from agentx.capture.runner.config import (
     CaptureConfig,
+    Mode,
+    capture_mode,
     default_confdir,
     listen_port,
     resolve_upstream,
@@ -81,13 +83,12 @@ class Capture:
 
     def start(self) -> Capture:
         cfg = self.config
-        if cfg.mode not in ("reverse", "forward"):
-            raise UsageError(f"--mode {cfg.mode!r}: expected reverse or forward")
-        if cfg.mode == "forward" and cfg.upstream:
+        mode = capture_mode(cfg.mode)  # a caller may give the plain string
+        if mode is Mode.FORWARD and cfg.upstream:
             raise UsageError(
                 "--upstream is for --mode reverse; in forward mode the agent picks its host"
             )
-        if cfg.mode == "reverse":
+        if mode is Mode.REVERSE:
             resolve_upstream(cfg.upstream)
         if self._own_confdir:
             self._tmp_confdir = self.confdir = Path(tempfile.mkdtemp(prefix="agentx-mitmproxy-"))

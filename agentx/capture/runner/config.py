@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from agentx.core.errors import UsageError
@@ -18,13 +18,27 @@ UPSTREAMS = {
     "gemini": "https://generativelanguage.googleapis.com",
 }
 DEFAULT_PORT = 8780
-Mode = Literal["reverse", "forward"]
+
+
+class Mode(StrEnum):
+    """``--mode``: how the agent reaches the proxy."""
+
+    REVERSE = "reverse"  # the agent talks plain HTTP to agentx, which forwards upstream
+    FORWARD = "forward"  # an HTTPS proxy the agent trusts through agentx's CA
+
+
+def capture_mode(value: object) -> Mode:
+    """``"forward"`` -> :attr:`Mode.FORWARD`, or the usage error."""
+    try:
+        return Mode(str(value))
+    except ValueError:
+        raise UsageError(f"--mode {value!r}: expected reverse or forward") from None
 
 
 @dataclass(frozen=True, slots=True)
 class CaptureConfig:
     out: Path
-    mode: Mode = "reverse"
+    mode: Mode = Mode.REVERSE
     upstream: str | None = (
         None  # reverse mode: anthropic | openai | gemini | URL (default anthropic)
     )

@@ -16,11 +16,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from agentx.core.errors import AgentxError, UsageError
+from agentx.core.options import Panel, flag
 from agentx.metrics.prometheus.parse import parse_prometheus
 
+KV_FROM = flag(
+    "--kv-from",
+    metavar="URL|FILE",
+    panel=Panel.CAPACITY,
+    show_default=False,
+    help="take the KV capacity (blocks, block size) from a vLLM server: its URL (/metrics "
+    "vllm:cache_config_info) or its log file ('# GPU blocks: N', 'KV cache size: N tokens')",
+)
 _V0_BLOCKS = re.compile(r"# GPU blocks:\s*([\d,]+)")
 _V1_TOKENS = re.compile(r"(?:GPU|CPU) KV cache size:\s*([\d,]+)\s*tokens")
 _BLOCK_SIZE = re.compile(r"\bblock_size[=:]\s*(\d+)")
@@ -84,6 +91,8 @@ def metrics_url(url: str) -> str:
 def read_kv_capacity(source: str) -> KvCapacity:
     """The capacity stated by a server's ``/metrics`` (URL) or its log (file)."""
     if source.startswith(("http://", "https://")):
+        import httpx  # here: the option's declaration above is read by every command line
+
         url = metrics_url(source)
         try:
             resp = httpx.get(url, timeout=10.0)

@@ -18,12 +18,29 @@ from pathlib import Path
 
 from agentx.core.errors import UsageError
 from agentx.core.models import JSON
+from agentx.core.options import Panel, flag
 from agentx.prefixcache import tokens
 from agentx.prefixcache.tokenizer.types import ToChat, Tokenizer
 from agentx.prefixcache.tokens import TokenArray
 
 DEFAULT_TOKENIZER = tokens.DEFAULT_ENCODING  # "cl100k_base"
 SERVER = "server"
+TOKENIZER = flag(
+    "--tokenizer",
+    metavar="NAME|PATH",
+    panel=Panel.TOKENIZER,
+    show_default=False,
+    help="whose tokens to count: cl100k_base (agentx's rendering), a Hugging Face tokenizer "
+    "(directory or tokenizer.json; its chat template is applied as vLLM does), or server "
+    "(the endpoint's /tokenize) [default: cl100k_base]",
+)
+TOKENIZER_SERVER = flag(
+    "--endpoint",
+    metavar="URL",
+    panel=Panel.TOKENIZER,
+    show_default=False,
+    help="the server for --tokenizer server",
+)
 
 
 class Cl100kTokenizer:

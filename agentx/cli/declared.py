@@ -1,0 +1,218 @@
+"""Commands whose options are declared on options dataclasses (:mod:`agentx.core.options`).
+
+``@declared(ReplayOptions, CostInputs)`` gives a command one typer option per declared flag of
+those classes (and of the groups they embed), in the help panel the flag names, and hands the
+command what the user gave as a :class:`Given`: ``given.build(CostInputs)``, or the flat values
+of a class (``given.values(ReplayOptions)``) for a constructor that fills in presets. A flag
+counts as given when it came from the command line, the environment or a ``--config`` file; one
+not given is absent, so the dataclass's default (or a preset) applies.
+
+An option the command declares itself (``-o`` of ``sweep``) hides a declared flag of the same
+name; :class:`Only` takes some panels of a class (``sweep`` takes replay's, less the scenario's).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import MISSING, dataclass, replace
+from typing import Annotated, Any, TypeVar, cast
+
+import typer
+from rich.markup import escape
+
+from agentx.core.options import Declared, Flag, Panel, build, declared
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., None])
+GIVEN = "given"  # the command's parameter that receives what was given
+CTX = "_declared_ctx"  # the context, when the command takes none itself
+PANEL_ORDER = {p.value: i for i, p in enumerate(Panel)}
+
+
+def _given(ctx: typer.Context, param: str) -> bool:
+    """Whether ``param`` came from the command line, the environment or a ``--config`` file
+    (``default_map``), not from its default."""
+    source = ctx.get_parameter_source(param)
+    return source is not None and source.name != "DEFAULT"
+
+
+@dataclass(frozen=True, slots=True)
+class Only:
+    """The flags of ``cls`` in these panels only."""
+
+    cls: type
+    panels: frozenset[Panel]
+
+    @classmethod
+    def without(cls, options: type, *panels: Panel) -> Only:
+        return cls(options, frozenset(Panel) - set(panels))
+
+
+class Given:
+    """What the user gave for a command's declared options, by the class that declares them.
+    Typed text becomes values here (``--start-ratio 0.25:0.75`` -> ``(0.25, 0.75)``), so a bad
+    one raises its :class:`~agentx.core.errors.UsageError` in the command, as its other errors."""
+
+    def __init__(self, typed: dict[type, dict[str, tuple[Flag, Any]]]) -> None:
+        self._typed = typed
+
+    def values(self, cls: type) -> dict[str, Any]:
+        """The flat values given for ``cls`` (and the groups it embeds)."""
+        return {name: flag.value(typed) for name, (flag, typed) in self._typed[cls].items()}
+
+    def build(self, cls: type[T], **more: Any) -> T:
+        """``cls`` from what was given, and ``more`` values the command adds."""
+        return build(cls, {**self.values(cls), **more})
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    root: type
+    declared: Declared
+    aliases: tuple[str, ...]  # the parameters of its hidden spellings
+
+
+def typer_option(flag: Flag, **extra: Any) -> Any:
+    """The ``typer.Option`` of a declared flag (its visible names)."""
+    return typer.Option(
+        *flag.names,
+        help=escape(flag.help),
+        rich_help_panel=flag.panel.value,
+        metavar=flag.metavar,
+        min=flag.min,
+        max=flag.max,
+        envvar=flag.envvar,
+        show_envvar=flag.envvar is not None,
+        show_default=flag.show_default and not flag.invert,
+        **extra,
+    )
+
+
+def _cli_type(d: Declared) -> tuple[Any, Any]:
+    """(what typer parses, its default) of a declared flag."""
+    fl = d.flag
+    if fl.invert:
+        return bool, not d.default
+    if fl.choices is not None:  # shown as its default's value
+        return (str, str(d.default)) if d.default is not None else (str | None, None)
+    if fl.parse is not None:  # its help says the default, as the user would type it
+        return str | None, None
+    hints = typing.get_type_hints(d.owner)
+    return hints[d.name], d.default
+
+
+def _long_names(flag: Flag) -> set[str]:
+    return {part for n in flag.names for part in n.split("/") if part.startswith("-")}
+
+
+def declared_command(
+    *roots: type | Only, notes: Mapping[str, str] | None = None
+) -> Callable[[F], F]:
+    """The decorator (see the module): under ``@app.command()``, above the command. ``notes``:
+    words added to a flag's help, by its flat name (``serve-sim``'s profile defaults)."""
+
+    def decorate(func: F) -> F:
+        own = inspect.signature(func)
+        hints = typing.get_type_hints(func, include_extras=True)
+        own_params = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in own.parameters.values()
+            if p.name != GIVEN
+        ]
+        taken = {
+            part
+            for p in own_params
+            for info in typing.get_args(p.annotation)[1:]
+            if isinstance(info, typer.models.OptionInfo)
+            for name in (info.default, *(info.param_decls or ()))
+            if isinstance(name, str)
+            for part in name.split("/")
+        }
+        specs: list[_Spec] = []
+        params: list[inspect.Parameter] = []
+        seen: dict[str, type] = {}
+        for root in roots:
+            cls, panels = (root.cls, root.panels) if isinstance(root, Only) else (root, None)
+            for d in declared(cls):
+                if panels is not None and d.flag.panel not in panels:
+                    continue
+                if _long_names(d.flag) & taken or d.name in own.parameters:
+                    continue  # the command declares this option itself
+                if d.name in seen:
+                    raise TypeError(f"{func.__name__}: {d.name!r} in {seen[d.name]} and {cls}")
+                seen[d.name] = cls
+                kind, default = _cli_type(d)
+                required = default is MISSING
+                note = (notes or {}).get(d.name)
+                flag = d.flag if note is None else replace(d.flag, help=f"{d.flag.help} ({note})")
+                option = typer_option(flag)
+                params.append(
+                    inspect.Parameter(
+                        d.name,
+                        inspect.Parameter.KEYWORD_ONLY,
+                        default=inspect.Parameter.empty if required else default,
+                        annotation=Annotated[kind, option],
+                    )
+                )
+                aliases = []
+                for i, name in enumerate(d.flag.hidden):
+                    alias = f"{d.name}__{i}"
+                    hidden = typer.Option(name, hidden=True, help=escape(d.flag.help))
+                    params.append(
+                        inspect.Parameter(
+                            alias,
+                            inspect.Parameter.KEYWORD_ONLY,
+                            default=None,
+                            annotation=Annotated[kind | None, hidden],
+                        )
+                    )
+                    aliases.append(alias)
+                specs.append(_Spec(cls, d, tuple(aliases)))
+
+        ctx_param = next((p.name for p in own_params if p.annotation is typer.Context), None)
+        if ctx_param is None:
+            params.append(
+                inspect.Parameter(CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+            )
+        signature = own.replace(parameters=_ordered([*own_params, *params]))
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> None:
+            ctx: typer.Context = kwargs[ctx_param] if ctx_param else kwargs.pop(CTX)
+            given: dict[type, dict[str, tuple[Flag, Any]]] = {
+                (r.cls if isinstance(r, Only) else r): {} for r in roots
+            }
+            for spec in specs:
+                name = spec.declared.name
+                typed, is_given = kwargs.pop(name), _given(ctx, name)
+                for alias in spec.aliases:  # a hidden old spelling, when the name is not given
+                    value = kwargs.pop(alias)
+                    if not is_given and _given(ctx, alias):
+                        typed, is_given = value, True
+                if is_given:
+                    given[spec.root][name] = (spec.declared.flag, typed)
+            func(**kwargs, **{GIVEN: Given(given)})
+
+        command.__signature__ = signature  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+        return cast(F, command)
+
+    return decorate
+
+
+def _ordered(params: Collection[inspect.Parameter]) -> list[inspect.Parameter]:
+    """The context and the arguments first (in their order), then options by help panel."""
+
+    def panel_of(p: inspect.Parameter) -> int:
+        for info in typing.get_args(p.annotation)[1:]:
+            if isinstance(info, typer.models.ArgumentInfo):
+                return -1
+            if isinstance(info, typer.models.OptionInfo):
+                return PANEL_ORDER.get(info.rich_help_panel or "", len(PANEL_ORDER))
+        return -2  # typer.Context
+
+    ordered = sorted(params, key=panel_of)
+    return [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ordered]
