@@ -1,6 +1,7 @@
 """After the lanes: merge what every process measured (its rows read back from its spool, in
 send order), add the theoretical hits, judge whether the client kept up, build
-``summary.json`` and write the results directory."""
+``summary.json`` (the figures, then what the run itself says: its gates, bottleneck, lanes and
+warnings) and write the results directory."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
@@ -24,11 +24,14 @@ from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.replay import gates
 from agentx.replay.autoworkers import WorkersChoice
 from agentx.replay.bottleneck import Tick, judge
+from agentx.replay.bottleneck import warning as bottleneck_warning
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import LaneResult
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.report.results_dir import write_results
+from agentx.results.summary import Summary
+from agentx.results.summary.run import LaneSchedule, LaneStartRow
 from agentx.schedule.arrivals import ArrivalLog
 from agentx.store.rowspool import read_spools
 from agentx.workload.plan import ReplayPlan, Tally
@@ -36,7 +39,7 @@ from agentx.workload.plan import ReplayPlan, Tally
 
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
-    summary: dict[str, Any]
+    summary: Summary
     records: list[RequestRecord]
     output_dir: Path
     warnings: tuple[str, ...] = ()
@@ -70,7 +73,7 @@ class Collected:
     server_metrics: ServerMetrics | None = None
     warnings: list[str] = field(default_factory=list)
     profiling_started_ns: int | None = None  # the measured window's start (after warm-up)
-    schedule: dict[str, Any] = field(default_factory=dict)  # lane starts, idle-cap jumps
+    schedule: LaneSchedule | None = None  # lane starts, idle-cap jumps
     failure: str | None = None
     arrival_logs: list[ArrivalLog] = field(default_factory=list)  # open loop, one per process
     ticks: list[Tick] = field(default_factory=list)  # every process's loop monitor
@@ -111,20 +114,20 @@ def collect(
             *sorted({res.sent_log_error for res in results if res.sent_log_error}),
         ],
         profiling_started_ns=min(windows) if windows else None,
-        schedule={
-            "lanes": [
-                {
-                    "lane": ls.lane,
-                    "session": ls.tree_id,
-                    "t_star_s": round(ls.t_star_s, 3),
-                    "position": round(ls.position, 4),
-                    "primers": ls.primers,
-                }
+        schedule=LaneSchedule(
+            lanes=tuple(
+                LaneStartRow(
+                    lane=ls.lane,
+                    session=ls.tree_id,
+                    t_star_s=round(ls.t_star_s, 3),
+                    position=round(ls.position, 4),
+                    primers=ls.primers,
+                )
                 for ls in lanes
-            ],
-            "warmup_s": round((min(windows) - started) / 1e9, 3) if windows else None,
-            "idle_caps": jumps,
-        },
+            ),
+            warmup_s=round((min(windows) - started) / 1e9, 3) if windows else None,
+            idle_caps=jumps,
+        ),
         failure=next((res.failure for res in results if res.failure), None),
         arrival_logs=[res.arrivals for res in results if res.arrivals is not None],
         ticks=[t for res in results for t in res.ticks],
@@ -180,7 +183,7 @@ def finish_run(
     verdict = judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
     saturated = verdict.bottleneck == "client"
     warnings = list(c.warnings)
-    if (line := verdict.warning()) is not None:
+    if (line := bottleneck_warning(verdict)) is not None:
         warnings.append(line)
     if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
         warnings.append(
@@ -242,7 +245,7 @@ def finish_run(
         started_perf_ns=c.started_ns,
         started_wall_ns=wall_now - (perf_now - c.started_ns),
     )
-    summary = build_summary(
+    figures = build_summary(
         run,
         records,
         c.server_metrics,
@@ -259,19 +262,21 @@ def finish_run(
         window_start_ns=c.profiling_started_ns,
         aborted=c.failure,
     )
-    summary.setdefault("schedule", {}).update(c.schedule)
-    summary["gates"] = report.to_json()
-    summary["tokenizer"] = tokenizer.name  # whose tokens the theoretical figures count
     warnings.extend(short_output_warnings(records, o.workload.api, setup.server.kind))
+    arrivals = None
     if c.arrival_logs:
         arrivals = arrival_summary(
             c.arrival_logs, "request" if o.request_rate is not None else "session"
         )
-        summary["schedule"].update(arrivals)
         warnings.extend(arrival_warnings(arrivals))
-    summary["bottleneck"] = verdict.to_json()
-    if warnings:
-        summary["warnings"] = warnings
+    summary = dataclasses.replace(
+        figures,
+        schedule=dataclasses.replace(figures.schedule, lanes=c.schedule, arrivals=arrivals),
+        gates=report,
+        tokenizer=tokenizer.name,  # whose tokens the theoretical figures count
+        bottleneck=verdict,
+        warnings=tuple(warnings),
+    )
     write_results(out_dir, summary, records, theory)
     failure = "; ".join(report.reasons) if report.reasons else None
     return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted, failure=failure)
