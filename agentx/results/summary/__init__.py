@@ -429,8 +429,3 @@ class Summary:
             bottleneck=None if verdict is None else Bottleneck.from_json(verdict),
             warnings=texts(d, "warnings"),
         )
-
-    @property
-    def shards(self) -> int:
-        """How many shards the figures cover (1 unless merged)."""
-        return len(self.merged_from) if self.merged_from else 1

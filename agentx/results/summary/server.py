@@ -127,23 +127,15 @@ class Tiers:
         }.get(source)
 
     def to_json(self) -> Json:
-        out: Json = {}
-        # the order the derivation writes: vLLM's three-way split (it always has all three)
-        # first; without it, SGLang's total and computed share after the connector's lookups
-        split = self.local_cache_hit is not None
-        if split and self.prompt_tokens is not None:
-            out["prompt_tokens"] = self.prompt_tokens
-        for source in VLLM_SOURCES if split else ():
-            if (p := self.part(source)) is not None:
-                out[source] = p.to_json()
+        total: Json = {} if self.prompt_tokens is None else {"prompt_tokens": self.prompt_tokens}
+        parts: Json = {s: p.to_json() for s in VLLM_SOURCES if (p := self.part(s)) is not None}
+        external: Json = {}
         if self.external_prefix_cache is not None:
-            out["external_prefix_cache"] = self.external_prefix_cache.to_json()
-        if not split:
-            if self.prompt_tokens is not None:
-                out["prompt_tokens"] = self.prompt_tokens
-            for source in VLLM_SOURCES:
-                if (p := self.part(source)) is not None:
-                    out[source] = p.to_json()
+            external["external_prefix_cache"] = self.external_prefix_cache.to_json()
+        # in the order the derivation writes them: vLLM's three-way split first; without it,
+        # SGLang's total and computed share after the connector's lookups
+        split = self.local_cache_hit is not None
+        out = {**total, **parts, **external} if split else {**external, **total, **parts}
         if self.cached_by_source is not None:
             out["cached_by_source"] = dict(self.cached_by_source)
         return out
