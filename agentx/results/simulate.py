@@ -1,4 +1,4 @@
-"""``agentx simulate --json`` (``agentx.simulate/1``, /work/shared/spec/cli.md): the hit rate a
+"""``agentx simulate --json`` (``agentx.simulate/1``, the contract in docs/cli.md): the hit rate a
 KV cache of each capacity would reach, GPU-only and with an offload tier.
 
 Two timelines answer it (docs/simulate.md) and each says what it modelled: the recorded one

@@ -1,4 +1,4 @@
-"""``agentx stats --json`` (``agentx.stats/1``, /work/shared/spec/cli.md): the shape of a trace and
+"""``agentx stats --json`` (``agentx.stats/1``, the contract in docs/cli.md): the shape of a trace and
 the hit rate an unbounded prefix cache would reach on it (:mod:`agentx.workload.stats`)."""
 
 from __future__ import annotations

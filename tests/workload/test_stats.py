@@ -171,4 +171,10 @@ def test_percentiles() -> None:
     p = percentiles(list(range(1, 101))).to_json()
     assert (p["p50"], p["max"], p["mean"]) == (50.5, 100.0, 50.5)
     assert p["p99"] == pytest.approx(99.01)  # linear interpolation: 1 + 0.99 * (100 - 1)
-    assert percentiles([]).to_json() == {"p50": None, "p90": None, "p99": None, "mean": None, "max": None}
+    assert percentiles([]).to_json() == {
+        "p50": None,
+        "p90": None,
+        "p99": None,
+        "mean": None,
+        "max": None,
+    }

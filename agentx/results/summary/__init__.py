@@ -1,4 +1,4 @@
-"""``summary.json`` (``agentx.summary/1``, /work/shared/spec/cli.md): one run's figures as a tree
+"""``summary.json`` (``agentx.summary/1``, the contract in docs/cli.md): one run's figures as a tree
 of frozen values, built by :func:`agentx.metrics.summary.build_summary` and read by the reports.
 
 ``to_json`` writes the contract's keys first, in its order, then agentx's extra keys; a block a
