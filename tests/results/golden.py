@@ -1,14 +1,14 @@
-"""The golden files of ``tests/results/golden/``: what every command that writes JSON wrote for
-fixed inputs, as bytes, through the command line only (so the files do not depend on how agentx
-holds the values inside).
+"""The golden files of ``tests/results/golden/``: what every command that writes JSON writes for
+fixed inputs, as bytes, produced through the command line only (so the files do not depend on
+how agentx holds the values inside, and any agentx can be checked against them).
 
 Inputs: the bundled traces, and ``data/``, results directories of a seeded replay of the example
 trace against serve-sim (runs ``a`` and ``b``, an open-loop run, the two shards of a ``--shard
 I/2`` split, a two-level sweep), and the same runs as the first agentx release wrote them
-(:func:`older`: without the keys added since). A case is a function of a scratch copy of ``data/`` (the
-working directory while it runs); machine paths are replaced with stable names. ``live`` replays
-the example against an in-process serve-sim and masks the figures that depend on timing
-(:data:`TIMING`). ``python tests/results/golden.py`` rewrites the files.
+(:func:`older`: without the keys added since). A case is a function of a scratch copy of
+``data/`` (the working directory while it runs); machine paths are replaced with stable names.
+``live`` replays the example against an in-process serve-sim and masks the figures that depend
+on timing (:data:`TIMING`). ``python tests/results/golden.py [NAME...]`` rewrites the files.
 """
 
 from __future__ import annotations

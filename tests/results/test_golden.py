@@ -1,6 +1,6 @@
-"""Every JSON file agentx writes, byte for byte as the commands wrote it before their values were
-typed (``golden.py`` says how each golden file is made), and each real file read back and written
-again unchanged: same keys, same order, same numbers, same nulls."""
+"""Every JSON file agentx writes, byte for byte as its golden file holds it (``golden.py`` says
+how each is made; a change to one is a change of the contract), and each real file read back and
+written again unchanged: same keys, same order, same numbers, same nulls."""
 
 from __future__ import annotations
 
