@@ -123,7 +123,7 @@ def live(work: Path) -> bytes:
     prompt and cache hit is the same run after run): ``summary.json`` with its timing masked."""
     from agentx.serve_sim import SimConfig, SimServer
 
-    with SimServer(SimConfig(port=0, fast=True)) as sim:
+    with SimServer(SimConfig.of(port=0, fast=True)) as sim:
         stdout = _agentx(
             "replay",
             "example",
