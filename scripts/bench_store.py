@@ -282,17 +282,18 @@ def bench_stats(tmp: Path, sessions: int, turns: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     ref = naive_hit_rate(subset, 16)
     naive_s = time.perf_counter() - t0
-    assert abs(ref - inc["theoretical_hit_rate"]) < 1e-12, (ref, inc["theoretical_hit_rate"])
+    inc_rate = inc.theoretical_hit_rate
+    assert inc_rate is not None and abs(ref - inc_rate) < 1e-12, (ref, inc_rate)
     return {
         "requests": n,
         "sessions": sessions,
         "trace_bytes": path.stat().st_size,
-        "prompt_tokens_total": result["totals"]["input_tokens"],
-        "max_prompt_tokens": result["input_tokens"]["max"],
+        "prompt_tokens_total": result.totals.input_tokens,
+        "max_prompt_tokens": result.input_tokens.max,
         "build_s": build_s,
         "stats_s": stats_s,
         "stats_cpu_s": stats_cpu_s,
-        "hit_rate": result["theoretical_hit_rate"],
+        "hit_rate": result.theoretical_hit_rate,
         "subset_requests": len(subset),
         "subset_incremental_s": inc_s,
         "subset_naive_s": naive_s,
@@ -321,10 +322,10 @@ def bench_hash_only(tmp: Path, n: int) -> dict[str, Any]:
     t0, c0 = time.perf_counter(), time.process_time()
     result = compute_stats(path)
     return {
-        "requests": result["requests"],
+        "requests": result.requests,
         "stats_s": time.perf_counter() - t0,
         "stats_cpu_s": time.process_time() - c0,
-        "hit_rate": result["theoretical_hit_rate"],
+        "hit_rate": result.theoretical_hit_rate,
     }
 
 

@@ -23,6 +23,7 @@ STAGES: list[list[str]] = [
         "agentx",
         "agentx.core",
     ],  # the shared vocabulary: errors, values, rows, flags, outputs, percentiles
+    ["agentx.results"],  # every JSON file agentx writes, as typed values (one module per schema)
     ["agentx.apis"],  # the API families: one module each, the registry, their shared bases
     [
         "agentx.prefixcache"

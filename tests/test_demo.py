@@ -20,7 +20,7 @@ def test_demo_captures_scrubs_and_replays(tmp_path: Path) -> None:
     assert sum(ex.parent_request_id is not None for ex in captured) == 4
     assert result.scrub.exchanges_out == 6
 
-    summary = result.replays["capture"]
+    summary = result.replays["capture"].to_json()
     assert (summary["requests"]["total"], summary["requests"]["ok"]) == (6, 6)
     cache = summary["cache"]
     # serve-sim reports exactly what the trace allows on a cold cache, three ways

@@ -70,7 +70,7 @@ def demo(
     except AgentxError as exc:
         fail(exc)
     if json_out:
-        print_json(result.replays)
+        print_json({name: s.to_json() for name, s in result.replays.items()})
         return
     out.print(render_report(result.scrub))
     for name, summary in result.replays.items():

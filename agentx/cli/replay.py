@@ -47,7 +47,7 @@ def replay(
     for warning in result.warnings:
         err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if json_out:
-        print_json(result.summary)
+        print_json(result.summary.to_json())
     else:
         from agentx.report import render_summary
 
@@ -62,5 +62,5 @@ def replay(
             f"agentx: run failed: {result.failure}", markup=False, highlight=False, soft_wrap=True
         )
         raise typer.Exit(1)
-    if result.summary.get("slo", {}).get("passed") is False:
+    if result.summary.slo.passed is False:
         raise typer.Exit(3)

@@ -175,7 +175,7 @@ def _report(options: ReportOptions, json_out: bool) -> None:
     for warning in result.warnings:
         err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if json_out:
-        print_json(result.data)
+        print_json(result.data.to_json())
     else:
         out.print(result.renderable)
     for path in result.written:

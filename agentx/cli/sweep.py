@@ -63,15 +63,16 @@ def sweep(
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.replay.options import scenario_options
     from agentx.replay.sweep import SweepOptions, parse_levels, render_table, run_sweep
+    from agentx.results.sweep import SweepPoint
 
-    done: list[object] = []
+    done: list[int] = []
 
-    def level_done(point: dict[str, object]) -> None:
-        done.append(point["concurrency"])
+    def level_done(point: SweepPoint) -> None:
+        done.append(point.concurrency)
         if not json_out:
             err.print(
                 f"agentx: level {len(done)}/{len(levels)}: concurrency "
-                f"{point['concurrency']} done -> {output / str(point['results_dir'])}",
+                f"{point.concurrency} done -> {output / point.results_dir}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,
@@ -94,7 +95,7 @@ def sweep(
     for warning in result.warnings:
         err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if json_out:
-        print_json(result.data)
+        print_json(result.data.to_json())
     else:
         out.print(render_table(result.data))
         err.print(

@@ -61,7 +61,7 @@ def stats(
     except AgentxError as exc:
         fail(exc)
     if json_out:
-        print_json(result)
+        print_json(result.to_json())
     else:
         out.print(stats_mod.render_table(result))
 
@@ -103,7 +103,7 @@ def simulate(
     except AgentxError as exc:
         fail(exc)
     if json_out:
-        print_json(result.data)
+        print_json(result.data.to_json())
     else:
         out.print(so.render_table(result))
     if plot is not None:

@@ -38,6 +38,10 @@ class FormatError(AgentxError):
         return (FormatError, (self.path, self.message, self.record))
 
 
+class ShapeError(AgentxError, ValueError):
+    """A result file (``summary.json``, ``sweep.json``, ...) holds a field of the wrong type."""
+
+
 class EndpointError(AgentxError):
     """The endpoint cannot be reached or does not speak the expected API at start-up."""
 

@@ -11,14 +11,16 @@ copied again; the mean is taken before any reordering, so the figures are the sa
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any, TypedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from agentx.core.errors import UsageError
+from agentx.core.errors import ShapeError, UsageError
 from agentx.core.options import Panel, flag
 
 STATS = ("p50", "p90", "p99", "mean", "max")
@@ -28,16 +30,78 @@ CURVE_LEVELS = (*(float(q) for q in range(100)), 99.5, 99.9, 100.0)
 Values = Sequence[float] | npt.NDArray[Any]
 
 
-class P(TypedDict):
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    mean: float | None
-    max: float | None
+@dataclass(frozen=True, slots=True)
+class P:
+    """A distribution as the contract writes it: ``p50``, ``p90``, ``p99``, ``mean`` and
+    ``max``, plus the percentiles asked for beyond those (``--percentiles``): ``extra`` holds
+    (level, value) pairs in ascending order, none of them a contract level. Unknown is ``None``.
+    The JSON object lists every percentile in ascending order, then ``mean`` and ``max``."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    mean: float | None = None
+    max: float | None = None
+    extra: tuple[tuple[float, float | None], ...] = ()
+
+    @property
+    def levels(self) -> list[tuple[float, float | None]]:
+        """Every percentile held, (level, value), ascending."""
+        contract = ((50.0, self.p50), (90.0, self.p90), (99.0, self.p99))
+        return sorted((*contract, *self.extra), key=lambda lv: lv[0])
+
+    def at(self, q: float) -> float | None:
+        """The value at percentile ``q`` (``None`` when unknown or not held)."""
+        return next((v for level, v in self.levels if level == q), None)
+
+    def stat(self, name: str) -> float | None:
+        """A statistic by its JSON key: ``p50``, ``p99.9``, ``mean``, ``max``."""
+        if name == "mean":
+            return self.mean
+        if name == "max":
+            return self.max
+        return self.at(float(name.removeprefix("p")))
+
+    def to_json(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {key(q): v for q, v in self.levels}
+        out["mean"], out["max"] = self.mean, self.max
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> P:
+        """The object ``to_json`` writes; a key absent is unknown."""
+        values: dict[str, float | None] = {}
+        for k, v in d.items():
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+                raise ShapeError(f"{k}: expected a number or null, got {v!r}")
+            values[k] = v
+        extra: list[tuple[float, float | None]] = []
+        for k, v in values.items():
+            if k in STATS:
+                continue
+            try:
+                q = float(k.removeprefix("p")) if k.startswith("p") else math.nan
+            except ValueError:
+                q = math.nan
+            if not 0 < q <= 100:
+                raise ShapeError(f"{k}: not a percentile key (p50, p99.9, mean, max)")
+            if q not in CONTRACT_QS:
+                extra.append((q, v))
+        return cls(
+            values.get("p50"),
+            values.get("p90"),
+            values.get("p99"),
+            values.get("mean"),
+            values.get("max"),
+            tuple(sorted(extra, key=lambda lv: lv[0])),
+        )
+
+
+EMPTY = P()
 
 
 def empty() -> P:
-    return {"p50": None, "p90": None, "p99": None, "mean": None, "max": None}
+    return EMPTY
 
 
 def percentiles(values: Values, *, scratch: bool = False) -> P:
@@ -50,7 +114,7 @@ def percentiles(values: Values, *, scratch: bool = False) -> P:
         return empty()
     mean, top = float(a.mean()), float(a.max())  # before any reordering
     p50, p90, p99 = np.percentile(a, (50.0, 90.0, 99.0), overwrite_input=own)
-    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": mean, "max": top}
+    return P(float(p50), float(p90), float(p99), mean, top)
 
 
 def key(q: float) -> str:
@@ -87,25 +151,18 @@ PERCENTILES = flag(
 )
 
 
-def distribution(
-    values: Values, extra: Iterable[float] = (), *, scratch: bool = False
-) -> dict[str, float | None]:
-    """``P`` of ``values`` plus the percentiles ``extra`` (:func:`key` names them), percentiles
-    in ascending order, then ``mean`` and ``max``. ``scratch`` as :func:`percentiles`."""
+def distribution(values: Values, extra: Iterable[float] = (), *, scratch: bool = False) -> P:
+    """``P`` of ``values`` plus the percentiles ``extra`` (:func:`key` names them in its JSON).
+    ``scratch`` as :func:`percentiles`."""
     b = percentiles(values, scratch=scratch)
-    p = {"p50": b["p50"], "p90": b["p90"], "p99": b["p99"], "mean": b["mean"], "max": b["max"]}
-    qs = sorted({*CONTRACT_QS, *extra})
-    if len(qs) == len(CONTRACT_QS):
-        return p
+    qs = sorted(set(extra) - set(CONTRACT_QS))
+    if not qs:
+        return b
     a, own = _clean(values, scratch)
-    at = (
-        dict(zip(qs, np.percentile(a, qs, overwrite_input=own).tolist(), strict=True))
-        if a.size
-        else {}
+    at: list[float | None] = (
+        np.percentile(a, qs, overwrite_input=own).tolist() if a.size else [None] * len(qs)
     )
-    out: dict[str, float | None] = {key(q): p.get(key(q), at.get(q)) for q in qs}
-    out["mean"], out["max"] = p["mean"], p["max"]
-    return out
+    return dataclasses.replace(b, extra=tuple(zip(qs, at, strict=True)))
 
 
 def quantile_curve(values: Values, digits: int = 3, *, scratch: bool = False) -> list[float] | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agentx.apis import Api
 from agentx.capture.runner import Capture, CaptureConfig
@@ -22,8 +21,9 @@ from agentx.core.examples import EXAMPLES
 from agentx.demo.agent import ScriptedAgent
 from agentx.replay.options import ReplayOptions
 from agentx.replay.run import run_replay
+from agentx.results.scrub import ScrubReport
+from agentx.results.summary import Summary
 from agentx.scrub.pipeline import ScrubOptions, scrub_trace
-from agentx.scrub.report import ScrubReport
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.process import SimProcess
 from agentx.serve_sim.server import SimServer
@@ -37,7 +37,7 @@ class DemoResult:
     clean_path: Path
     captured_requests: int
     scrub: ScrubReport
-    replays: dict[str, dict[str, Any]]  # name -> summary.json object
+    replays: dict[str, Summary]  # name -> its summary.json
     output_dir: Path
 
 
@@ -86,7 +86,7 @@ def run_demo(
     say("3/4 scrub")
     report = scrub_trace(capture_path, clean_path, ScrubOptions(), force=True)
 
-    replays: dict[str, dict[str, Any]] = {}
+    replays: dict[str, Summary] = {}
     targets = [("capture", clean_path)]
     if trace is not None:
         targets.append(("example", trace))

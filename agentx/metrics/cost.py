@@ -22,6 +22,7 @@ the user edits and passes as ``--price-file``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from collections.abc import Mapping
@@ -33,6 +34,8 @@ from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
 from agentx.core.options import Panel
 from agentx.core.options import option as declared_option
+from agentx.results.summary import Summary
+from agentx.results.summary.cost import Cost, HourPartsPaid, PricesPaid, TokenMix
 
 SECONDS_PER_HOUR = 3600.0
 PER_MILLION = 1e6
@@ -296,37 +299,18 @@ def _cost_options(c: CostInputs) -> CostOptions | None:
 # -- the figures -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TokenMix:
-    """The measured token rates (tokens/s) and where the cached share came from."""
-
-    input_tokens_per_s: float
-    output_tokens_per_s: float
-    cached_fraction: float | None  # of input tokens; None: unknown
-    cached_fraction_source: str | None  # "reported" (usage) or "server_metrics"
-
-    @property
-    def cached_input_tokens_per_s(self) -> float | None:
-        return (
-            None if self.cached_fraction is None else self.input_tokens_per_s * self.cached_fraction
-        )
-
-
-def token_mix(summary: Mapping[str, Any]) -> TokenMix:
+def token_mix(summary: Summary) -> TokenMix:
     """The rates of ``summary.json``; the cached share from usage, else from the server's /metrics."""
-    tp = summary.get("throughput") or {}
-    tok = summary.get("tokens") or {}
-    cache = summary.get("cache") or {}
+    tp, tok, cache = summary.throughput, summary.tokens, summary.cache
     fraction: float | None = None
     source: str | None = None
-    cached, inp = tok.get("cached"), tok.get("input")
-    if isinstance(cached, int | float) and isinstance(inp, int | float) and inp > 0:
-        fraction, source = min(float(cached) / inp, 1.0), "reported"
-    elif isinstance(cache.get("server_metrics_hit_rate"), int | float):
-        fraction, source = float(cache["server_metrics_hit_rate"]), "server_metrics"
+    if tok.cached is not None and tok.input is not None and tok.input > 0:
+        fraction, source = min(float(tok.cached) / tok.input, 1.0), "reported"
+    elif cache.server_metrics_hit_rate is not None:
+        fraction, source = float(cache.server_metrics_hit_rate), "server_metrics"
     return TokenMix(
-        float(tp.get("input_tokens_per_s") or 0.0),
-        float(tp.get("output_tokens_per_s") or 0.0),
+        float(tp.input_tokens_per_s or 0.0),
+        float(tp.output_tokens_per_s or 0.0),
         fraction,
         source,
     )
@@ -356,71 +340,60 @@ def breakeven_utilization(
     return usd_per_hour / net if net > 0 else None
 
 
-def cost_summary(options: CostOptions, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``cost`` object of ``summary.json`` for a run's summary (keys carry their unit)."""
+def cost_summary(options: CostOptions, summary: Summary) -> Cost:
+    """The ``cost`` block of a run's summary (keys carry their unit)."""
     mix = token_mix(summary)
     u, gpus = options.utilization, options.gpus
     hour = None if options.usd_per_gpu_hour is None else options.usd_per_gpu_hour * gpus
     total_tps = mix.input_tokens_per_s + mix.output_tokens_per_s
-    out: dict[str, Any] = {
-        "usd_per_gpu_hour": options.usd_per_gpu_hour,
-        "gpus": gpus,
-        "utilization": u,
-        "usd_per_hour": hour,
-        "usd_per_million_input_tokens": _per_million(hour, mix.input_tokens_per_s, u),
-        "usd_per_million_output_tokens": _per_million(hour, mix.output_tokens_per_s, u),
-        "usd_per_million_total_tokens": _per_million(hour, total_tps, u),
-        "token_mix": {
-            "input_tokens_per_s": mix.input_tokens_per_s,
-            "cached_input_tokens_per_s": mix.cached_input_tokens_per_s,
-            "output_tokens_per_s": mix.output_tokens_per_s,
-            "cached_fraction": mix.cached_fraction,
-            "cached_fraction_source": mix.cached_fraction_source,
-        },
-        "price_usd_per_million_tokens": None,
-        "license_fraction": options.license_fraction,
-        "revenue_usd_per_hour": None,
-        "revenue_usd_per_gpu_hour": None,
-        "license_usd_per_hour": None,
-        "gross_profit_usd_per_hour": None,
-        "gross_margin": None,
-        "breakeven_utilization": None,
-        "notes": [],
-    }
-    if options.parts is not None:
-        p = options.parts
-        out["gpu_hour_parts"] = {
-            "capex_usd_per_hour": p.capex_usd_per_hour,
-            "power_kw": p.power_kw,
-            "usd_per_kwh": p.usd_per_kwh,
-            "pue": p.pue,
-            "power_usd_per_hour": p.power_usd_per_hour,
-            "hosting_usd_per_hour": p.hosting_usd_per_hour,
-        }
+    parts = options.parts
+    cost = Cost(
+        usd_per_gpu_hour=options.usd_per_gpu_hour,
+        gpus=gpus,
+        utilization=u,
+        usd_per_hour=hour,
+        usd_per_million_input_tokens=_per_million(hour, mix.input_tokens_per_s, u),
+        usd_per_million_output_tokens=_per_million(hour, mix.output_tokens_per_s, u),
+        usd_per_million_total_tokens=_per_million(hour, total_tps, u),
+        token_mix=mix,
+        license_fraction=options.license_fraction,
+        gpu_hour_parts=(
+            None
+            if parts is None
+            else HourPartsPaid(
+                capex_usd_per_hour=parts.capex_usd_per_hour,
+                power_kw=parts.power_kw,
+                usd_per_kwh=parts.usd_per_kwh,
+                pue=parts.pue,
+                power_usd_per_hour=parts.power_usd_per_hour,
+                hosting_usd_per_hour=parts.hosting_usd_per_hour,
+            )
+        ),
+    )
     prices = options.prices
     if prices is None:
-        return out
-    out["price_usd_per_million_tokens"] = {
-        "input": prices.input,
-        "cached": prices.cached,
-        "output": prices.output,
-        "preset": prices.name,
-    }
-    if mix.cached_fraction is None:
-        out["notes"].append(
-            "the server reported no cached tokens: every input token is priced as uncached"
-        )
+        return cost
     revenue = revenue_usd_per_hour(mix, prices, u)
     lic = options.license_fraction
-    out["revenue_usd_per_hour"] = revenue
-    out["revenue_usd_per_gpu_hour"] = revenue / gpus
-    out["license_usd_per_hour"] = revenue * lic
-    if hour is None:
-        return out
-    profit = revenue * (1.0 - lic) - hour
-    out["gross_profit_usd_per_hour"] = profit
-    out["gross_margin"] = profit / revenue if revenue > 0 else None
-    out["breakeven_utilization"] = breakeven_utilization(
-        hour, revenue_usd_per_hour(mix, prices, 1.0), lic
+    profit = None if hour is None else revenue * (1.0 - lic) - hour
+    return dataclasses.replace(
+        cost,
+        price_usd_per_million_tokens=PricesPaid(
+            prices.input, prices.cached, prices.output, prices.name
+        ),
+        notes=(
+            ("the server reported no cached tokens: every input token is priced as uncached",)
+            if mix.cached_fraction is None
+            else ()
+        ),
+        revenue_usd_per_hour=revenue,
+        revenue_usd_per_gpu_hour=revenue / gpus,
+        license_usd_per_hour=revenue * lic,
+        gross_profit_usd_per_hour=profit,
+        gross_margin=None if profit is None else (profit / revenue if revenue > 0 else None),
+        breakeven_utilization=(
+            None
+            if hour is None
+            else breakeven_utilization(hour, revenue_usd_per_hour(mix, prices, 1.0), lic)
+        ),
     )
-    return out

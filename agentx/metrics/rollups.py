@@ -1,4 +1,5 @@
-"""Roll-ups of a run's records: per session, per turn depth, and a per-second time series.
+"""Roll-ups of a run's records: per session, per turn depth, and a per-second time series (the
+rows of :mod:`agentx.results.summary.rollups`).
 
 All three describe the measured requests (not warm-up; drained requests included in the time
 series only, flagged by their own bins). Hit rates here are the *reported* ones (usage
@@ -15,6 +16,7 @@ from typing import Any
 from agentx.core.percentiles import percentile, percentiles, ratio
 from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
+from agentx.results.summary.rollups import SecondRow, SessionRow, TurnRow
 
 
 def _sum_known(values: Iterable[int | None]) -> int | None:
@@ -53,7 +55,7 @@ def _ok_tokens(records: Sequence[RequestRecord]) -> tuple[int, int, int | None]:
     return inp, out, _sum_known(r.cached_tokens for r in ok)
 
 
-def per_session(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+def per_session(records: Sequence[RequestRecord]) -> list[SessionRow]:
     """One row per replayed session copy: a session on a lane (recycled copies are apart)."""
     groups: dict[tuple[int, str], list[RequestRecord]] = defaultdict(list)
     for r in records:
@@ -63,27 +65,27 @@ def per_session(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
         inp, out, cached = _ok_tokens(rs)
         ttfts = lat.known(lat.ttft_ms, rs)
         rows.append(
-            {
-                "session_id": sid,
-                "lane": lane,
-                "requests": len(rs),
-                "errors": sum(1 for r in rs if not r.ok),
-                "threads": len({r.thread_id for r in rs}),
-                "max_turn": max(r.turn for r in rs),
-                "duration_s": lat.span_s(rs),
-                "input_tokens": inp,
-                "output_tokens": out,
-                "cached_tokens": cached,
-                "reported_hit_rate": reported_hit_rate(rs),
-                "theoretical_hit_rate": theoretical_hit_rate(rs),
-                "ttft_ms_p50": percentile(ttfts, 50),
-                "ttft_ms_max": max(ttfts) if ttfts else None,
-            }
+            SessionRow(
+                session_id=sid,
+                lane=lane,
+                requests=len(rs),
+                errors=sum(1 for r in rs if not r.ok),
+                threads=len({r.thread_id for r in rs}),
+                max_turn=max(r.turn for r in rs),
+                duration_s=lat.span_s(rs),
+                input_tokens=inp,
+                output_tokens=out,
+                cached_tokens=cached,
+                reported_hit_rate=reported_hit_rate(rs),
+                theoretical_hit_rate=theoretical_hit_rate(rs),
+                ttft_ms_p50=percentile(ttfts, 50),
+                ttft_ms_max=max(ttfts) if ttfts else None,
+            )
         )
     return rows
 
 
-def per_turn_depth(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+def per_turn_depth(records: Sequence[RequestRecord]) -> list[TurnRow]:
     """One row per turn index: how TTFT and hit rate move as conversations grow."""
     groups: dict[int, list[RequestRecord]] = defaultdict(list)
     for r in records:
@@ -93,15 +95,15 @@ def per_turn_depth(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
         rs = groups[turn]
         prompts = lat.known(lat.input_tokens, rs)
         rows.append(
-            {
-                "turn": turn,
-                "requests": len(rs),
-                "errors": sum(1 for r in rs if not r.ok),
-                "input_tokens_mean": sum(prompts) / len(prompts) if prompts else None,
-                "ttft_ms": percentiles(lat.known(lat.ttft_ms, rs)),
-                "reported_hit_rate": reported_hit_rate(rs),
-                "theoretical_hit_rate": theoretical_hit_rate(rs),
-            }
+            TurnRow(
+                turn=turn,
+                requests=len(rs),
+                errors=sum(1 for r in rs if not r.ok),
+                input_tokens_mean=sum(prompts) / len(prompts) if prompts else None,
+                ttft_ms=percentiles(lat.known(lat.ttft_ms, rs)),
+                reported_hit_rate=reported_hit_rate(rs),
+                theoretical_hit_rate=theoretical_hit_rate(rs),
+            )
         )
     return rows
 
@@ -125,7 +127,7 @@ def time_series(
     records: Sequence[RequestRecord],
     origin_ns: int,
     server_points: Sequence[dict[str, Any]] = (),
-) -> list[dict[str, Any]]:
+) -> list[SecondRow]:
     """Per-second bins from ``origin_ns`` (perf counter): requests started and completed, errors,
     output tokens (spread over each request's decode), reported hit rate of the requests that
     completed in the bin, and the server's interval hit rate and KV usage from its scrapes."""
@@ -169,18 +171,18 @@ def time_series(
         h = sum(p["hits"] for p in pts if p.get("hits") is not None)
         usage = [p["kv_cache_usage_perc"] for p in pts if p.get("kv_cache_usage_perc") is not None]
         rows.append(
-            {
-                "t_s": i,
-                "started": started[i],
-                "completed": completed[i],
-                "errors": errors[i],
-                "output_tokens": round(out_tokens[i], 3),
-                "cached_tokens": cached[i],
-                "prompt_tokens": prompt[i],
-                "reported_hit_rate": ratio(cached[i], prompt[i]),
-                "ttft_ms_p50": percentile(ttfts[i], 50),
-                "server_hit_rate": ratio(h, q) if any(p.get("queries") for p in pts) else None,
-                "kv_cache_usage_perc": usage[-1] if usage else None,
-            }
+            SecondRow(
+                t_s=i,
+                started=started[i],
+                completed=completed[i],
+                errors=errors[i],
+                output_tokens=round(out_tokens[i], 3),
+                cached_tokens=cached[i],
+                prompt_tokens=prompt[i],
+                reported_hit_rate=ratio(cached[i], prompt[i]),
+                ttft_ms_p50=percentile(ttfts[i], 50),
+                server_hit_rate=ratio(h, q) if any(p.get("queries") for p in pts) else None,
+                kv_cache_usage_perc=usage[-1] if usage else None,
+            )
         )
     return rows

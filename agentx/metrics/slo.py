@@ -26,12 +26,13 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agentx.core.errors import UsageError
 from agentx.core.percentiles import STATS, Values, percentile
 from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
+from agentx.results.summary import Cache, Summary, Throughput
+from agentx.results.summary.slo import CheckResult, Goodput, GoodputSlo, Slo
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -167,7 +168,7 @@ def parse_slo(spec: str) -> list[SloCheck]:
     return checks
 
 
-def goodput(checks: Sequence[SloCheck], records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+def goodput(checks: Sequence[SloCheck], records: Sequence[RequestRecord]) -> Goodput | None:
     """Fraction and rate of ``records`` meeting every per-request SLO; ``None`` without any."""
     slos = [c for c in checks if c.per_request]
     if not slos:
@@ -184,15 +185,13 @@ def goodput(checks: Sequence[SloCheck], records: Sequence[RequestRecord]) -> dic
 
     n_good = sum(1 for r in records if good(r))
     span = lat.span_s(records)
-    return {
-        "slos": [
-            {"metric": c.base, "op": c.op, "threshold": c.threshold, "unit": c.unit} for c in slos
-        ],
-        "requests": len(records),
-        "good": n_good,
-        "fraction": n_good / len(records) if records else None,
-        "requests_per_s": n_good / span if span else None,
-    }
+    return Goodput(
+        slos=tuple(GoodputSlo(c.base, c.op, c.threshold, c.unit) for c in slos),
+        requests=len(records),
+        good=n_good,
+        fraction=n_good / len(records) if records else None,
+        requests_per_s=n_good / span if span else None,
+    )
 
 
 def _distribution(base: str, records: Sequence[RequestRecord]) -> Values:
@@ -206,63 +205,62 @@ def _distribution(base: str, records: Sequence[RequestRecord]) -> Values:
 
 def _value(
     c: SloCheck,
-    summary: dict[str, Any],
+    summary: Summary,
     records: Sequence[RequestRecord],
-    gp: dict[str, Any] | None,
+    gp: Goodput | None,
 ) -> float | None:
     if c.kind in ("latency", "per_user"):
         assert c.stat is not None
         if c.stat in STATS:
             if c.kind == "per_user":
-                dist = summary.get("per_user_output_tokens_per_s") or {}
+                dist = summary.per_user_output_tokens_per_s
             elif c.base == "dispatch_lag":
-                dist = summary.get("schedule", {}).get("dispatch_lag_ms") or {}
+                dist = summary.schedule.dispatch_lag_ms
             else:
-                dist = summary.get("latency_ms", {}).get(c.base) or {}
-            v = dist.get(c.stat)
+                dist = summary.latency_ms.of(c.base)
+            v = dist.stat(c.stat)
             return None if v is None else float(v)
         q = 0.0 if c.stat == "min" else float(c.stat[1:])
         return percentile(_distribution(c.base, records), q)
     if c.kind == "throughput":
-        v = summary.get("throughput", {}).get(c.base)
+        v = THROUGHPUT_FIGURES[c.base](summary.throughput)
         return None if v is None else float(v)
     if c.base == "error_rate":
-        req = summary.get("requests", {})
-        total = req.get("total") or 0
-        return req.get("errors", 0) / total if total else None
-    if c.base in ("reported_hit_rate", "server_metrics_hit_rate", "theoretical_hit_rate"):
-        v = summary.get("cache", {}).get(c.base)
+        total = summary.requests.total or 0
+        return (summary.requests.errors or 0) / total if total else None
+    if c.base in CACHE_FIGURES:
+        v = CACHE_FIGURES[c.base](summary.cache)
         return None if v is None else float(v)
     if gp is None:
         return None
-    v = gp["fraction"] if c.base == "goodput" else gp["requests_per_s"]
-    return None if v is None else float(v)
+    return gp.fraction if c.base == "goodput" else gp.requests_per_s
 
 
-def evaluate(
-    checks: Sequence[SloCheck], summary: dict[str, Any], records: Sequence[RequestRecord]
-) -> dict[str, Any]:
+THROUGHPUT_FIGURES: dict[str, Callable[[Throughput], float | None]] = {
+    "requests_per_s": lambda t: t.requests_per_s,
+    "input_tokens_per_s": lambda t: t.input_tokens_per_s,
+    "output_tokens_per_s": lambda t: t.output_tokens_per_s,
+}
+CACHE_FIGURES: dict[str, Callable[[Cache], float | None]] = {
+    "reported_hit_rate": lambda c: c.reported_hit_rate,
+    "server_metrics_hit_rate": lambda c: c.server_metrics_hit_rate,
+    "theoretical_hit_rate": lambda c: c.theoretical_hit_rate,
+}
+
+
+def evaluate(checks: Sequence[SloCheck], summary: Summary, records: Sequence[RequestRecord]) -> Slo:
     """The contract's ``slo`` object: ``passed`` (``None`` without checks), ``checks``, ``goodput``.
 
     ``summary`` is the summary built so far (figures are read from it so the SLO table and the
     report agree); ``records`` are all the run's records (warm-up and drained ones are dropped).
     """
     if not checks:
-        return {"passed": None, "checks": [], "goodput": None}
+        return Slo()
     measured = lat.measured(records)
     gp = goodput(checks, measured)
     results = []
     for c in checks:
         value = _value(c, summary, measured, gp)
         ok = value is not None and OPS[c.op](value, c.threshold)
-        results.append(
-            {
-                "metric": c.metric,
-                "op": c.op,
-                "threshold": c.threshold,
-                "unit": c.unit,
-                "value": value,
-                "passed": ok,
-            }
-        )
-    return {"passed": all(r["passed"] for r in results), "checks": results, "goodput": gp}
+        results.append(CheckResult(c.metric, c.op, c.threshold, c.unit, value, ok))
+    return Slo(all(r.passed for r in results), tuple(results), gp)

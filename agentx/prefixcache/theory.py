@@ -42,6 +42,7 @@ from agentx.prefixcache.hashing import (
     make_hasher,
 )
 from agentx.prefixcache.tokenizer import Tokenizer
+from agentx.results.stats import BlockSizeFigures
 
 
 def is_model_call(ex: Exchange) -> bool:
@@ -200,14 +201,10 @@ class HitRateMeter:
             return self.block_size
         return max(self.caches.items(), key=lambda kv: kv[1].prompt_tokens)[0]
 
-    def per_block_size(self) -> dict[str, dict[str, int]]:
-        """``{block size: {requests, prompt_tokens, hit_tokens}}``, by increasing block size."""
+    def per_block_size(self) -> dict[int, BlockSizeFigures]:
+        """What was counted at each block size, by increasing block size."""
         return {
-            str(bs): {
-                "requests": self.requests[bs],
-                "prompt_tokens": c.prompt_tokens,
-                "hit_tokens": c.hit_tokens,
-            }
+            bs: BlockSizeFigures(self.requests[bs], c.prompt_tokens, c.hit_tokens)
             for bs, c in sorted(self.caches.items())
         }
 

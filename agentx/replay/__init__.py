@@ -2,7 +2,7 @@
 
 from agentx.replay import ReplayOptions, run_replay
 result = run_replay(ReplayOptions(trace=Path("t.parquet"), endpoint="http://127.0.0.1:8000"))
-result.summary["cache"]["reported_hit_rate"]
+result.summary.cache.reported_hit_rate  # agentx.results.summary.Summary
 """
 
 from __future__ import annotations

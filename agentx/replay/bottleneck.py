@@ -25,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from agentx.core.percentiles import percentiles
 from agentx.core.record import RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
+from agentx.results.summary.run import Bottleneck
 
 TICK_S = 0.1
 SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
@@ -85,55 +85,38 @@ class LoopMonitor:
             wall, ran, waited = now, now_ran, now_waited
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    bottleneck: str  # "client" | "server" | "none"
-    cause: str | None  # client: "cpu" | "starved" | "blocked"; server: "queue" | "ttft"
-    client_cpu_percent_max: float  # busiest client process, % of one core
-    dispatch_lag_p99_ms: float | None
-    loop_late_p99_ms: float | None
-    loop_ran_when_late: float | None  # mean shares over the late ticks (None: none was late)
-    loop_waited_when_late: float | None
-    server_waiting_max: float | None  # most requests waiting at the server in a scrape
-    server_waiting_share: float | None  # share of scrapes with requests waiting
-    ttft_p50_first_ms: float | None  # first quarter of the requests, by send time
-    ttft_p50_last_ms: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def warning(self) -> str | None:
-        """One line naming the bottleneck, with the figures that decided it."""
-        client = (
-            f"busiest client process at {self.client_cpu_percent_max:.0f}% of a core, "
-            f"dispatch lag p99 {_ms(self.dispatch_lag_p99_ms)}, "
-            f"event loop late by {_ms(self.loop_late_p99_ms)} (p99)"
-        )
-        if self.bottleneck == "client":
-            ran, waited = self.loop_ran_when_late or 0.0, self.loop_waited_when_late or 0.0
-            why = {
-                "cpu": f"it was busy {ran:.0%} of the time it ran late: add --workers or lower "
-                "--concurrency",
-                "starved": f"it waited for a CPU {waited:.0%} of the time it ran late (and ran "
-                f"{ran:.0%}): other processes hold this machine's cores",
-                "blocked": f"it neither ran nor waited for a CPU most of the time it ran late "
-                f"(ran {ran:.0%}, waited {waited:.0%}): blocked in I/O or by another thread",
-            }.get(self.cause or "", "its event loop fell behind")
-            return f"the client delayed its own requests ({client}): {why}"
-        if self.bottleneck == "server":
-            reasons = []
-            if self.server_waiting_max:
-                reasons.append(
-                    f"up to {self.server_waiting_max:.0f} requests waited in its queue "
-                    f"({self.server_waiting_share:.0%} of scrapes)"
-                )
-            if self.cause == "ttft":
-                reasons.append(
-                    f"TTFT p50 went from {_ms(self.ttft_p50_first_ms)} to "
-                    f"{_ms(self.ttft_p50_last_ms)} over the run"
-                )
-            return f"the server is the bottleneck, not the client ({client}): {'; '.join(reasons)}"
-        return None
+def warning(v: Bottleneck) -> str | None:
+    """One line naming the bottleneck, with the figures that decided it."""
+    client = (
+        f"busiest client process at {v.client_cpu_percent_max:.0f}% of a core, "
+        f"dispatch lag p99 {_ms(v.dispatch_lag_p99_ms)}, "
+        f"event loop late by {_ms(v.loop_late_p99_ms)} (p99)"
+    )
+    if v.bottleneck == "client":
+        ran, waited = v.loop_ran_when_late or 0.0, v.loop_waited_when_late or 0.0
+        why = {
+            "cpu": f"it was busy {ran:.0%} of the time it ran late: add --workers or lower "
+            "--concurrency",
+            "starved": f"it waited for a CPU {waited:.0%} of the time it ran late (and ran "
+            f"{ran:.0%}): other processes hold this machine's cores",
+            "blocked": f"it neither ran nor waited for a CPU most of the time it ran late "
+            f"(ran {ran:.0%}, waited {waited:.0%}): blocked in I/O or by another thread",
+        }.get(v.cause or "", "its event loop fell behind")
+        return f"the client delayed its own requests ({client}): {why}"
+    if v.bottleneck == "server":
+        reasons = []
+        if v.server_waiting_max:
+            reasons.append(
+                f"up to {v.server_waiting_max:.0f} requests waited in its queue "
+                f"({v.server_waiting_share:.0%} of scrapes)"
+            )
+        if v.cause == "ttft":
+            reasons.append(
+                f"TTFT p50 went from {_ms(v.ttft_p50_first_ms)} to "
+                f"{_ms(v.ttft_p50_last_ms)} over the run"
+            )
+        return f"the server is the bottleneck, not the client ({client}): {'; '.join(reasons)}"
+    return None
 
 
 def _ms(v: float | None) -> str:
@@ -154,7 +137,7 @@ def _ttft_quarters(records: Sequence[RequestRecord]) -> tuple[float | None, floa
     q = len(ttfts) // 4
     if q < 5:
         return None, None
-    return percentiles(ttfts[:q])["p50"], percentiles(ttfts[-q:])["p50"]
+    return percentiles(ttfts[:q]).p50, percentiles(ttfts[-q:]).p50
 
 
 def _client_cause(cpu_percent_max: float, ran: float | None, waited: float | None) -> str:
@@ -170,12 +153,12 @@ def judge(
     cpu_percent_max: float,
     ticks: Sequence[Tick],
     server: ServerMetrics | None,
-) -> Verdict:
+) -> Bottleneck:
     """Name the bottleneck of a run from what was measured (see the module docstring)."""
     measured = [r for r in records if not r.warmup]
-    lag_p99 = percentiles([r.dispatch_lag_ns / 1e6 for r in measured])["p99"]
+    lag_p99 = percentiles([r.dispatch_lag_ns / 1e6 for r in measured]).p99
     late = [t for t in ticks if t.late_s >= LATE_TICK_S]
-    late_p99 = percentiles([t.late_s * 1000 for t in ticks])["p99"] if ticks else None
+    late_p99 = percentiles([t.late_s * 1000 for t in ticks]).p99 if ticks else None
     ran = sum(t.ran for t in late) / len(late) if late else None
     waited = sum(t.waited for t in late) / len(late) if late else None
     waiting_max, waiting_share = _waiting(server)
@@ -194,7 +177,7 @@ def judge(
         verdict, cause = "client", _client_cause(cpu_percent_max, ran, waited)
     elif queued or slower:
         verdict, cause = "server", "queue" if queued else "ttft"
-    return Verdict(
+    return Bottleneck(
         verdict,
         cause,
         round(cpu_percent_max, 1),

@@ -1,6 +1,7 @@
 """After the lanes: merge what every process measured (its rows read back from its spool, in
 send order), add the theoretical hits, judge whether the client kept up, build
-``summary.json`` and write the results directory."""
+``summary.json`` (the figures, then what the run itself says: its gates, bottleneck, lanes and
+warnings) and write the results directory."""
 
 from __future__ import annotations
 
@@ -24,11 +25,14 @@ from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.replay import gates
 from agentx.replay.autoworkers import WorkersChoice
 from agentx.replay.bottleneck import Tick, judge
+from agentx.replay.bottleneck import warning as bottleneck_warning
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import LaneResult
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.report.results_dir import write_results
+from agentx.results.summary import Summary
+from agentx.results.summary.run import Bottleneck, LaneSchedule, LaneStartRow
 from agentx.schedule.arrivals import ArrivalLog
 from agentx.store.rowspool import read_spools
 from agentx.workload.plan import ReplayPlan, Tally
@@ -36,7 +40,7 @@ from agentx.workload.plan import ReplayPlan, Tally
 
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
-    summary: dict[str, Any]
+    summary: Summary
     records: list[RequestRecord]
     output_dir: Path
     warnings: tuple[str, ...] = ()
@@ -70,7 +74,7 @@ class Collected:
     server_metrics: ServerMetrics | None = None
     warnings: list[str] = field(default_factory=list)
     profiling_started_ns: int | None = None  # the measured window's start (after warm-up)
-    schedule: dict[str, Any] = field(default_factory=dict)  # lane starts, idle-cap jumps
+    schedule: LaneSchedule | None = None  # lane starts, idle-cap jumps
     failure: str | None = None
     arrival_logs: list[ArrivalLog] = field(default_factory=list)  # open loop, one per process
     ticks: list[Tick] = field(default_factory=list)  # every process's loop monitor
@@ -111,20 +115,20 @@ def collect(
             *sorted({res.sent_log_error for res in results if res.sent_log_error}),
         ],
         profiling_started_ns=min(windows) if windows else None,
-        schedule={
-            "lanes": [
-                {
-                    "lane": ls.lane,
-                    "session": ls.tree_id,
-                    "t_star_s": round(ls.t_star_s, 3),
-                    "position": round(ls.position, 4),
-                    "primers": ls.primers,
-                }
+        schedule=LaneSchedule(
+            lanes=tuple(
+                LaneStartRow(
+                    lane=ls.lane,
+                    session=ls.tree_id,
+                    t_star_s=round(ls.t_star_s, 3),
+                    position=round(ls.position, 4),
+                    primers=ls.primers,
+                )
                 for ls in lanes
-            ],
-            "warmup_s": round((min(windows) - started) / 1e9, 3) if windows else None,
-            "idle_caps": jumps,
-        },
+            ),
+            warmup_s=round((min(windows) - started) / 1e9, 3) if windows else None,
+            idle_caps=jumps,
+        ),
         failure=next((res.failure for res in results if res.failure), None),
         arrival_logs=[res.arrivals for res in results if res.arrivals is not None],
         ticks=[t for res in results for t in res.ticks],
@@ -175,12 +179,111 @@ def finish_run(
     records, theory = _with_theory(
         c.row_spools, c.sent_logs, setup.block_size, tokenizer, o.schedule.concurrency
     )
-    wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
-    cpu_percent = 100.0 * c.cpu_s / wall_s
     verdict = judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
-    saturated = verdict.bottleneck == "client"
-    warnings = list(c.warnings)
-    if (line := verdict.warning()) is not None:
+    config = _config(setup, plan, c, cache_reset, workers_choice)
+    figures = build_summary(
+        _run_info(setup, c, started_at, config, saturated=verdict.bottleneck == "client"),
+        records,
+        c.server_metrics,
+        slo_checks,
+        setup.block_size,
+        extra_percentiles=o.percentiles,
+        cost=o.cost,
+    )
+    report = gates.evaluate(
+        records,
+        max_failed_ratio=o.max_failed_ratio,
+        min_coverage=o.min_coverage,
+        duration_s=o.schedule.duration_s,
+        window_start_ns=c.profiling_started_ns,
+        aborted=c.failure,
+    )
+    arrivals = None
+    if c.arrival_logs:
+        unit = "request" if o.request_rate is not None else "session"
+        arrivals = arrival_summary(c.arrival_logs, unit)
+    warnings = (
+        *c.warnings,
+        *_run_warnings(setup, plan, c, records, verdict, cache_reset),
+        *short_output_warnings(records, o.workload.api, setup.server.kind),
+        *(arrival_warnings(arrivals) if arrivals is not None else ()),
+    )
+    summary = dataclasses.replace(
+        figures,
+        schedule=dataclasses.replace(figures.schedule, lanes=c.schedule, arrivals=arrivals),
+        gates=report,
+        tokenizer=tokenizer.name,  # whose tokens the theoretical figures count
+        bottleneck=verdict,
+        warnings=warnings,
+    )
+    write_results(out_dir, summary, records, theory)
+    failure = "; ".join(report.reasons) if report.reasons else None
+    return ReplayResult(summary, records, out_dir, warnings, c.interrupted, failure=failure)
+
+
+def _config(
+    setup: RunSetup,
+    plan: ReplayPlan,
+    c: Collected,
+    cache_reset: CacheReset | None,
+    workers_choice: WorkersChoice | None,
+) -> dict[str, Any]:
+    """``summary.config``: the options, and what the probe and the plan decided."""
+    config = setup.options.config()
+    config.update(
+        model=setup.model,
+        server_kind=setup.server.kind,
+        ignore_eos=setup.build.ignore_eos,
+        block_size=setup.block_size,
+        lanes=setup.lanes,
+        metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
+        trace_sessions=len(plan.sessions),
+        trace_sessions_indexed=plan.sessions.tally.indexed,  # < trace_sessions: totals partial
+        trace_requests=plan.requests,
+        skipped_rows=plan.skipped,
+        synthesized_rows=plan.synthesized,
+        interrupted=c.interrupted,
+        cache_reset=None if cache_reset is None else cache_reset.endpoint,
+        workers_auto=None if workers_choice is None else workers_choice.config(),
+    )
+    return config
+
+
+def _run_info(
+    setup: RunSetup, c: Collected, started_at: str, config: dict[str, Any], *, saturated: bool
+) -> RunInfo:
+    """What the records do not say: the run's span, the client's CPU, the clock anchor."""
+    o = setup.options
+    wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
+    perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
+    return RunInfo(
+        endpoint=redact_url(o.endpoint),
+        model=setup.model,
+        started_at=started_at,
+        duration_s=wall_s,
+        window_s=o.schedule.duration_s,
+        sessions_started=c.sessions_started,
+        sessions_completed=c.sessions_completed,
+        client_cpu_percent=round(100.0 * c.cpu_s / wall_s, 1),
+        client_saturated=saturated,
+        config=config,
+        started_perf_ns=c.started_ns,
+        started_wall_ns=wall_now - (perf_now - c.started_ns),
+    )
+
+
+def _run_warnings(
+    setup: RunSetup,
+    plan: ReplayPlan,
+    c: Collected,
+    records: Sequence[RequestRecord],
+    verdict: Bottleneck,
+    cache_reset: CacheReset | None,
+) -> list[str]:
+    """What the reader of the figures must know about how the run went."""
+    o = setup.options
+    warnings = []
+    if (line := bottleneck_warning(verdict)) is not None:
         warnings.append(line)
     if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
         warnings.append(
@@ -210,71 +313,7 @@ def finish_run(
             f"--assistant live: {c.live_fallbacks} requests used the recorded history (their recorded "
             "conversation did not extend the previous turn)"
         )
-    config = o.config()
-    config.update(
-        model=setup.model,
-        server_kind=setup.server.kind,
-        ignore_eos=setup.build.ignore_eos,
-        block_size=setup.block_size,
-        lanes=setup.lanes,
-        metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
-        trace_sessions=len(plan.sessions),
-        trace_sessions_indexed=plan.sessions.tally.indexed,  # < trace_sessions: totals partial
-        trace_requests=plan.requests,
-        skipped_rows=plan.skipped,
-        synthesized_rows=plan.synthesized,
-        interrupted=c.interrupted,
-        cache_reset=None if cache_reset is None else cache_reset.endpoint,
-        workers_auto=None if workers_choice is None else workers_choice.config(),
-    )
-    perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
-    run = RunInfo(
-        endpoint=redact_url(o.endpoint),
-        model=setup.model,
-        started_at=started_at,
-        duration_s=wall_s,
-        window_s=o.schedule.duration_s,
-        sessions_started=c.sessions_started,
-        sessions_completed=c.sessions_completed,
-        client_cpu_percent=round(cpu_percent, 1),
-        client_saturated=saturated,
-        config=config,
-        started_perf_ns=c.started_ns,
-        started_wall_ns=wall_now - (perf_now - c.started_ns),
-    )
-    summary = build_summary(
-        run,
-        records,
-        c.server_metrics,
-        slo_checks,
-        setup.block_size,
-        extra_percentiles=o.percentiles,
-        cost=o.cost,
-    )
-    report = gates.evaluate(
-        records,
-        max_failed_ratio=o.max_failed_ratio,
-        min_coverage=o.min_coverage,
-        duration_s=o.schedule.duration_s,
-        window_start_ns=c.profiling_started_ns,
-        aborted=c.failure,
-    )
-    summary.setdefault("schedule", {}).update(c.schedule)
-    summary["gates"] = report.to_json()
-    summary["tokenizer"] = tokenizer.name  # whose tokens the theoretical figures count
-    warnings.extend(short_output_warnings(records, o.workload.api, setup.server.kind))
-    if c.arrival_logs:
-        arrivals = arrival_summary(
-            c.arrival_logs, "request" if o.request_rate is not None else "session"
-        )
-        summary["schedule"].update(arrivals)
-        warnings.extend(arrival_warnings(arrivals))
-    summary["bottleneck"] = verdict.to_json()
-    if warnings:
-        summary["warnings"] = warnings
-    write_results(out_dir, summary, records, theory)
-    failure = "; ".join(report.reasons) if report.reasons else None
-    return ReplayResult(summary, records, out_dir, tuple(warnings), c.interrupted, failure=failure)
+    return warnings
 
 
 def short_output_warnings(records: Sequence[RequestRecord], api: str, server: str) -> list[str]:

@@ -13,10 +13,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from agentx.core.record import RequestRecord
+from agentx.results.summary.run import GateReport
 
 MIN_GATED = 10  # the failure gate looks at no fewer measured requests than this
 COVERAGE_MIN_WINDOW_S = 900.0  # shorter windows are not coverage-gated (as the harness)
@@ -49,25 +48,6 @@ def failed_ratio_reason(failed: int, total: int, max_ratio: float) -> str | None
         f"{failed} of {total} measured requests failed ({100 * failed / total:.1f} %), more "
         f"than --max-failed-ratio {max_ratio:g}"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class GateReport:
-    failed_ratio: float | None
-    coverage: float | None  # the smaller of the two coverage fractions; None when not gated
-    reasons: tuple[str, ...]
-
-    @property
-    def passed(self) -> bool:
-        return not self.reasons
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "failed_ratio": self.failed_ratio,
-            "coverage": self.coverage,
-            "reasons": list(self.reasons),
-        }
 
 
 def coverage(records: Sequence[RequestRecord], window_start_ns: int, duration_s: float) -> float:

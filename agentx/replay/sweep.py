@@ -21,7 +21,6 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -30,14 +29,8 @@ from agentx.core.outputs import check_results_dir, write_atomic
 from agentx.core.urls import redact_url
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.stop import stop_signals
-from agentx.report.sweep_view import (
-    POINT_KEYS,
-    SCHEMA,
-    render_sweep_html,
-    render_table,
-    sweep_point,
-    sweep_svg,
-)
+from agentx.report.sweep_view import render_sweep_html, render_table, sweep_point, sweep_svg
+from agentx.results.sweep import POINT_KEYS, SCHEMA, Sweep, SweepPoint
 
 __all__ = [
     "POINT_KEYS",
@@ -91,7 +84,7 @@ class SweepOptions:
 
 @dataclass(frozen=True, slots=True)
 class SweepResult:
-    data: dict[str, Any]  # the agentx.sweep/1 object (sweep.json, what --json prints)
+    data: Sweep  # sweep.json, what --json prints
     output_dir: Path
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
@@ -99,7 +92,7 @@ class SweepResult:
 
 
 def run_sweep(
-    options: SweepOptions, on_level: Callable[[dict[str, Any]], None] | None = None
+    options: SweepOptions, on_level: Callable[[SweepPoint], None] | None = None
 ) -> SweepResult:
     """Replay once per level; write ``c{N}/``, ``sweep.json`` and ``sweep.svg`` under the dir.
 
@@ -111,13 +104,7 @@ def run_sweep(
     check_results_dir(out, force=options.force)  # before the first level, not after it
     for n in options.levels:
         check_results_dir(out / f"c{n}", force=options.force)
-    data: dict[str, Any] = {
-        "schema": SCHEMA,
-        "endpoint": redact_url(base.endpoint),
-        "trace": str(base.trace),
-        "model": base.model,
-        "points": [],
-    }
+    data = Sweep(redact_url(base.endpoint), str(base.trace), base.model, ())
     warnings: list[str] = []
     interrupted = False
     exit_code = 0
@@ -130,9 +117,10 @@ def run_sweep(
                 force=options.force,
             )
             result = run_replay(level)
-            data["model"] = result.summary.get("model", data["model"])
             point = sweep_point(n, result.summary)
-            data["points"].append(point)
+            data = dataclasses.replace(
+                data, model=result.summary.model, points=(*data.points, point)
+            )
             warnings.extend(f"concurrency {n}: {w}" for w in result.warnings)
             write_sweep(out, data)
             if on_level is not None:
@@ -143,8 +131,8 @@ def run_sweep(
     return SweepResult(data, out, tuple(warnings), interrupted, exit_code)
 
 
-def write_sweep(out: Path, data: dict[str, Any]) -> None:
-    summary = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+def write_sweep(out: Path, data: Sweep) -> None:
+    summary = orjson.dumps(data.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     write_atomic(out / "sweep.json", summary, force=True)
     write_atomic(out / "sweep.svg", sweep_svg(data), force=True)
     write_atomic(out / "sweep.html", render_sweep_html(data), force=True)

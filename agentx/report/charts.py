@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agentx.report import fmt, svg
-from agentx.report.fmt import get
+from agentx.results.summary import Summary
+from agentx.results.summary.cost import Cost
+from agentx.results.summary.rollups import SecondRow
 
 BUCKETS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 MAX_POINTS = 120  # per-second series: at most this many buckets
@@ -30,7 +31,7 @@ class Run:
     """One run drawn on a chart: its label and summary; the base of a comparison is dashed."""
 
     label: str
-    summary: dict[str, Any]
+    summary: Summary
     dash: bool = False
 
 
@@ -53,9 +54,10 @@ def latency_cdf(runs: Sequence[Run], metric: str, label: str, width: int = 330) 
     edge."""
     curves = []
     for run in runs:
-        q = get(run.summary, "rollups.latency_quantiles_ms") or {}
-        if q.get("levels") and q.get(metric):
-            curves.append((run, q["levels"], q[metric]))
+        q = run.summary.rollups.latency_quantiles_ms
+        curve = None if q is None else q.curve(metric)
+        if q is not None and q.levels and curve:
+            curves.append((run, q.levels, curve))
     positive = [v for _, _, curve in curves for v in curve if v > 0]
     lo, hi = (min(positive), max(positive)) if positive else (0.0, 0.0)
     log = lo > 0 and hi / lo > LOG_SPAN
@@ -95,18 +97,14 @@ def latency_cdfs(runs: Sequence[Run]) -> dict[str, str]:
 # -- turn depth --------------------------------------------------------------------------------
 
 
-def turn_depth(s: dict[str, Any]) -> dict[str, str]:
-    rows = get(s, "rollups.per_turn_depth") or []
+def turn_depth(s: Summary) -> dict[str, str]:
+    rows = s.rollups.per_turn_depth
     if not rows:
         return {}
     ttft = svg.line_chart(
         [
-            svg.Series(
-                "TTFT p50", [(r["turn"], r["ttft_ms"]["p50"]) for r in rows], svg.PALETTE[0]
-            ),
-            svg.Series(
-                "TTFT p90", [(r["turn"], r["ttft_ms"]["p90"]) for r in rows], svg.PALETTE[1]
-            ),
+            svg.Series("TTFT p50", [(r.turn, r.ttft_ms.p50) for r in rows], svg.PALETTE[0]),
+            svg.Series("TTFT p90", [(r.turn, r.ttft_ms.p90) for r in rows], svg.PALETTE[1]),
         ],
         title="TTFT by turn depth",
         x_label="turn (position in its thread)",
@@ -118,13 +116,9 @@ def turn_depth(s: dict[str, Any]) -> dict[str, str]:
     )
     hit = svg.line_chart(
         [
+            svg.Series("reported", [(r.turn, r.reported_hit_rate) for r in rows], svg.PALETTE[0]),
             svg.Series(
-                "reported", [(r["turn"], r["reported_hit_rate"]) for r in rows], svg.PALETTE[0]
-            ),
-            svg.Series(
-                "theoretical",
-                [(r["turn"], r["theoretical_hit_rate"]) for r in rows],
-                svg.PALETTE[2],
+                "theoretical", [(r.turn, r.theoretical_hit_rate) for r in rows], svg.PALETTE[2]
             ),
         ],
         title="Hit rate by turn depth",
@@ -143,12 +137,12 @@ def turn_depth(s: dict[str, Any]) -> dict[str, str]:
 # -- over time ---------------------------------------------------------------------------------
 
 
-def bucket_width_s(rows: Sequence[dict[str, Any]]) -> int:
+def bucket_width_s(rows: Sequence[SecondRow]) -> int:
     """Seconds per bucket: the smallest of :data:`BUCKETS_S` with at most :data:`MAX_POINTS`
     buckets and :data:`MIN_EVENTS` completions per bucket on average, keeping at least
     :data:`MIN_BUCKETS` buckets."""
     n = len(rows)
-    events = sum(r["completed"] + r["errors"] for r in rows)
+    events = sum(r.completed + r.errors for r in rows)
     width = BUCKETS_S[-1]
     for w in BUCKETS_S:
         if n / w <= MAX_POINTS and events * w / max(n, 1) >= MIN_EVENTS:
@@ -163,33 +157,46 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
 
-def buckets(rows: Sequence[dict[str, Any]], width: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """Seconds ``t_s`` .. ``t_s + width`` of a run: counts as per-second rates."""
+
+    t_s: int
+    completed: float
+    errors: float
+    output_tokens: float
+    reported_hit_rate: float | None
+    server_hit_rate: float | None
+    kv_cache_usage_perc: float | None
+
+
+def buckets(rows: Sequence[SecondRow], width: int) -> list[Bucket]:
     """Merge per-second rows into ``width``-second buckets: counts become per-second rates, hit
     rates are recomputed from the token sums, server figures averaged over their seconds."""
     out = []
     for i in range(0, len(rows), width):
         part = rows[i : i + width]
         secs = len(part)
-        cached = sum(r["cached_tokens"] or 0 for r in part if r["prompt_tokens"] is not None)
-        prompt = sum(r["prompt_tokens"] or 0 for r in part)
-        server = [r["server_hit_rate"] for r in part if r.get("server_hit_rate") is not None]
-        usage = [r["kv_cache_usage_perc"] for r in part if r.get("kv_cache_usage_perc") is not None]
+        cached = sum(r.cached_tokens or 0 for r in part if r.prompt_tokens is not None)
+        prompt = sum(r.prompt_tokens or 0 for r in part)
+        server = [r.server_hit_rate for r in part if r.server_hit_rate is not None]
+        usage = [r.kv_cache_usage_perc for r in part if r.kv_cache_usage_perc is not None]
         out.append(
-            {
-                "t_s": part[0]["t_s"],
-                "completed": sum(r["completed"] for r in part) / secs,
-                "errors": sum(r["errors"] for r in part) / secs,
-                "output_tokens": sum(r["output_tokens"] for r in part) / secs,
-                "reported_hit_rate": _ratio(cached, prompt),
-                "server_hit_rate": sum(server) / len(server) if server else None,
-                "kv_cache_usage_perc": max(usage) if usage else None,
-            }
+            Bucket(
+                t_s=part[0].t_s,
+                completed=sum(r.completed for r in part) / secs,
+                errors=sum(r.errors for r in part) / secs,
+                output_tokens=sum(r.output_tokens for r in part) / secs,
+                reported_hit_rate=_ratio(cached, prompt),
+                server_hit_rate=sum(server) / len(server) if server else None,
+                kv_cache_usage_perc=max(usage) if usage else None,
+            )
         )
     return out
 
 
-def over_time(s: dict[str, Any]) -> dict[str, str]:
-    rows = get(s, "rollups.time_series") or []
+def over_time(s: Summary) -> dict[str, str]:
+    rows = s.rollups.time_series
     if not rows:
         return {}
     width = bucket_width_s(rows)
@@ -198,10 +205,10 @@ def over_time(s: dict[str, Any]) -> dict[str, str]:
     x_label = "seconds since the first measured request"
     rate = svg.line_chart(
         [
-            svg.Series("completed", [(r["t_s"], r["completed"]) for r in b], svg.PALETTE[0]),
+            svg.Series("completed", [(r.t_s, r.completed) for r in b], svg.PALETTE[0]),
             svg.Series(
                 "errors",
-                [(r["t_s"], r["errors"] if any(x["errors"] for x in b) else None) for r in b],
+                [(r.t_s, r.errors if any(x.errors for x in b) else None) for r in b],
                 svg.PALETTE[1],
             ),
         ],
@@ -212,11 +219,7 @@ def over_time(s: dict[str, Any]) -> dict[str, str]:
         width=500,
     )
     tokens = svg.line_chart(
-        [
-            svg.Series(
-                "output tokens/s", [(r["t_s"], r["output_tokens"]) for r in b], svg.PALETTE[2]
-            )
-        ],
+        [svg.Series("output tokens/s", [(r.t_s, r.output_tokens) for r in b], svg.PALETTE[2])],
         title=f"Output tokens ({per})",
         x_label=x_label,
         y_label="tokens/s",
@@ -225,12 +228,10 @@ def over_time(s: dict[str, Any]) -> dict[str, str]:
     )
     hit = svg.line_chart(
         [
-            svg.Series("reported", [(r["t_s"], r["reported_hit_rate"]) for r in b], svg.PALETTE[0]),
+            svg.Series("reported", [(r.t_s, r.reported_hit_rate) for r in b], svg.PALETTE[0]),
+            svg.Series("server /metrics", [(r.t_s, r.server_hit_rate) for r in b], svg.PALETTE[3]),
             svg.Series(
-                "server /metrics", [(r["t_s"], r["server_hit_rate"]) for r in b], svg.PALETTE[3]
-            ),
-            svg.Series(
-                "KV usage (max)", [(r["t_s"], r["kv_cache_usage_perc"]) for r in b], svg.PALETTE[4]
+                "KV usage (max)", [(r.t_s, r.kv_cache_usage_perc) for r in b], svg.PALETTE[4]
             ),
         ],
         title=f"Hit rate and KV cache usage ({'per second' if width == 1 else f'{width} s buckets'})",
@@ -251,39 +252,42 @@ def over_time(s: dict[str, Any]) -> dict[str, str]:
 # -- cache and cost ----------------------------------------------------------------------------
 
 
-def cache_sources(s: dict[str, Any]) -> dict[str, str]:
-    tiers = get(s, "cache.tiers") or {}
+def cache_sources(s: Summary) -> dict[str, str]:
+    tiers = s.cache.tiers
     parts = [
-        (label, float(tiers[key]["fraction"]))
+        (label, float(fraction))
         for key, label in (
             ("local_cache_hit", "GPU hit"),
             ("external_kv_transfer", "offload hit"),
             ("local_compute", "computed"),
         )
-        if isinstance(tiers.get(key), dict) and tiers[key].get("fraction") is not None
+        if tiers is not None
+        and (part := tiers.part(key)) is not None
+        and (fraction := part.fraction) is not None
     ]
     if not parts:
         return {}
     return {"prompt_tokens_by_source": svg.share_bar(parts, title="Prompt tokens by source")}
 
 
-def margin_curve(cost: dict[str, Any]) -> list[tuple[float, float | None]]:
+def margin_curve(cost: Cost) -> list[tuple[float, float | None]]:
     """Gross margin at utilisation 5 %..100 % from a ``cost`` block (its figures scale with U)."""
-    hour = cost.get("usd_per_hour")
-    revenue, u0 = cost.get("revenue_usd_per_hour"), cost.get("utilization")
+    hour, revenue, u0 = cost.usd_per_hour, cost.revenue_usd_per_hour, cost.utilization
     if hour is None or not revenue or not u0:
         return []
     full = revenue / u0  # revenue at U = 1
-    keep = 1.0 - float(cost.get("license_fraction") or 0.0)
+    keep = 1.0 - float(cost.license_fraction or 0.0)
     return [(u / 100, (full * u / 100 * keep - hour) / (full * u / 100)) for u in range(5, 101)]
 
 
-def cost_charts(s: dict[str, Any]) -> dict[str, str]:
-    cost = s.get("cost") or {}
+def cost_charts(s: Summary) -> dict[str, str]:
+    cost = s.cost
+    if cost is None or cost.utilization is None:
+        return {}
     curve = [(u, m if m is not None and m >= MARGIN_FLOOR else None) for u, m in margin_curve(cost)]
     if not any(m is not None for _, m in curve):
         return {}
-    here = [(float(cost["utilization"]), cost.get("gross_margin"))]
+    here = [(float(cost.utilization), cost.gross_margin)]
     chart = svg.line_chart(
         [
             svg.Series("gross margin", curve, svg.PALETTE[0], markers=False),
@@ -300,7 +304,7 @@ def cost_charts(s: dict[str, Any]) -> dict[str, str]:
     return {"margin_vs_utilization": chart}
 
 
-def summary_charts(s: dict[str, Any]) -> dict[str, str]:
+def summary_charts(s: Summary) -> dict[str, str]:
     """Every chart of one run's report, by file-friendly name, in page order."""
     return {
         **latency_cdfs([Run("this run", s)]),

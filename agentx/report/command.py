@@ -9,18 +9,18 @@ directories (or ``-o``/``--slo``, or ``agentx merge``) are merged first (:mod:`a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.console import Group, RenderableType
 
-from agentx.core.errors import AgentxError, UsageError
+from agentx.core.errors import AgentxError, ShapeError, UsageError
 from agentx.core.outputs import check_output, check_results_dir
 from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
-from agentx.report import export, fmt
+from agentx.report import export
 from agentx.report.charts import Run, latency_cdfs, summary_charts
 from agentx.report.compare import compare
 from agentx.report.compare_page import render_compare_html
@@ -36,6 +36,9 @@ from agentx.report.sweep_view import (
     sweep_charts,
     sweep_point,
 )
+from agentx.results.compare import Comparison
+from agentx.results.summary import Summary
+from agentx.results.sweep import Sweep
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +65,14 @@ class ReportOptions:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    data: dict[str, Any]  # what --json prints: the summary, the comparison or the sweep
+    data: Summary | Comparison | Sweep  # what --json prints
     renderable: RenderableType  # what the terminal shows otherwise
     written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
     warnings: tuple[str, ...] = field(default=())
     slo_failed: bool = False  # a merge re-checked the --slo and a check failed
 
 
-def _merged(o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord], tuple[str, ...]]:
+def _merged(o: ReportOptions) -> tuple[Summary, list[RequestRecord], tuple[str, ...]]:
     """The shards merged (written to ``o.output_dir`` when given), with the view's options."""
     from agentx.report.merge import merge_results
 
@@ -80,10 +83,10 @@ def _merged(o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord], tupl
     return with_cost(summary, o.cost), m.records, m.warnings
 
 
-def _load(path: Path, o: ReportOptions) -> tuple[dict[str, Any], list[RequestRecord]]:
+def _load(path: Path, o: ReportOptions) -> tuple[Summary, list[RequestRecord]]:
     """A run's summary with the options applied, and its records when an option needs them."""
     summary = load_summary(path)
-    old = not fmt.get(summary, "rollups.latency_quantiles_ms")  # written before the CDFs
+    old = summary.rollups.latency_quantiles_ms is None  # written before the CDFs
     need_records = o.percentiles is not None or o.csv_dir is not None or old
     records = load_results(path)[1] if need_records else []
     summary = with_curves(summary, records)
@@ -106,6 +109,8 @@ def build_report(o: ReportOptions) -> Report:
         check_results_dir(o.output_dir, force=o.force)
     try:
         return _build(o)
+    except ShapeError:
+        raise  # names the file and the field
     except SHAPE_ERRORS as exc:
         where = o.results_dir if o.base_dir is None else f"{o.results_dir} or {o.base_dir}"
         raise AgentxError(
@@ -124,7 +129,7 @@ def _build(o: ReportOptions) -> Report:
         return _sweep_report(o)
     else:
         summary, records = _load(o.results_dir, o)
-    slo_failed = o.merging and (summary.get("slo") or {}).get("passed") is False
+    slo_failed = o.merging and summary.slo.passed is False
     written: list[Path] = [o.output_dir] if o.output_dir is not None else []
     if o.base_dir is None:
         if o.html_path is not None:
@@ -157,7 +162,7 @@ def _build(o: ReportOptions) -> Report:
 def _exports(
     o: ReportOptions,
     charts: dict[str, str],
-    summary: dict[str, Any],
+    summary: Summary,
     records: list[RequestRecord],
 ) -> list[Path]:
     written: list[Path] = []
@@ -173,14 +178,16 @@ def _sweep_report(o: ReportOptions) -> Report:
     percentile options apply), the table, and the sweep's page, charts and CSV."""
     data = load_sweep(o.results_dir)
     points = []
-    for p in data["points"]:
-        level = o.results_dir / str(p.get("results_dir") or f"c{p['concurrency']}")
+    for p in data.points:
+        level = o.results_dir / p.results_dir
         if (level / "summary.json").is_file():
             summary, _ = _load(level, ReportOptions(level, cost=o.cost, percentiles=o.percentiles))
-            points.append({**sweep_point(int(p["concurrency"]), summary), **_extras(p)})
+            # where the level's results are stays as the sweep recorded it
+            point = sweep_point(p.concurrency, summary)
+            points.append(dataclasses.replace(point, results_dir=p.results_dir))
         else:
             points.append(p)  # its directory is gone: keep what sweep.json recorded
-    data = {**data, "points": points}
+    data = dataclasses.replace(data, points=tuple(points))
     written: list[Path] = []
     if o.html_path is not None:
         write_page(render_sweep_html(data), o.html_path, force=o.force)
@@ -190,8 +197,3 @@ def _sweep_report(o: ReportOptions) -> Report:
     if o.csv_dir is not None:
         written += export.write_sweep_csv(data, o.csv_dir)
     return Report(data, render_table(data), tuple(written))
-
-
-def _extras(point: dict[str, Any]) -> dict[str, Any]:
-    """What a saved point has beyond its summary (kept as the sweep recorded it)."""
-    return {k: v for k, v in point.items() if k in ("results_dir", "cache_reset")}

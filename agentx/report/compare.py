@@ -2,35 +2,60 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentx.report.fmt import get
+from agentx.results.compare import Comparison, ConfigDifference, MetricRow, RunRef
+from agentx.results.summary import LATENCY_METRICS, Summary
 
-SCHEMA = "agentx.compare/1"
 SAME_WITHIN = 0.01  # |ratio - 1| below this is "same"
 
 LOWER, HIGHER, NEUTRAL = "lower", "higher", "neutral"
 _LAT = ("p50", "p90", "p99", "mean")
 
-# (dotted key in summary.json, which way is better), in display order
-KEYS: tuple[tuple[str, str], ...] = (
-    ("requests.total", NEUTRAL),
-    ("requests.ok", HIGHER),
-    ("requests.errors", LOWER),
-    ("throughput.requests_per_s", HIGHER),
-    ("throughput.input_tokens_per_s", HIGHER),
-    ("throughput.output_tokens_per_s", HIGHER),
-    *((f"latency_ms.{m}.{s}", LOWER) for m in ("ttft", "ttfc", "itl", "tpot", "e2e") for s in _LAT),
-    *((f"per_user_output_tokens_per_s.{s}", HIGHER) for s in _LAT),
-    ("cache.reported_hit_rate", HIGHER),
-    ("cache.server_metrics_hit_rate", HIGHER),
-    ("cache.theoretical_hit_rate", NEUTRAL),  # a property of the trace, not of the server
-    ("schedule.dispatch_lag_ms.p99", LOWER),
-    ("slo.goodput.fraction", HIGHER),
-    ("client.cpu_percent", LOWER),
-    ("cost.usd_per_million_output_tokens", LOWER),
-    ("cost.usd_per_million_total_tokens", LOWER),
-    ("cost.gross_margin", HIGHER),
+Figure = Callable[[Summary], float | None]
+
+
+def _latency(metric: str, stat: str) -> Figure:
+    return lambda s: s.latency_ms.of(metric).stat(stat)
+
+
+def _per_user(stat: str) -> Figure:
+    return lambda s: s.per_user_output_tokens_per_s.stat(stat)
+
+
+# (dotted key in summary.json, which way is better, its figure), in display order
+KEYS: tuple[tuple[str, str, Figure], ...] = (
+    ("requests.total", NEUTRAL, lambda s: s.requests.total),
+    ("requests.ok", HIGHER, lambda s: s.requests.ok),
+    ("requests.errors", LOWER, lambda s: s.requests.errors),
+    ("throughput.requests_per_s", HIGHER, lambda s: s.throughput.requests_per_s),
+    ("throughput.input_tokens_per_s", HIGHER, lambda s: s.throughput.input_tokens_per_s),
+    ("throughput.output_tokens_per_s", HIGHER, lambda s: s.throughput.output_tokens_per_s),
+    *((f"latency_ms.{m}.{st}", LOWER, _latency(m, st)) for m in LATENCY_METRICS for st in _LAT),
+    *((f"per_user_output_tokens_per_s.{st}", HIGHER, _per_user(st)) for st in _LAT),
+    ("cache.reported_hit_rate", HIGHER, lambda s: s.cache.reported_hit_rate),
+    ("cache.server_metrics_hit_rate", HIGHER, lambda s: s.cache.server_metrics_hit_rate),
+    # a property of the trace, not of the server
+    ("cache.theoretical_hit_rate", NEUTRAL, lambda s: s.cache.theoretical_hit_rate),
+    ("schedule.dispatch_lag_ms.p99", LOWER, lambda s: s.schedule.dispatch_lag_ms.p99),
+    (
+        "slo.goodput.fraction",
+        HIGHER,
+        lambda s: None if s.slo.goodput is None else s.slo.goodput.fraction,
+    ),
+    ("client.cpu_percent", LOWER, lambda s: s.client.cpu_percent),
+    (
+        "cost.usd_per_million_output_tokens",
+        LOWER,
+        lambda s: None if s.cost is None else s.cost.usd_per_million_output_tokens,
+    ),
+    (
+        "cost.usd_per_million_total_tokens",
+        LOWER,
+        lambda s: None if s.cost is None else s.cost.usd_per_million_total_tokens,
+    ),
+    ("cost.gross_margin", HIGHER, lambda s: None if s.cost is None else s.cost.gross_margin),
 )
 # config keys that differ between any two runs and say nothing about what was measured
 INCIDENTAL = frozenset(
@@ -46,50 +71,38 @@ def _change(base: float, new: float, better: str) -> str:
     return "better" if (new < base) == (better == LOWER) else "worse"
 
 
-def _run(s: dict[str, Any]) -> dict[str, Any]:
-    return {k: s.get(k) for k in ("endpoint", "model", "started_at", "duration_s")}
+def _run(s: Summary) -> RunRef:
+    return RunRef(s.endpoint, s.model, s.started_at, s.duration_s)
 
 
-def config_differences(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+def config_differences(base: Summary, new: Summary) -> list[ConfigDifference]:
     """The run options (``summary.config``, plus model and endpoint) that differ between two runs:
     a comparison of runs that replayed different things measures the difference too."""
     out = []
-    for key in ("model", "endpoint"):
-        if base.get(key) != new.get(key):
-            out.append({"key": key, "base": base.get(key), "new": new.get(key)})
-    bc, nc = base.get("config") or {}, new.get("config") or {}
+    for key, b, n in (("model", base.model, new.model), ("endpoint", base.endpoint, new.endpoint)):
+        if b != n:
+            out.append(ConfigDifference(key, b, n))
+    bc: Mapping[str, Any] = base.config
+    nc: Mapping[str, Any] = new.config
     for key in sorted(set(bc) | set(nc)):
         if key in INCIDENTAL or key in ("model",):
             continue
         if bc.get(key) != nc.get(key):
-            out.append({"key": f"config.{key}", "base": bc.get(key), "new": nc.get(key)})
+            out.append(ConfigDifference(f"config.{key}", bc.get(key), nc.get(key)))
     return out
 
 
-def compare(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def compare(base: Summary, new: Summary) -> Comparison:
     """``agentx.compare/1``: one row per key either run has, ``None`` where a run lacks it;
     ``config_differences`` lists the options that differ (a warning when not empty)."""
     rows = []
-    for key, better in KEYS:
-        b, n = get(base, key), get(new, key)
+    for key, better, figure in KEYS:
+        b, n = figure(base), figure(new)
         if b is None and n is None:
             continue
-        both = isinstance(b, int | float) and isinstance(n, int | float)
-        rows.append(
-            {
-                "key": key,
-                "base": b,
-                "new": n,
-                "delta": n - b if both else None,
-                "ratio": n / b if both and b != 0 else None,
-                "better": better,
-                "change": _change(b, n, better) if both else None,
-            }
-        )
-    return {
-        "schema": SCHEMA,
-        "base": _run(base),
-        "new": _run(new),
-        "metrics": rows,
-        "config_differences": config_differences(base, new),
-    }
+        if b is None or n is None:
+            rows.append(MetricRow(key, b, n, None, None, better, None))
+            continue
+        ratio = n / b if b != 0 else None
+        rows.append(MetricRow(key, b, n, n - b, ratio, better, _change(b, n, better)))
+    return Comparison(_run(base), _run(new), tuple(rows), tuple(config_differences(base, new)))

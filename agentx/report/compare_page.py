@@ -5,41 +5,42 @@ report."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from agentx.report import fmt
 from agentx.report.charts import Run, latency_cdfs
 from agentx.report.html import page, run_sections, table
+from agentx.results.compare import Comparison, RunRef
+from agentx.results.summary import Summary
 
 
-def _who(label: str, run: dict[str, Any]) -> str:
+def _who(label: str, run: RunRef) -> str:
     return (
-        f"<b>{escape(label)}</b> {escape(str(run.get('model')))} @ "
-        f"{escape(str(run.get('endpoint')))} · {escape(str(run.get('started_at')))} · "
-        f"{escape(fmt.seconds(run.get('duration_s')))}"
+        f"<b>{escape(label)}</b> {escape(str(run.model))} @ "
+        f"{escape(str(run.endpoint))} · {escape(str(run.started_at))} · "
+        f"{escape(fmt.seconds(run.duration_s))}"
     )
 
 
-def comparison_section(base: dict[str, Any], new: dict[str, Any], cmp: dict[str, Any]) -> str:
+def comparison_section(base: Summary, new: Summary, cmp: Comparison) -> str:
     rows = []
-    for row in cmp["metrics"]:
-        cls = row["change"] if row["change"] in ("better", "worse") else ""
-        key = escape(row["key"]).replace(".", ".<wbr>")  # narrow screens break keys at dots
+    for row in cmp.metrics:
+        cls = row.change if row.change in ("better", "worse") else ""
+        key = escape(row.key).replace(".", ".<wbr>")  # narrow screens break keys at dots
         cells = [key, *(escape(c) for c in fmt.compare_cells(row))]
         rows.append([f"<span class='{cls}'>{c}</span>" if cls else c for c in cells])
     warn = "".join(f"<p class='warn'>{escape(w)}</p>" for w in fmt.config_warnings(cmp))
-    diffs = cmp.get("config_differences") or []
+    diffs = cmp.config_differences
     detail = ""
     if diffs:
         detail = "<details><summary>every option that differs</summary>" + table(
             ["option", "base", "new"],
-            [[d["key"], repr(d["base"]), repr(d["new"])] for d in diffs],
+            [[d.key, repr(d.base), repr(d.new)] for d in diffs],
         )
         detail += "</details>"
     charts = latency_cdfs([Run("base", base, dash=True), Run("new", new)])
     return (
         "<h1>agentx comparison</h1>"
-        f"<div class='meta'>{_who('new', cmp['new'])}<br>{_who('base', cmp['base'])}</div>"
+        f"<div class='meta'>{_who('new', cmp.new)}<br>{_who('base', cmp.base)}</div>"
         + warn
         + detail
         + "<h2>New vs base</h2>"
@@ -51,7 +52,7 @@ def comparison_section(base: dict[str, Any], new: dict[str, Any], cmp: dict[str,
     )
 
 
-def render_compare_html(base: dict[str, Any], new: dict[str, Any], cmp: dict[str, Any]) -> str:
+def render_compare_html(base: Summary, new: Summary, cmp: Comparison) -> str:
     """The comparison page as one string: the comparison, then the new run's report."""
     title = "agentx comparison"
     body = comparison_section(base, new, cmp) + run_sections(new, "The new run")

@@ -24,6 +24,8 @@ from agentx.core.outputs import write_atomic
 from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
 from agentx.report.svg import CHART_CSS
+from agentx.results.summary import Summary
+from agentx.results.sweep import Sweep
 
 PNG_SCALE = 2.0  # device pixels per SVG unit: sharp on high-density screens and in slides
 PNG_STYLE = (
@@ -126,17 +128,15 @@ def _table_csv(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return _csv(header, ([r.get(k) for k in header] for r in flat))
 
 
-def write_run_csv(
-    summary: Mapping[str, Any], records: Sequence[RequestRecord], out_dir: Path
-) -> list[Path]:
+def write_run_csv(summary: Summary, records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
     """The CSV files of one run in ``out_dir``; the paths written."""
-    rollups = summary.get("rollups") or {}
-    body = {k: v for k, v in summary.items() if k != "rollups"}
+    rollups = summary.rollups
+    body = {k: v for k, v in summary.to_json().items() if k != "rollups"}
     files = {
         "summary.csv": _csv(["key", "value"], flatten(body).items()),
-        "sessions.csv": _table_csv(rollups.get("per_session") or []),
-        "turns.csv": _table_csv(rollups.get("per_turn_depth") or []),
-        "time_series.csv": _table_csv(rollups.get("time_series") or []),
+        "sessions.csv": _table_csv([r.to_json() for r in rollups.per_session]),
+        "turns.csv": _table_csv([r.to_json() for r in rollups.per_turn_depth]),
+        "time_series.csv": _table_csv([r.to_json() for r in rollups.time_series]),
     }
     if records:
         files["requests.csv"] = requests_csv(records)
@@ -147,7 +147,7 @@ def write_run_csv(
     return written
 
 
-def write_sweep_csv(data: Mapping[str, Any], out_dir: Path) -> list[Path]:
+def write_sweep_csv(data: Sweep, out_dir: Path) -> list[Path]:
     path = out_dir / "sweep.csv"
-    _write(path, _table_csv(data.get("points") or []))
+    _write(path, _table_csv([p.to_json() for p in data.points]))
     return [path]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from agentx.core.percentiles import P, key
+from agentx.results.compare import Comparison, MetricRow
+from agentx.results.summary import Summary
 
 NA = "n/a"
 
@@ -40,20 +45,10 @@ def seconds(v: float | None) -> str:
     return NA if v is None else f"{v:,.1f} s"
 
 
-def get(d: Any, dotted: str) -> Any:
-    """``get(summary, "latency_ms.ttft.p50")``; ``None`` when any step is missing."""
-    cur = d
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
-
-
-def warnings(summary: dict[str, Any]) -> list[str]:
+def warnings(summary: Summary) -> list[str]:
     """The run's warnings (written by the replay engine), or a saturation note without them."""
-    out = [str(w) for w in summary.get("warnings") or []]
-    if not out and (summary.get("client") or {}).get("saturated"):
+    out = list(summary.warnings)
+    if not out and summary.client.saturated:
         out.append(
             "the client was CPU-saturated; latencies include client delay "
             "(add --workers or lower --concurrency)"
@@ -61,30 +56,28 @@ def warnings(summary: dict[str, Any]) -> list[str]:
     return out
 
 
-STATS = ("p50", "p90", "p99", "mean", "max")  # the columns of a percentile object P
-
-# (label, summary key, formatter) of the latency table, terminal and HTML alike
-LATENCY_ROWS = (
-    ("TTFT", "latency_ms.ttft", ms),
-    ("TTFC", "latency_ms.ttfc", ms),
-    ("ITL", "latency_ms.itl", ms),
-    ("TPOT", "latency_ms.tpot", ms),
-    ("E2E", "latency_ms.e2e", ms),
-    ("output tok/s per user", "per_user_output_tokens_per_s", num),
-    ("dispatch lag", "schedule.dispatch_lag_ms", ms),
+# (label, distribution, formatter) of the latency table, terminal and HTML alike
+LATENCY_ROWS: tuple[tuple[str, Callable[[Summary], P], Callable[[float | None], str]], ...] = (
+    ("TTFT", lambda s: s.latency_ms.ttft, ms),
+    ("TTFC", lambda s: s.latency_ms.ttfc, ms),
+    ("ITL", lambda s: s.latency_ms.itl, ms),
+    ("TPOT", lambda s: s.latency_ms.tpot, ms),
+    ("E2E", lambda s: s.latency_ms.e2e, ms),
+    ("output tok/s per user", lambda s: s.per_user_output_tokens_per_s, num),
+    ("dispatch lag", lambda s: s.schedule.dispatch_lag_ms, ms),
 )
 
 
-def stat_columns(summary: dict[str, Any]) -> list[str]:
+def stat_columns(summary: Summary) -> list[str]:
     """The columns of the latency table: every ``pNN`` the run reports (``--percentiles`` adds
     some), in ascending order, then ``mean`` and ``max``."""
-    keys: set[str] = set()
-    for _, key, _ in LATENCY_ROWS:
-        p = get(summary, key)
-        if isinstance(p, dict):
-            keys.update(k for k in p if k.startswith("p"))
-    qs = sorted(keys | {"p50", "p90", "p99"}, key=lambda k: float(k[1:]))
-    return [*qs, "mean", "max"]
+    levels = {q for _, dist, _ in LATENCY_ROWS for q, _ in dist(summary).levels}
+    return [*(key(q) for q in sorted(levels)), "mean", "max"]
+
+
+def slo_format(unit: str | None) -> Callable[[float | None], str]:
+    """How a ``--slo`` check's threshold and value print, by the check's unit."""
+    return ms if unit == "ms" else pct if unit == "fraction" else num
 
 
 def usd(v: float | None) -> str:
@@ -101,59 +94,59 @@ def usd(v: float | None) -> str:
     return f"{sign}${a:.3g}"
 
 
-def cost_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def cost_rows(summary: Summary) -> list[tuple[str, str]]:
     """The ``cost`` block as (label, value) rows, terminal and HTML alike; empty without one."""
-    c = summary.get("cost")
-    if not isinstance(c, dict):
+    c = summary.cost
+    if c is None:
         return []
     rows: list[tuple[str, str]] = []
-    hour = c.get("usd_per_gpu_hour")
-    parts = c.get("gpu_hour_parts")
+    parts = c.gpu_hour_parts
     detail = ""
-    if isinstance(parts, dict):
+    if parts is not None:
         detail = (
-            f" (capex {usd(parts['capex_usd_per_hour'])} + power {usd(parts['power_usd_per_hour'])}"
-            f" + hosting {usd(parts['hosting_usd_per_hour'])})"
+            f" (capex {usd(parts.capex_usd_per_hour)} + power {usd(parts.power_usd_per_hour)}"
+            f" + hosting {usd(parts.hosting_usd_per_hour)})"
         )
-    rows.append(("cost per accelerator-hour", usd(hour) + detail))
+    rows.append(("cost per accelerator-hour", usd(c.usd_per_gpu_hour) + detail))
     rows.append(
         (
             "accelerators x utilisation",
-            f"{c.get('gpus')} x {pct(c.get('utilization'))} = {usd(c.get('usd_per_hour'))}/h",
+            f"{c.gpus} x {pct(c.utilization)} = {usd(c.usd_per_hour)}/h",
         )
     )
-    for kind in ("input", "output", "total"):
-        rows.append(
-            (f"cost per million {kind} tokens", usd(c.get(f"usd_per_million_{kind}_tokens")))
-        )
-    price = c.get("price_usd_per_million_tokens")
-    if isinstance(price, dict):
-        name = f" ({price['preset']})" if price.get("preset") else ""
+    for kind, v in (
+        ("input", c.usd_per_million_input_tokens),
+        ("output", c.usd_per_million_output_tokens),
+        ("total", c.usd_per_million_total_tokens),
+    ):
+        rows.append((f"cost per million {kind} tokens", usd(v)))
+    price = c.price_usd_per_million_tokens
+    if price is not None:
+        name = f" ({price.preset})" if price.preset else ""
         rows.append(
             (
                 "price per million tokens" + name,
-                f"input {usd(price['input'])} · cached {usd(price['cached'])} · "
-                f"output {usd(price['output'])}",
+                f"input {usd(price.input)} · cached {usd(price.cached)} · "
+                f"output {usd(price.output)}",
             )
         )
-        mix = c.get("token_mix") or {}
-        rows.append(("cached share of input (priced as cached)", pct(mix.get("cached_fraction"))))
-        rows.append(("revenue per accelerator-hour", usd(c.get("revenue_usd_per_gpu_hour"))))
+        fraction = None if c.token_mix is None else c.token_mix.cached_fraction
+        rows.append(("cached share of input (priced as cached)", pct(fraction)))
+        rows.append(("revenue per accelerator-hour", usd(c.revenue_usd_per_gpu_hour)))
         rows.append(
             (
-                f"licence fee ({pct(c.get('license_fraction'))} of revenue)",
-                f"{usd(c.get('license_usd_per_hour'))}/h",
+                f"licence fee ({pct(c.license_fraction)} of revenue)",
+                f"{usd(c.license_usd_per_hour)}/h",
             )
         )
-        rows.append(("gross profit", f"{usd(c.get('gross_profit_usd_per_hour'))}/h"))
-        rows.append(("gross margin", pct(c.get("gross_margin"))))
-        rows.append(("break-even utilisation", pct(c.get("breakeven_utilization"))))
+        rows.append(("gross profit", f"{usd(c.gross_profit_usd_per_hour)}/h"))
+        rows.append(("gross margin", pct(c.gross_margin)))
+        rows.append(("break-even utilisation", pct(c.breakeven_utilization)))
     return rows
 
 
-def cost_notes(summary: dict[str, Any]) -> list[str]:
-    c = summary.get("cost")
-    return [str(n) for n in c.get("notes") or []] if isinstance(c, dict) else []
+def cost_notes(summary: Summary) -> list[str]:
+    return [] if summary.cost is None else list(summary.cost.notes)
 
 
 def _fmt_for(key: str) -> Any:
@@ -168,10 +161,10 @@ def _fmt_for(key: str) -> Any:
     return num
 
 
-def compare_cells(row: dict[str, Any]) -> tuple[str, str, str, str]:
+def compare_cells(row: MetricRow) -> tuple[str, str, str, str]:
     """Base, new, delta and ratio of one ``agentx.compare/1`` row, formatted for its unit."""
-    f = _fmt_for(row["key"])
-    delta = row["delta"]
+    f = _fmt_for(row.key)
+    delta = row.delta
     if delta is None:
         d = NA
     elif f is pct:
@@ -180,16 +173,16 @@ def compare_cells(row: dict[str, Any]) -> tuple[str, str, str, str]:
         d = f"{int(delta):+,}"
     else:
         d = ("+" if delta > 0 else "") + f(delta)
-    ratio = NA if row["ratio"] is None else f"{row['ratio']:.2f}x"
-    return f(row["base"]), f(row["new"]), d, ratio
+    ratio = NA if row.ratio is None else f"{row.ratio:.2f}x"
+    return f(row.base), f(row.new), d, ratio
 
 
-def config_warnings(cmp: dict[str, Any]) -> list[str]:
+def config_warnings(cmp: Comparison) -> list[str]:
     """One line when the compared runs were configured differently, naming what differs."""
-    diffs = cmp.get("config_differences") or []
+    diffs = cmp.config_differences
     if not diffs:
         return []
-    shown = "; ".join(f"{d['key']} {d['base']!r} -> {d['new']!r}" for d in diffs[:MAX_DIFFS_SHOWN])
+    shown = "; ".join(f"{d.key} {d.base!r} -> {d.new!r}" for d in diffs[:MAX_DIFFS_SHOWN])
     more = f" (and {len(diffs) - MAX_DIFFS_SHOWN} more)" if len(diffs) > MAX_DIFFS_SHOWN else ""
     return [f"the runs were configured differently: {shown}{more}"]
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 import orjson
 
 from agentx.core.outputs import write_atomic
 from agentx.report import fmt, svg
 from agentx.report.charts import CDF_METRICS, summary_charts
-from agentx.report.fmt import get
+from agentx.results.summary import Summary
 
 MAX_SESSION_ROWS = 200
 
@@ -60,32 +59,30 @@ def _card(value: str, label: str) -> str:
     return f'<div class="card"><b>{escape(value)}</b><span>{escape(label)}</span></div>'
 
 
-def _header(s: dict[str, Any], title: str) -> str:
-    req = s.get("requests", {})
+def _header(s: Summary, title: str) -> str:
+    cache, cost = s.cache, s.cost
     cards = [
-        _card(fmt.count(req.get("total")), "requests"),
-        _card(fmt.count(req.get("errors")), "errors"),
-        _card(fmt.num(get(s, "throughput.requests_per_s")), "requests/s"),
-        _card(fmt.num(get(s, "throughput.output_tokens_per_s")), "output tokens/s"),
-        _card(fmt.ms(get(s, "latency_ms.ttft.p50")), "TTFT p50"),
-        _card(fmt.pct(get(s, "cache.reported_hit_rate")), "hit rate (usage)"),
-        _card(fmt.pct(get(s, "cache.server_metrics_hit_rate")), "hit rate (/metrics)"),
-        _card(fmt.pct(get(s, "cache.theoretical_hit_rate")), "hit rate (theoretical)"),
+        _card(fmt.count(s.requests.total), "requests"),
+        _card(fmt.count(s.requests.errors), "errors"),
+        _card(fmt.num(s.throughput.requests_per_s), "requests/s"),
+        _card(fmt.num(s.throughput.output_tokens_per_s), "output tokens/s"),
+        _card(fmt.ms(s.latency_ms.ttft.p50), "TTFT p50"),
+        _card(fmt.pct(cache.reported_hit_rate), "hit rate (usage)"),
+        _card(fmt.pct(cache.server_metrics_hit_rate), "hit rate (/metrics)"),
+        _card(fmt.pct(cache.theoretical_hit_rate), "hit rate (theoretical)"),
     ]
-    if get(s, "cost.usd_per_million_output_tokens") is not None:
-        cards.append(
-            _card(fmt.usd(get(s, "cost.usd_per_million_output_tokens")), "per M output tokens")
-        )
-    if get(s, "cost.gross_margin") is not None:
-        cards.append(_card(fmt.pct(get(s, "cost.gross_margin")), "gross margin"))
+    if cost is not None and cost.usd_per_million_output_tokens is not None:
+        cards.append(_card(fmt.usd(cost.usd_per_million_output_tokens), "per M output tokens"))
+    if cost is not None and cost.gross_margin is not None:
+        cards.append(_card(fmt.pct(cost.gross_margin), "gross margin"))
     meta = (
-        f"{escape(str(s.get('model')))} @ {escape(str(s.get('endpoint')))} · "
-        f"{escape(str(s.get('started_at')))} · {escape(fmt.seconds(s.get('duration_s')))} · "
-        f"sessions {escape(fmt.count(get(s, 'sessions.started')))} started, "
-        f"{escape(fmt.count(get(s, 'sessions.completed')))} completed"
+        f"{escape(str(s.model))} @ {escape(str(s.endpoint))} · "
+        f"{escape(str(s.started_at))} · {escape(fmt.seconds(s.duration_s))} · "
+        f"sessions {escape(fmt.count(s.sessions.started))} started, "
+        f"{escape(fmt.count(s.sessions.completed))} completed"
     )
-    if s.get("merged_from"):
-        meta += f" · merged from {len(s['merged_from'])} shards"
+    if s.merged_from:
+        meta += f" · merged from {len(s.merged_from)} shards"
     out = f"<h1>{escape(title)}</h1><div class='meta'>{meta}</div>"
     out += f"<div class='cards'>{''.join(cards)}</div>"
     for w in fmt.warnings(s):
@@ -98,12 +95,12 @@ def _charts(charts: dict[str, str], names: Sequence[str]) -> str:
     return f"<div class='charts'>{''.join(parts)}</div>" if parts else ""
 
 
-def _latency(s: dict[str, Any], charts: dict[str, str]) -> str:
+def _latency(s: Summary, charts: dict[str, str]) -> str:
     columns = fmt.stat_columns(s)
     rows = []
-    for label, key, f in fmt.LATENCY_ROWS:
-        p = get(s, key) or {}
-        rows.append([label, *(f(p.get(k)) for k in columns)])
+    for label, dist, f in fmt.LATENCY_ROWS:
+        p = dist(s)
+        rows.append([label, *(f(p.stat(k)) for k in columns)])
     return (
         "<h2>Latency</h2>"
         + table(["metric", *columns], rows)
@@ -111,7 +108,7 @@ def _latency(s: dict[str, Any], charts: dict[str, str]) -> str:
     )
 
 
-def _cost(s: dict[str, Any], charts: dict[str, str]) -> str:
+def _cost(s: Summary, charts: dict[str, str]) -> str:
     rows = fmt.cost_rows(s)
     if not rows:
         return ""
@@ -125,29 +122,21 @@ def _cost(s: dict[str, Any], charts: dict[str, str]) -> str:
     )
 
 
-def _cache(s: dict[str, Any], charts: dict[str, str]) -> str:
-    c = s.get("cache", {})
-    tok = s.get("tokens", {})
+def _cache(s: Summary, charts: dict[str, str]) -> str:
+    c, tok = s.cache, s.tokens
+    block = "?" if c.block_size is None else c.block_size
     rows = [
-        ["reported (usage cached_tokens / prompt_tokens)", fmt.pct(c.get("reported_hit_rate"))],
-        [
-            "server /metrics (prefix-cache counter deltas)",
-            fmt.pct(c.get("server_metrics_hit_rate")),
-        ],
-        [
-            f"theoretical (unbounded cache, block {c.get('block_size', '?')})",
-            fmt.pct(c.get("theoretical_hit_rate")),
-        ],
+        ["reported (usage cached_tokens / prompt_tokens)", fmt.pct(c.reported_hit_rate)],
+        ["server /metrics (prefix-cache counter deltas)", fmt.pct(c.server_metrics_hit_rate)],
+        [f"theoretical (unbounded cache, block {block})", fmt.pct(c.theoretical_hit_rate)],
         [
             "tokens in / out / cached",
-            f"{fmt.count(tok.get('input'))} / {fmt.count(tok.get('output'))} / {fmt.count(tok.get('cached'))}",
+            f"{fmt.count(tok.input)} / {fmt.count(tok.output)} / {fmt.count(tok.cached)}",
         ],
     ]
-    usage = c.get("kv_cache_usage_perc")
-    if usage:
-        rows.append(
-            ["KV cache usage p50 / max", f"{fmt.pct(usage['p50'])} / {fmt.pct(usage['max'])}"]
-        )
+    usage = c.kv_cache_usage_perc
+    if usage is not None:
+        rows.append(["KV cache usage p50 / max", f"{fmt.pct(usage.p50)} / {fmt.pct(usage.max)}"])
     return (
         "<h2>Prefix cache</h2>"
         + table(["hit rate", "value"], rows)
@@ -165,66 +154,57 @@ def _time_series(charts: dict[str, str]) -> str:
     return f"<h2>Over time</h2>{body}" if body else ""
 
 
-def _slo(s: dict[str, Any]) -> str:
-    slo = s.get("slo") or {}
-    if not slo.get("checks"):
+def _slo(s: Summary) -> str:
+    slo = s.slo
+    if not slo.checks:
         return ""
     rows = []
-    for c in slo["checks"]:
-        unit = c.get("unit", "")
-        f = fmt.ms if unit == "ms" else fmt.pct if unit == "fraction" else fmt.num
-        verdict = (
-            "<span class='pass'>pass</span>" if c["passed"] else "<span class='fail'>FAIL</span>"
-        )
+    for c in slo.checks:
+        f = fmt.slo_format(c.unit)
+        verdict = "<span class='pass'>pass</span>" if c.passed else "<span class='fail'>FAIL</span>"
         rows.append(
-            [
-                escape(c["metric"]),
-                escape(f"{c['op']} {f(c['threshold'])}"),
-                escape(f(c["value"])),
-                verdict,
-            ]
+            [escape(c.metric), escape(f"{c.op} {f(c.threshold)}"), escape(f(c.value)), verdict]
         )
     out = "<h2>SLO</h2>" + table(["check", "threshold", "value", "result"], rows, raw=True)
-    gp = slo.get("goodput")
-    if gp:
+    gp = slo.goodput
+    if gp is not None:
         out += (
-            f"<p>Goodput: {escape(fmt.pct(gp['fraction']))} of {escape(fmt.count(gp['requests']))} "
-            f"requests met every per-request SLO ({escape(fmt.num(gp['requests_per_s']))} req/s).</p>"
+            f"<p>Goodput: {escape(fmt.pct(gp.fraction))} of {escape(fmt.count(gp.requests))} "
+            f"requests met every per-request SLO ({escape(fmt.num(gp.requests_per_s))} req/s).</p>"
         )
     return out
 
 
-def _errors_and_windows(s: dict[str, Any]) -> str:
+def _errors_and_windows(s: Summary) -> str:
     out = ""
-    errors = s.get("errors_by_type") or {}
-    if errors:
+    if s.errors_by_type:
         out += "<h2>Errors</h2>" + table(
-            ["type", "requests"], [[k, fmt.count(v)] for k, v in errors.items()]
+            ["type", "requests"], [[k, fmt.count(v)] for k, v in s.errors_by_type.items()]
         )
-    drained = get(s, "windows.drained") or {}
-    if drained.get("requests"):
+    drained = s.windows.drained.requests
+    if drained:
         out += (
-            f"<p class='note'>{escape(fmt.count(drained['requests']))} requests were sent after the "
+            f"<p class='note'>{escape(fmt.count(drained))} requests were sent after the "
             "--duration window and are reported apart (not in the figures above).</p>"
         )
     return out
 
 
-def _sessions(s: dict[str, Any]) -> str:
-    rows = get(s, "rollups.per_session") or []
+def _sessions(s: Summary) -> str:
+    rows = s.rollups.per_session
     if not rows:
         return ""
     body = [
         [
-            str(r["session_id"]),
-            str(r["lane"]),
-            fmt.count(r["requests"]),
-            fmt.count(r["errors"]),
-            fmt.seconds(r["duration_s"]),
-            fmt.count(r["input_tokens"]),
-            fmt.pct(r["reported_hit_rate"]),
-            fmt.pct(r["theoretical_hit_rate"]),
-            fmt.ms(r["ttft_ms_p50"]),
+            r.session_id,
+            str(r.lane),
+            fmt.count(r.requests),
+            fmt.count(r.errors),
+            fmt.seconds(r.duration_s),
+            fmt.count(r.input_tokens),
+            fmt.pct(r.reported_hit_rate),
+            fmt.pct(r.theoretical_hit_rate),
+            fmt.ms(r.ttft_ms_p50),
         ]
         for r in rows[:MAX_SESSION_ROWS]
     ]
@@ -245,11 +225,12 @@ def _sessions(s: dict[str, Any]) -> str:
     return "<h2>Sessions</h2>" + table(headers, body) + note
 
 
-def run_sections(summary: dict[str, Any], title: str) -> str:
+def run_sections(summary: Summary, title: str) -> str:
     """Everything the page says about one run (the body of its report)."""
     charts = summary_charts(summary)
+    server = summary.server
     config = orjson.dumps(
-        {"config": summary.get("config"), "server": summary.get("server")},
+        {"config": dict(summary.config), "server": None if server is None else server.to_json()},
         option=orjson.OPT_INDENT_2,
     ).decode()
     return "".join(
@@ -278,7 +259,7 @@ def page(title: str, body: str) -> str:
     )
 
 
-def render_html(summary: dict[str, Any], title: str = "agentx replay report") -> str:
+def render_html(summary: Summary, title: str = "agentx replay report") -> str:
     """The report page as one string."""
     return page(title, run_sections(summary, title))
 
@@ -289,8 +270,6 @@ def write_page(html: str, path: str | os.PathLike[str], *, force: bool = True) -
     write_atomic(path, html, force=force)
 
 
-def write_html(
-    summary: dict[str, Any], path: str | os.PathLike[str], *, force: bool = True
-) -> None:
+def write_html(summary: Summary, path: str | os.PathLike[str], *, force: bool = True) -> None:
     """Write the report of one run to ``path``."""
     write_page(render_html(summary), path, force=force)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,14 @@ from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefixcache.theory import TheoryRow, union_theory
 from agentx.report.results_dir import THEORY, load_results, write_results
+from agentx.results.summary import Summary
+from agentx.results.summary.run import MergedShard
 
 
 @dataclass(frozen=True, slots=True)
 class Shard:
     path: Path
-    summary: dict[str, Any]
+    summary: Summary
     records: list[RequestRecord]
     offset_ns: int  # rows' clock + offset = wall clock
     covers: tuple[str, ...]  # the "I/N" shards it holds (a merged directory holds several)
@@ -51,35 +53,32 @@ class Shard:
 
     @property
     def started_wall_ns(self) -> int:
-        clock = self.summary.get("clock") or {}
-        if "wall_ns" in clock:
-            return int(clock["wall_ns"])
+        if self.summary.clock is not None:
+            return self.summary.clock.wall_ns
         return min((r.start_wall_ns for r in self.records), default=0)
 
 
 @dataclass(frozen=True, slots=True)
 class MergeResult:
-    summary: dict[str, Any]
+    summary: Summary
     records: list[RequestRecord]
     output_dir: Path | None
     warnings: tuple[str, ...]
 
 
-def _offset(summary: dict[str, Any], records: Sequence[RequestRecord]) -> tuple[int, bool]:
+def _offset(summary: Summary, records: Sequence[RequestRecord]) -> tuple[int, bool]:
     """(rows' clock -> wall clock offset, whether it came from the summary's anchor)."""
-    clock = summary.get("clock")
-    if isinstance(clock, dict) and "perf_ns" in clock and "wall_ns" in clock:
-        return int(clock["wall_ns"]) - int(clock["perf_ns"]), True
+    if summary.clock is not None:
+        return summary.clock.offset_ns, True
     if not records:
         return 0, False
     return int(statistics.median(r.start_wall_ns - r.sent_ns for r in records)), False
 
 
-def _covers(summary: dict[str, Any]) -> tuple[str, ...]:
-    merged = summary.get("merged_from")
-    if merged:
-        return tuple(str(m["shard"]) for m in merged)
-    return (str((summary.get("config") or {}).get("shard") or "0/1"),)
+def _covers(summary: Summary) -> tuple[str, ...]:
+    if summary.merged_from:
+        return tuple(m.shard for m in summary.merged_from)
+    return (str(summary.config.get("shard") or "0/1"),)
 
 
 def load_shard(path: Path, warnings: list[str]) -> Shard:
@@ -130,7 +129,7 @@ def check_split(shards: Sequence[Shard], warnings: list[str]) -> None:
         )
 
 
-def _same(shards: Sequence[Shard], get: Any) -> list[Any]:
+def _same(shards: Sequence[Shard], get: Callable[[Summary], Any]) -> list[Any]:
     """The distinct values of ``get(summary)`` over the shards, in shard order."""
     out: list[Any] = []
     for s in shards:
@@ -142,7 +141,7 @@ def _same(shards: Sequence[Shard], get: Any) -> list[Any]:
 
 def _config(shards: Sequence[Shard]) -> dict[str, Any]:
     """The first shard's options; an option the shards disagree on lists every shard's value."""
-    configs = [s.summary.get("config") or {} for s in shards]
+    configs = [s.summary.config for s in shards]
     out: dict[str, Any] = {}
     for key in dict.fromkeys(k for c in configs for k in c):
         values = [c.get(key) for c in configs]
@@ -201,7 +200,7 @@ def _rows(shards: Sequence[Shard], theory: list[TheoryRow] | None) -> list[Reque
 def _slo(shards: Sequence[Shard], slo: str | None, warnings: list[str]) -> str | None:
     if slo is not None:
         return slo or None
-    specs = [v for v in _same(shards, lambda d: (d.get("config") or {}).get("slo")) if v]
+    specs = [v for v in _same(shards, lambda d: d.config.get("slo")) if v]
     if len(specs) > 1:
         warnings.append(f"the shards ran different --slo specs; checking the first: {specs[0]}")
     return specs[0] if specs else None
@@ -210,35 +209,31 @@ def _slo(shards: Sequence[Shard], slo: str | None, warnings: list[str]) -> str |
 def _run_info(shards: Sequence[Shard], config: dict[str, Any]) -> RunInfo:
     starts = [s.started_wall_ns for s in shards]
     ends = [
-        st + int(float(s.summary.get("duration_s") or 0.0) * 1e9)
+        st + int(float(s.summary.duration_s or 0.0) * 1e9)
         for st, s in zip(starts, shards, strict=True)
     ]
     start = min(starts)
-    endpoints = _same(shards, lambda d: d.get("endpoint"))
-    models = _same(shards, lambda d: d.get("model"))
-    clients = [s.summary.get("client") or {} for s in shards]
-    window = _same(shards, lambda d: (d.get("windows") or {}).get("window_s"))
+    endpoints = _same(shards, lambda d: d.endpoint)
+    models = _same(shards, lambda d: d.model)
+    clients = [s.summary.client for s in shards]
+    window = _same(shards, lambda d: d.windows.window_s)
     return RunInfo(
         endpoint=", ".join(map(str, endpoints)),
         model=", ".join(map(str, models)),
-        started_at=min(str(s.summary.get("started_at") or "") for s in shards),
+        started_at=min(s.summary.started_at or "" for s in shards),
         duration_s=max(ends) / 1e9 - start / 1e9,
         window_s=window[0] if len(window) == 1 else None,
-        sessions_started=sum(
-            int((s.summary.get("sessions") or {}).get("started") or 0) for s in shards
-        ),
-        sessions_completed=sum(
-            int((s.summary.get("sessions") or {}).get("completed") or 0) for s in shards
-        ),
-        client_cpu_percent=max(float(c.get("cpu_percent") or 0.0) for c in clients),
-        client_saturated=any(bool(c.get("saturated")) for c in clients),
+        sessions_started=sum(s.summary.sessions.started or 0 for s in shards),
+        sessions_completed=sum(s.summary.sessions.completed or 0 for s in shards),
+        client_cpu_percent=max(float(c.cpu_percent or 0.0) for c in clients),
+        client_saturated=any(bool(c.saturated) for c in clients),
         config=config,
         started_perf_ns=start,  # the merged rows are on the wall clock
         started_wall_ns=start,
     )
 
 
-def _percentiles(config: dict[str, Any]) -> tuple[float, ...]:
+def _percentiles(config: Mapping[str, Any]) -> tuple[float, ...]:
     """The shards' --percentiles (none when they disagree: the config then lists them all)."""
     qs = config.get("percentiles")
     if isinstance(qs, list) and all(isinstance(q, int | float) for q in qs):
@@ -246,7 +241,7 @@ def _percentiles(config: dict[str, Any]) -> tuple[float, ...]:
     return ()
 
 
-def _cost(config: dict[str, Any], warnings: list[str]) -> CostOptions | None:
+def _cost(config: Mapping[str, Any], warnings: list[str]) -> CostOptions | None:
     """The shards' cost options, rebuilt from their config (they are the same for every shard
     of a split; when they are not, the merged summary has no cost block)."""
     d = config.get("cost")
@@ -268,24 +263,23 @@ def _cost(config: dict[str, Any], warnings: list[str]) -> CostOptions | None:
     )
 
 
-def _merged_from(shards: Sequence[Shard]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _merged_from(shards: Sequence[Shard]) -> tuple[MergedShard, ...]:
+    out: list[MergedShard] = []
     for s in shards:
-        inner = s.summary.get("merged_from")
-        if inner:
-            out.extend(inner)
+        if s.summary.merged_from:
+            out.extend(s.summary.merged_from)
             continue
         out.append(
-            {
-                "dir": str(s.path),
-                "shard": s.covers[0],
-                "started_at": s.summary.get("started_at"),
-                "endpoint": s.summary.get("endpoint"),
-                "requests": (s.summary.get("requests") or {}).get("total"),
-                "agentx_version": s.summary.get("agentx_version"),
-            }
+            MergedShard(
+                dir=str(s.path),
+                shard=s.covers[0],
+                started_at=s.summary.started_at,
+                endpoint=s.summary.endpoint,
+                requests=s.summary.requests.total,
+                agentx_version=s.summary.agentx_version,
+            )
         )
-    return sorted(out, key=lambda m: tuple(int(x) for x in str(m["shard"]).split("/")[::-1]))
+    return tuple(sorted(out, key=lambda m: tuple(int(x) for x in m.shard.split("/")[::-1])))
 
 
 def merge_results(
@@ -301,13 +295,13 @@ def merge_results(
     warnings: list[str] = []
     shards = [load_shard(Path(d), warnings) for d in dirs]
     check_split(shards, warnings)
-    sizes = _same(shards, lambda d: (d.get("cache") or {}).get("block_size"))
+    sizes = _same(shards, lambda d: d.cache.block_size)
     if len(sizes) != 1 or not isinstance(sizes[0], int):
         raise AgentxError(
             f"the shards measured the theoretical hit rate at different block sizes ({sizes})"
         )
     block_size: int = sizes[0]
-    if len(_same(shards, lambda d: d.get("model"))) > 1:
+    if len(_same(shards, lambda d: d.model)) > 1:
         warnings.append("the shards replayed against different models")
     theory = _theory(shards, block_size, warnings)
     records = _rows(shards, theory)
@@ -316,7 +310,7 @@ def merge_results(
     spec = _slo(shards, slo, warnings)
     config = _config(shards)
     config["slo"] = spec
-    summary = build_summary(
+    figures = build_summary(
         _run_info(shards, config),
         records,
         servers.metrics,
@@ -325,29 +319,36 @@ def merge_results(
         extra_percentiles=_percentiles(config),
         cost=_cost(config, warnings),
     )
-    if summary.get("server") is not None:
+    server = figures.server
+    if server is not None:
         windows = [s.window_wall_ns for s in servers.servers if s.window_wall_ns is not None]
-        summary["server"]["window_t_ns"] = (
-            [min(w[0] for w in windows), max(w[1] for w in windows)] if windows else None
+        server = dataclasses.replace(
+            server,
+            window_t_ns=(
+                (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else None
+            ),
+            servers=servers.servers,
         )
-        summary["server"]["servers"] = [s.to_json() for s in servers.servers]
-    summary["merged_from"] = _merged_from(shards)
     shard_warnings = [
-        w if s.summary.get("merged_from") else f"shard {s.label}: {w}"
+        w if s.summary.merged_from else f"shard {s.label}: {w}"
         for s in shards
-        for w in s.summary.get("warnings") or ()
+        for w in s.summary.warnings
     ]
-    if warnings or shard_warnings:
-        summary["warnings"] = [*warnings, *shard_warnings]
+    summary = dataclasses.replace(
+        figures,
+        server=server,
+        merged_from=_merged_from(shards),
+        warnings=(*warnings, *shard_warnings),
+    )
     if output_dir is not None:
         write_results(output_dir, summary, records, theory)
     return MergeResult(summary, records, output_dir, tuple(warnings))
 
 
 def _scrapes(s: Shard, warnings: list[str]) -> list[Scrape]:
-    server = s.summary.get("server")
+    server = s.summary.server
     found = scrapes_of(s.label, server, s.offset_ns)
-    if server and not found and (server.get("scrapes") or 0) > 0:
+    if server is not None and not found and (server.scrapes or 0) > 0:
         warnings.append(
             f"{s.path}: its /metrics figures keep no raw counters (written by an older agentx); "
             "left out of the merged server figures"

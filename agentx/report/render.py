@@ -5,15 +5,16 @@ Tables use rich's Markdown box, so what a terminal shows pastes into a GitHub is
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from agentx.report import fmt
-from agentx.report.fmt import get
+from agentx.results.compare import Comparison
+from agentx.results.summary import Summary
+from agentx.results.summary.server import Tiers
+from agentx.results.summary.slo import Slo
 
 
 def _table(*headers: str) -> Table:
@@ -23,43 +24,41 @@ def _table(*headers: str) -> Table:
     return t
 
 
-def _header(s: dict[str, Any]) -> Text:
-    req = s.get("requests", {})
-    errors = s.get("errors_by_type") or {}
-    err = ", ".join(f"{k} {v}" for k, v in errors.items())
+def _header(s: Summary) -> Text:
+    req = s.requests
+    err = ", ".join(f"{k} {v}" for k, v in s.errors_by_type.items())
     line = Text()
     line.append("agentx replay ", style="bold")
-    line.append(f"{s.get('model')} @ {s.get('endpoint')}  ·  {s.get('started_at')}")
-    line.append(f"  ·  {fmt.seconds(s.get('duration_s'))}")
-    if s.get("merged_from"):
-        line.append(f"  ·  merged from {len(s['merged_from'])} shards")
+    line.append(f"{s.model} @ {s.endpoint}  ·  {s.started_at}")
+    line.append(f"  ·  {fmt.seconds(s.duration_s)}")
+    if s.merged_from:
+        line.append(f"  ·  merged from {len(s.merged_from)} shards")
     line.append("\n")
     line.append(
-        f"requests {fmt.count(req.get('total'))} (ok {fmt.count(req.get('ok'))}, "
-        f"errors {fmt.count(req.get('errors'))}{': ' + err if err else ''})"
+        f"requests {fmt.count(req.total)} (ok {fmt.count(req.ok)}, "
+        f"errors {fmt.count(req.errors)}{': ' + err if err else ''})"
     )
-    sessions = s.get("sessions", {})
     line.append(
-        f"  ·  sessions {fmt.count(sessions.get('started'))} started, "
-        f"{fmt.count(sessions.get('completed'))} completed"
+        f"  ·  sessions {fmt.count(s.sessions.started)} started, "
+        f"{fmt.count(s.sessions.completed)} completed"
     )
-    if req.get("warmup"):
-        line.append(f"  ·  warm-up {fmt.count(req['warmup'])} (excluded)")
-    if req.get("drained"):
-        line.append(f"  ·  drained {fmt.count(req['drained'])} (apart)")
+    if req.warmup:
+        line.append(f"  ·  warm-up {fmt.count(req.warmup)} (excluded)")
+    if req.drained:
+        line.append(f"  ·  drained {fmt.count(req.drained)} (apart)")
     return line
 
 
-def _latency(s: dict[str, Any]) -> Table:
+def _latency(s: Summary) -> Table:
     columns = fmt.stat_columns(s)
     t = _table("latency", *columns)
-    for label, key, f in fmt.LATENCY_ROWS:
-        p = get(s, key) or {}
-        t.add_row(label, *(f(p.get(k)) for k in columns))
+    for label, dist, f in fmt.LATENCY_ROWS:
+        p = dist(s)
+        t.add_row(label, *(f(p.stat(k)) for k in columns))
     return t
 
 
-def _cost(s: dict[str, Any]) -> Table | None:
+def _cost(s: Summary) -> Table | None:
     rows = fmt.cost_rows(s)
     if not rows:
         return None
@@ -69,8 +68,8 @@ def _cost(s: dict[str, Any]) -> Table | None:
     return t
 
 
-def _tiers(tiers: dict[str, Any] | None) -> str:
-    if not tiers:
+def _tiers(tiers: Tiers | None) -> str:
+    if tiers is None:
         return fmt.NA
     parts = []
     for key, label in (
@@ -78,69 +77,69 @@ def _tiers(tiers: dict[str, Any] | None) -> str:
         ("external_kv_transfer", "offload"),
         ("local_compute", "computed"),
     ):
-        part = tiers.get(key)
+        part = tiers.part(key)
         if part is not None:
-            parts.append(f"{label} {fmt.pct(part.get('fraction'))}")
+            parts.append(f"{label} {fmt.pct(part.fraction)}")
     return " · ".join(parts) if parts else fmt.NA
 
 
-def _overview(s: dict[str, Any]) -> Table:
+def _overview(s: Summary) -> Table:
     t = _table("throughput & cache", "value")
-    tp, tok, cache = s.get("throughput", {}), s.get("tokens", {}), s.get("cache", {})
-    t.add_row("requests/s", fmt.num(tp.get("requests_per_s")))
-    t.add_row("input tokens/s", fmt.num(tp.get("input_tokens_per_s")))
-    t.add_row("output tokens/s", fmt.num(tp.get("output_tokens_per_s")))
+    tp, tok, cache = s.throughput, s.tokens, s.cache
+    t.add_row("requests/s", fmt.num(tp.requests_per_s))
+    t.add_row("input tokens/s", fmt.num(tp.input_tokens_per_s))
+    t.add_row("output tokens/s", fmt.num(tp.output_tokens_per_s))
     t.add_row(
         "tokens in / out / cached",
-        f"{fmt.count(tok.get('input'))} / {fmt.count(tok.get('output'))} / "
-        f"{fmt.count(tok.get('cached'))}",
+        f"{fmt.count(tok.input)} / {fmt.count(tok.output)} / {fmt.count(tok.cached)}",
     )
-    t.add_row("hit rate: reported (usage)", fmt.pct(cache.get("reported_hit_rate")))
-    t.add_row("hit rate: server /metrics", fmt.pct(cache.get("server_metrics_hit_rate")))
+    t.add_row("hit rate: reported (usage)", fmt.pct(cache.reported_hit_rate))
+    t.add_row("hit rate: server /metrics", fmt.pct(cache.server_metrics_hit_rate))
     t.add_row(
-        f"hit rate: theoretical (block {cache.get('block_size', '?')})",
-        fmt.pct(cache.get("theoretical_hit_rate")),
+        f"hit rate: theoretical (block {_block(cache.block_size)})",
+        fmt.pct(cache.theoretical_hit_rate),
     )
-    if cache.get("tiers"):
-        t.add_row("prompt tokens by source", _tiers(cache.get("tiers")))
-    usage = cache.get("kv_cache_usage_perc")
-    if usage:
-        t.add_row("KV cache usage p50 / max", f"{fmt.pct(usage['p50'])} / {fmt.pct(usage['max'])}")
-    client = s.get("client", {})
-    cpu = f"{fmt.num(client.get('cpu_percent'))}%"
-    t.add_row("client CPU", cpu + ("  [bold red]SATURATED[/]" if client.get("saturated") else ""))
+    if cache.tiers is not None and cache.tiers.to_json():
+        t.add_row("prompt tokens by source", _tiers(cache.tiers))
+    usage = cache.kv_cache_usage_perc
+    if usage is not None:
+        t.add_row("KV cache usage p50 / max", f"{fmt.pct(usage.p50)} / {fmt.pct(usage.max)}")
+    cpu = f"{fmt.num(s.client.cpu_percent)}%"
+    t.add_row("client CPU", cpu + ("  [bold red]SATURATED[/]" if s.client.saturated else ""))
     return t
 
 
-def _slo(slo: dict[str, Any]) -> Table | None:
-    if not slo or not slo.get("checks"):
+def _block(size: int | None) -> str:
+    return "?" if size is None else str(size)
+
+
+def _slo(slo: Slo) -> Table | None:
+    if not slo.checks:
         return None
     t = _table("SLO", "threshold", "value", "result")
-    for c in slo["checks"]:
-        unit = c.get("unit", "")
-        f = fmt.ms if unit == "ms" else fmt.pct if unit == "fraction" else fmt.num
+    for c in slo.checks:
+        f = fmt.slo_format(c.unit)
         t.add_row(
-            c["metric"],
-            f"{c['op']} {f(c['threshold'])}",
-            f(c["value"]),
-            "[green]pass[/]" if c["passed"] else "[bold red]FAIL[/]",
+            c.metric,
+            f"{c.op} {f(c.threshold)}",
+            f(c.value),
+            "[green]pass[/]" if c.passed else "[bold red]FAIL[/]",
         )
-    gp = slo.get("goodput")
-    if gp:
+    gp = slo.goodput
+    if gp is not None:
         t.add_row(
             "good requests",
             "meet every per-request SLO",
-            f"{fmt.count(gp['good'])}/{fmt.count(gp['requests'])} "
-            f"({fmt.num(gp['requests_per_s'])} req/s)",
+            f"{fmt.count(gp.good)}/{fmt.count(gp.requests)} ({fmt.num(gp.requests_per_s)} req/s)",
             "",
         )
     return t
 
 
-def render_summary(summary: dict[str, Any]) -> RenderableType:
+def render_summary(summary: Summary) -> RenderableType:
     """The run at a glance: header line, latency table, throughput & cache table, SLO table."""
     parts: list[RenderableType] = [_header(summary), _latency(summary), _overview(summary)]
-    for table in (_cost(summary), _slo(summary.get("slo") or {})):
+    for table in (_cost(summary), _slo(summary.slo)):
         if table is not None:
             parts.append(table)
     for note in fmt.cost_notes(summary):
@@ -150,19 +149,19 @@ def render_summary(summary: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def render_compare(cmp: dict[str, Any]) -> RenderableType:
+def render_compare(cmp: Comparison) -> RenderableType:
     """A comparison table: base, new, delta and ratio; green better, red worse."""
     head = Text()
-    b, n = cmp["base"], cmp["new"]
+    b, n = cmp.base, cmp.new
     head.append("base ", style="bold")
-    head.append(f"{b.get('model')} @ {b.get('endpoint')}  ·  {b.get('started_at')}\n")
+    head.append(f"{b.model} @ {b.endpoint}  ·  {b.started_at}\n")
     head.append("new  ", style="bold")
-    head.append(f"{n.get('model')} @ {n.get('endpoint')}  ·  {n.get('started_at')}")
+    head.append(f"{n.model} @ {n.endpoint}  ·  {n.started_at}")
     t = _table("metric", "base", "new", "delta", "ratio")
     styles = {"better": "green", "worse": "red"}
-    for row in cmp["metrics"]:
-        style = styles.get(row["change"] or "", "")
-        t.add_row(row["key"], *fmt.compare_cells(row), style=style)
+    for row in cmp.metrics:
+        style = styles.get(row.change or "", "")
+        t.add_row(row.key, *fmt.compare_cells(row), style=style)
     parts: list[RenderableType] = [head, t]
     for line in fmt.config_warnings(cmp):
         parts.append(Text(f"warning: {line}", style="bold yellow"))

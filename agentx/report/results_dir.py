@@ -7,17 +7,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 
-from agentx.core.errors import AgentxError
+from agentx.core.errors import AgentxError, ShapeError
 from agentx.core.outputs import write_atomic
 from agentx.core.record import RequestRecord
 from agentx.core.urls import redact_urls_deep
-from agentx.metrics.summary import SCHEMA
 from agentx.prefixcache.theory import TheoryRow
 from agentx.report.html import write_html
+from agentx.results.summary import SCHEMA, Summary
 
 SUMMARY = "summary.json"
 REQUESTS = "requests.parquet"
@@ -25,7 +24,7 @@ THEORY = "theory.parquet"
 REPORT = "report.html"
 
 
-def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
+def load_summary(path: str | os.PathLike[str]) -> Summary:
     """``DIR/summary.json`` (or the file itself), checked to be an ``agentx.summary/1``."""
     p = Path(path)
     f = p / SUMMARY if p.is_dir() else p
@@ -38,10 +37,14 @@ def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(summary, dict) or summary.get("schema") != SCHEMA:
         got = summary.get("schema") if isinstance(summary, dict) else type(summary).__name__
         raise AgentxError(f"{f}: not an {SCHEMA} summary (schema: {got!r})")
-    return redact_urls_deep(summary)  # a summary written before URLs were redacted
+    try:
+        # redacted: a summary written before URLs were redacted
+        return Summary.from_json(redact_urls_deep(summary))
+    except ShapeError as exc:
+        raise ShapeError(f"{f}: not an {SCHEMA} summary ({exc})") from None
 
 
-def load_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[RequestRecord]]:
+def load_results(path: str | os.PathLike[str]) -> tuple[Summary, list[RequestRecord]]:
     """The summary and the per-request records (empty when requests.parquet is absent)."""
     summary = load_summary(path)
     p = Path(path)
@@ -55,7 +58,7 @@ def load_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Req
 
 def write_results(
     out_dir: Path,
-    summary: dict[str, Any],
+    summary: Summary,
     records: Sequence[RequestRecord],
     theory: Sequence[TheoryRow] | None = None,
 ) -> None:
@@ -69,9 +72,11 @@ def write_results(
         out_dir.mkdir(parents=True, exist_ok=True)
         write_requests(out_dir / REQUESTS, records)
         if theory is not None:
-            write_theory(out_dir / THEORY, theory, int(summary["cache"]["block_size"]))
+            block_size = summary.cache.block_size
+            assert block_size is not None  # a run's summary always says it
+            write_theory(out_dir / THEORY, theory, block_size)
     except OSError as exc:
         raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
-    summary_json = orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
+    summary_json = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     write_atomic(out_dir / SUMMARY, summary_json, force=True)
     write_html(summary, out_dir / REPORT)

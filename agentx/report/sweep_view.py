@@ -18,49 +18,38 @@ from typing import Any
 
 import orjson
 
-from agentx.core.errors import AgentxError
+from agentx.core.errors import AgentxError, ShapeError
 from agentx.core.urls import redact_urls_deep
 from agentx.report import fmt, svg
 from agentx.report.html import page, table
+from agentx.results.summary import Summary
+from agentx.results.sweep import SCHEMA, Sweep, SweepPoint
 
-SCHEMA = "agentx.sweep/1"
 SWEEP_JSON = "sweep.json"
-POINT_KEYS = (
-    "concurrency",
-    "requests_per_s",
-    "output_tokens_per_s",
-    "per_user_output_tokens_per_s_p50",
-    "ttft_ms_p50",
-    "ttft_ms_p99",
-    "itl_ms_p50",
-    "hit_rate_reported",
-    "hit_rate_theoretical",
-    "errors",
-)
-COST_KEYS = ("usd_per_million_output_tokens", "usd_per_million_total_tokens", "gross_margin")
 
 
-def sweep_point(concurrency: int, summary: dict[str, Any]) -> dict[str, Any]:
+def sweep_point(concurrency: int, summary: Summary) -> SweepPoint:
     """One point of ``agentx.sweep/1`` from one level's ``summary.json``."""
-    g = fmt.get
-    return {
-        "concurrency": concurrency,
-        "requests_per_s": g(summary, "throughput.requests_per_s"),
-        "output_tokens_per_s": g(summary, "throughput.output_tokens_per_s"),
-        "per_user_output_tokens_per_s_p50": g(summary, "per_user_output_tokens_per_s.p50"),
-        "ttft_ms_p50": g(summary, "latency_ms.ttft.p50"),
-        "ttft_ms_p99": g(summary, "latency_ms.ttft.p99"),
-        "itl_ms_p50": g(summary, "latency_ms.itl.p50"),
-        "hit_rate_reported": g(summary, "cache.reported_hit_rate"),
-        "hit_rate_theoretical": g(summary, "cache.theoretical_hit_rate"),
-        "errors": g(summary, "requests.errors"),
-        # extras
-        "requests": g(summary, "requests.total"),
-        "duration_s": summary.get("duration_s"),
-        "client_saturated": g(summary, "client.saturated"),
-        "results_dir": f"c{concurrency}",
-        **{k: g(summary, f"cost.{k}") for k in COST_KEYS},
-    }
+    cost = summary.cost
+    return SweepPoint(
+        concurrency=concurrency,
+        requests_per_s=summary.throughput.requests_per_s,
+        output_tokens_per_s=summary.throughput.output_tokens_per_s,
+        per_user_output_tokens_per_s_p50=summary.per_user_output_tokens_per_s.p50,
+        ttft_ms_p50=summary.latency_ms.ttft.p50,
+        ttft_ms_p99=summary.latency_ms.ttft.p99,
+        itl_ms_p50=summary.latency_ms.itl.p50,
+        hit_rate_reported=summary.cache.reported_hit_rate,
+        hit_rate_theoretical=summary.cache.theoretical_hit_rate,
+        errors=summary.requests.errors,
+        requests=summary.requests.total,
+        duration_s=summary.duration_s,
+        client_saturated=summary.client.saturated,
+        results_dir=f"c{concurrency}",
+        usd_per_million_output_tokens=None if cost is None else cost.usd_per_million_output_tokens,
+        usd_per_million_total_tokens=None if cost is None else cost.usd_per_million_total_tokens,
+        gross_margin=None if cost is None else cost.gross_margin,
+    )
 
 
 def is_sweep_dir(path: str | os.PathLike[str]) -> bool:
@@ -68,7 +57,7 @@ def is_sweep_dir(path: str | os.PathLike[str]) -> bool:
     return p.is_dir() and (p / SWEEP_JSON).is_file() and not (p / "summary.json").exists()
 
 
-def load_sweep(path: str | os.PathLike[str]) -> dict[str, Any]:
+def load_sweep(path: str | os.PathLike[str]) -> Sweep:
     """``DIR/sweep.json``, checked to be an ``agentx.sweep/1``."""
     f = Path(path) / SWEEP_JSON
     try:
@@ -77,35 +66,34 @@ def load_sweep(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise AgentxError(f"{f}: unreadable: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise AgentxError(f"{f}: not an {SCHEMA} file")
-    return redact_urls_deep(data)  # a sweep.json written before URLs were redacted
-
-
-def has_cost(data: dict[str, Any]) -> bool:
-    return any(p.get("usd_per_million_output_tokens") is not None for p in data["points"])
+    try:
+        # redacted: a sweep.json written before URLs were redacted
+        return Sweep.from_json(redact_urls_deep(data))
+    except ShapeError as exc:
+        raise ShapeError(f"{f}: not an {SCHEMA} file ({exc})") from None
 
 
 # -- charts ------------------------------------------------------------------------------------
 
 
-def _by_level(data: dict[str, Any]) -> list[dict[str, Any]]:
-    return sorted(data["points"], key=lambda p: p["concurrency"])
+def _by_level(data: Sweep) -> list[SweepPoint]:
+    return sorted(data.points, key=lambda p: p.concurrency)
 
 
-def _curve(data: dict[str, Any], y_key: str) -> tuple[list[tuple[float, float | None]], list[str]]:
+def _curve(
+    data: Sweep, y: Callable[[SweepPoint], float | None]
+) -> tuple[list[tuple[float, float | None]], list[str]]:
     pts = [
-        p
+        (x, v, p.concurrency)
         for p in _by_level(data)
-        if p["per_user_output_tokens_per_s_p50"] is not None and p.get(y_key) is not None
+        if (x := p.per_user_output_tokens_per_s_p50) is not None and (v := y(p)) is not None
     ]
-    return (
-        [(p["per_user_output_tokens_per_s_p50"], p[y_key]) for p in pts],
-        [f"c{p['concurrency']}" for p in pts],
-    )
+    return [(x, v) for x, v, _ in pts], [f"c{c}" for _, _, c in pts]
 
 
-def sweep_charts(data: dict[str, Any], width: int = 490, height: int = 280) -> dict[str, str]:
+def sweep_charts(data: Sweep, width: int = 490, height: int = 280) -> dict[str, str]:
     """The sweep's charts by name: throughput and cost against interactivity, TTFT."""
-    xy, labels = _curve(data, "output_tokens_per_s")
+    xy, labels = _curve(data, lambda p: p.output_tokens_per_s)
     out = {
         "throughput_vs_interactivity": svg.line_chart(
             [svg.Series("one point per concurrency level (cN)", xy, labels=labels)],
@@ -118,14 +106,12 @@ def sweep_charts(data: dict[str, Any], width: int = 490, height: int = 280) -> d
         )
     }
     pts = _by_level(data)
-    levels = [p["concurrency"] for p in pts]
+    levels = [p.concurrency for p in pts]
     log = bool(levels) and min(levels) > 0 and max(levels) / min(levels) >= 8
     out["ttft_vs_concurrency"] = svg.line_chart(
         [
-            svg.Series("TTFT p50", [(p["concurrency"], p["ttft_ms_p50"]) for p in pts]),
-            svg.Series(
-                "TTFT p99", [(p["concurrency"], p["ttft_ms_p99"]) for p in pts], svg.PALETTE[1]
-            ),
+            svg.Series("TTFT p50", [(p.concurrency, p.ttft_ms_p50) for p in pts]),
+            svg.Series("TTFT p99", [(p.concurrency, p.ttft_ms_p99) for p in pts], svg.PALETTE[1]),
         ],
         title="Time to first token vs concurrency",
         x_label="concurrency (session lanes" + (", log scale)" if log else ")"),
@@ -137,8 +123,8 @@ def sweep_charts(data: dict[str, Any], width: int = 490, height: int = 280) -> d
         width=width,
         height=height,
     )
-    if has_cost(data):
-        xy, labels = _curve(data, "usd_per_million_output_tokens")
+    if data.has_cost:
+        xy, labels = _curve(data, lambda p: p.usd_per_million_output_tokens)
         out["cost_vs_interactivity"] = svg.line_chart(
             [svg.Series("one point per concurrency level (cN)", xy, svg.PALETTE[2], labels)],
             title="Cost per million output tokens vs interactivity",
@@ -155,7 +141,7 @@ def sweep_charts(data: dict[str, Any], width: int = 490, height: int = 280) -> d
 STYLE = f"<style>text{{font-family:system-ui,sans-serif}}{svg.CHART_CSS}</style>"
 
 
-def sweep_svg(data: dict[str, Any]) -> str:
+def sweep_svg(data: Sweep) -> str:
     """The sweep's charts stacked in one standalone SVG (``sweep.svg``)."""
     w, h = 560, 280
     charts = list(sweep_charts(data, w, h).values())
@@ -177,33 +163,34 @@ def _f(spec: str) -> Callable[[Any], str]:
     return lambda v: "-" if v is None else format(v, spec)
 
 
-COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
-    ("lanes", "concurrency", str),
-    ("req/s", "requests_per_s", _f(",.2f")),
-    ("out tok/s", "output_tokens_per_s", _f(",.1f")),
-    ("tok/s/user\np50", "per_user_output_tokens_per_s_p50", _f(",.1f")),
-    ("TTFT ms\np50", "ttft_ms_p50", _f(",.1f")),
-    ("TTFT ms\np99", "ttft_ms_p99", _f(",.1f")),
-    ("ITL ms\np50", "itl_ms_p50", _f(",.2f")),
-    ("hit rate\nreported", "hit_rate_reported", _f(".1%")),
-    ("hit rate\ntheory", "hit_rate_theoretical", _f(".1%")),
-    ("errors", "errors", str),
+Column = tuple[str, Callable[[SweepPoint], Any], Callable[[Any], str]]  # head, figure, format
+COLUMNS: tuple[Column, ...] = (
+    ("lanes", lambda p: p.concurrency, str),
+    ("req/s", lambda p: p.requests_per_s, _f(",.2f")),
+    ("out tok/s", lambda p: p.output_tokens_per_s, _f(",.1f")),
+    ("tok/s/user\np50", lambda p: p.per_user_output_tokens_per_s_p50, _f(",.1f")),
+    ("TTFT ms\np50", lambda p: p.ttft_ms_p50, _f(",.1f")),
+    ("TTFT ms\np99", lambda p: p.ttft_ms_p99, _f(",.1f")),
+    ("ITL ms\np50", lambda p: p.itl_ms_p50, _f(",.2f")),
+    ("hit rate\nreported", lambda p: p.hit_rate_reported, _f(".1%")),
+    ("hit rate\ntheory", lambda p: p.hit_rate_theoretical, _f(".1%")),
+    ("errors", lambda p: p.errors, str),
 )
-COST_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
-    ("$/M out\ntokens", "usd_per_million_output_tokens", fmt.usd),
-    ("margin", "gross_margin", fmt.pct),
+COST_COLUMNS: tuple[Column, ...] = (
+    ("$/M out\ntokens", lambda p: p.usd_per_million_output_tokens, fmt.usd),
+    ("margin", lambda p: p.gross_margin, fmt.pct),
 )
 
 
-def columns(data: dict[str, Any]) -> tuple[tuple[str, str, Callable[[Any], str]], ...]:
-    return COLUMNS + COST_COLUMNS if has_cost(data) else COLUMNS
+def columns(data: Sweep) -> tuple[Column, ...]:
+    return COLUMNS + COST_COLUMNS if data.has_cost else COLUMNS
 
 
-def title(data: dict[str, Any]) -> str:
-    return f"sweep of {data['trace']} against {data['endpoint']} ({data.get('model')})"
+def title(data: Sweep) -> str:
+    return f"sweep of {data.trace} against {data.endpoint} ({data.model})"
 
 
-def render_table(data: dict[str, Any]) -> Any:
+def render_table(data: Sweep) -> Any:
     """A rich table: one row per level."""
     from rich.table import Table
 
@@ -211,18 +198,18 @@ def render_table(data: dict[str, Any]) -> Any:
     cols = columns(data)
     for head, _, _ in cols:
         t.add_column(head, justify="right")
-    for p in data["points"]:
-        t.add_row(*(f(p.get(key)) for _, key, f in cols))
+    for p in data.points:
+        t.add_row(*(f(figure(p)) for _, figure, f in cols))
     return t
 
 
-def render_sweep_html(data: dict[str, Any]) -> str:
+def render_sweep_html(data: Sweep) -> str:
     """The sweep's page: its charts, its table, and a link to each level's own report."""
     cols = columns(data)
     rows = []
-    for p in data["points"]:
-        cells = [escape(f(p.get(key))) for _, key, f in cols]
-        link = f"{p['results_dir']}/report.html"
+    for p in data.points:
+        cells = [escape(f(figure(p))) for _, figure, f in cols]
+        link = f"{p.results_dir}/report.html"
         cells.append(f"<a href='{escape(link)}'>{escape(link)}</a>")
         rows.append(cells)
     charts = "".join(sweep_charts(data).values())

@@ -7,12 +7,13 @@ use is :mod:`agentx.prefixcache.synth`.
 - :mod:`agentx.scrub.rules` — the rules, the flags scrub sets
 - :mod:`agentx.scrub.secrets` — secret patterns and consistent placeholders
 - :mod:`agentx.scrub.toolpairs` — orphaned tool calls/results and their repair
-- :mod:`agentx.scrub.report` — the report, the theoretical hit rate before/after
+- :mod:`agentx.scrub.report` — the report as a table (its JSON: :mod:`agentx.results.scrub`)
 - :mod:`agentx.scrub.anonymize` — ``agentx anonymize``
 """
 
+from agentx.results.scrub import ScrubReport
 from agentx.scrub.pipeline import Scrubber, ScrubOptions, scrub_exchanges, scrub_trace
-from agentx.scrub.report import ScrubReport, render_report
+from agentx.scrub.report import render_report
 
 __all__ = [
     "ScrubOptions",

@@ -31,8 +31,8 @@ from agentx.core.progress import Progress
 from agentx.core.urls import redact_urls_in
 from agentx.prefixcache.theory import HitRateMeter
 from agentx.prefixcache.tokens import count_request_tokens
+from agentx.results.scrub import RuleCount, ScrubReport
 from agentx.scrub import toolpairs
-from agentx.scrub.report import RuleCount, ScrubReport
 from agentx.scrub.rules import (
     RULES,
     IdMemo,

@@ -1,4 +1,5 @@
-"""What scrub did, rule by rule, and the theoretical hit rate before and after.
+"""What scrub did, rule by rule, and the theoretical hit rate before and after (the
+``agentx.scrub/1`` report, :mod:`agentx.results.scrub`), as a table.
 
 The hit rate is measured by :class:`agentx.prefixcache.theory.HitRateMeter`, the meter ``agentx stats``
 uses, at the text block size (hash-only rows at their own block size).
@@ -7,59 +8,10 @@ uses, at the text block size (hash-only rows at their own block size).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from rich.table import Table
 
-SCHEMA = "agentx.scrub/1"
-
-
-@dataclass(frozen=True, slots=True)
-class RuleCount:
-    name: str
-    action: str
-    reason: str
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
-class ScrubReport:
-    input: str
-    output: str
-    exchanges_in: int
-    exchanges_out: int
-    rules: tuple[RuleCount, ...]
-    secrets: dict[str, int] = field(default_factory=dict)  # occurrences replaced, by family
-    secrets_distinct: dict[str, int] = field(default_factory=dict)
-    block_size: int = 16
-    hit_rate_before: float | None = None
-    hit_rate_after: float | None = None
-
-    def count(self, name: str) -> int:
-        return sum(r.count for r in self.rules if r.name == name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "input": self.input,
-            "output": self.output,
-            "exchanges": {
-                "in": self.exchanges_in,
-                "out": self.exchanges_out,
-                "dropped": self.exchanges_in - self.exchanges_out,
-            },
-            "rules": [
-                {"name": r.name, "action": r.action, "count": r.count, "reason": r.reason}
-                for r in self.rules
-            ],
-            "secrets": {"replaced": self.secrets, "distinct": self.secrets_distinct},
-            "theoretical_hit_rate": {
-                "block_size": self.block_size,
-                "before": self.hit_rate_before,
-                "after": self.hit_rate_after,
-            },
-        }
+from agentx.results.scrub import RuleCount, ScrubReport
 
 
 def _pct(x: float | None) -> str:

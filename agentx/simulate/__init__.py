@@ -4,7 +4,7 @@ GPU + DRAM offload). See docs/simulate.md for the model.
     from agentx.simulate import SimulateOptions, run_simulate
     result = run_simulate(SimulateOptions(Path("t.parquet"), capacities_tokens=(160_000,),
                                           offload_tokens=2_000_000))
-    result.data["points"]  # the agentx.simulate/1 object
+    result.data.points  # the agentx.simulate/1 object (agentx.results.simulate)
 
 Layout: :mod:`.workload` (trace -> requests in start order, dense block ids),
 :mod:`.stack` (the one-pass LRU stack engine and the :class:`agentx.prefixcache.kvcache.KVCache` replay),
@@ -16,8 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from agentx.results.simulate import SCHEMA
 from agentx.simulate.options import (
-    SCHEMA,
     SimulateOptions,
     default_capacities,
     parse_count_list,

@@ -19,8 +19,6 @@ from agentx.schedule.options import ScheduleOptions
 from agentx.workload.options import WorkloadOptions
 from agentx.workload.scenario import scenario_values
 
-SCHEMA = "agentx.simulate/1"
-
 
 class OffloadPolicy(StrEnum):
     """``--offload-policy``: what the DRAM tier holds."""

@@ -6,7 +6,6 @@ capacity would report for that replay. See docs/simulate.md ("which engine answe
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from agentx.apis.translate import to_chat
 from agentx.core.errors import AgentxError, UsageError
@@ -14,7 +13,8 @@ from agentx.core.progress import Progress
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
 from agentx.prefixcache.tokenizer import resolve_tokenizer
-from agentx.simulate.options import SCHEMA, SimulateOptions, default_capacities
+from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
+from agentx.simulate.options import SimulateOptions, default_capacities
 from agentx.simulate.replayed import EngineRun, PromptSource, RecordedSends, Sends, run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
@@ -35,29 +35,20 @@ def _capacities(o: SimulateOptions, bs: int, kv_from_tokens: int | None) -> tupl
     return None
 
 
-def _point(
-    cap: int, offload: int, run: EngineRun, bs: int, evicted: int | None = None
-) -> dict[str, Any]:
+def _point(cap: int, offload: int, run: EngineRun, bs: int, evicted: int | None = None) -> Point:
     gpu = run.rate(lambda r: r.gpu_hit_tokens) or 0.0
     both = run.rate(lambda r: r.cached_tokens) or 0.0
-    point = {
-        "capacity_tokens": cap,
-        "offload_tokens": offload,
-        "hit_rate": both,
-        "gpu_hit_rate": gpu,
-        "offload_hit_rate": both - gpu,
-        # extras
-        "kv_blocks": cap // bs,
-        "evicted_blocks": run.evicted_blocks if evicted is None else evicted,
-        "peak_waiting": run.peak_waiting,
-        "duration_s": round(run.duration_s, 3),
-    }
-    if evicted is not None:
-        point["as_unbounded"] = True
-    return point
+    figures = RunFigures(
+        kv_blocks=cap // bs,
+        evicted_blocks=run.evicted_blocks if evicted is None else evicted,
+        peak_waiting=run.peak_waiting,
+        duration_s=round(run.duration_s, 3),
+        as_unbounded=evicted is not None,
+    )
+    return Point(cap, offload, both, gpu, both - gpu, figures)
 
 
-def _as_unbounded(cap: int, unbounded: EngineRun, bs: int) -> dict[str, Any]:
+def _as_unbounded(cap: int, unbounded: EngineRun, bs: int) -> Point:
     """The point of a GPU capacity at least as large as one whose run refilled nothing and kept
     nobody waiting for KV room. Such a run had the unbounded cache's hits at every request, so
     the same timeline; a larger LRU cache, fed the same events, holds a superset of a smaller
@@ -83,7 +74,7 @@ def _hash_block_size(plan: ReplayPlan) -> int | None:
     return None
 
 
-def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dict[str, Any]:
+def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> ReplaySimulation:
     """The ``agentx.simulate/1`` object of the replay timeline (or of ``--from-results``).
     ``progress`` counts the requests of each pass (one per capacity)."""
     prog = progress or Progress()
@@ -102,7 +93,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
         from agentx.report.results_dir import load_results
 
         summary, recorded = load_results(o.from_results)
-        cfg = summary.get("config") or {}
+        cfg = summary.config
         api, salt = cfg.get("api", api), cfg.get("salt", salt)
         sessions, seed = cfg.get("sessions", sessions), cfg.get("seed", seed)
         extra_body = cfg.get("extra_body") or extra_body
@@ -144,8 +135,8 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
     if caps is None:
         caps = tuple(c for c in default_capacities(bs, footprint) if c >= largest) or (largest,)
     offload = o.offload_tokens or 0
-    gpu_points: dict[int, dict[str, Any]] = {}
-    offload_points: dict[int, dict[str, Any]] = {}
+    gpu_points: dict[int, Point] = {}
+    offload_points: dict[int, Point] = {}
     exact_from: int | None = None  # the smallest capacity that ran as an unbounded cache
     ascending = sorted(set(caps))
     for i, cap in enumerate(ascending, 1):
@@ -160,7 +151,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
                 exact_from = cap
         if offload:
             offload_points[cap] = _point(cap, offload, run(f"{label} + offload", cap, offload), bs)
-    points: list[dict[str, Any]] = []
+    points: list[Point] = []
     for cap in caps:
         points.append(gpu_points[cap])
         if offload:
@@ -169,34 +160,25 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> dic
     engine = dataclasses.asdict(params)
     for key in ("block_size", "kv_tokens", "offload_tokens"):
         engine.pop(key)
-    data: dict[str, Any] = {
-        "schema": SCHEMA,
-        "block_size": bs,
-        "theoretical_hit_rate": unbounded.rate(lambda r: r.theoretical_hit_tokens),
-        "points": points,
-        # extras
-        "timeline": "results" if recorded is not None else "replay",
-        "tokenizer": tokenizer.name,
-        "prompts": "hash ids" if source.hashed_prompts else "built and tokenised",
-        "requests": len(measured),
-        "warmup_requests": len(unbounded.records) - len(measured),
-        "sessions": len(plan.sessions),
-        "prompt_tokens": sum(r.prompt_tokens for r in measured),
-        "footprint_tokens": footprint,
-        "largest_request_tokens": largest,
-        "schedule": (
+    return ReplaySimulation(
+        block_size=bs,
+        theoretical_hit_rate=unbounded.rate(lambda r: r.theoretical_hit_tokens),
+        points=tuple(points),
+        timeline="results" if recorded is not None else "replay",
+        tokenizer=tokenizer.name,
+        prompts="hash ids" if source.hashed_prompts else "built and tokenised",
+        requests=len(measured),
+        warmup_requests=len(unbounded.records) - len(measured),
+        sessions=len(plan.sessions),
+        prompt_tokens=sum(r.prompt_tokens for r in measured),
+        footprint_tokens=footprint,
+        largest_request_tokens=largest,
+        schedule=(
             {"from_results": str(o.from_results), "salt": salt, "api": api}
             if recorded is not None
             else dataclasses.asdict(o.schedule)
             | {"salt": salt, "api": api, "sessions": sessions, "seed": seed}
         ),
-        "engine": engine,
-    }
-    if kv is not None:
-        data["kv_from"] = {
-            "source": kv.source,
-            "blocks": kv.blocks,
-            "block_size": kv.block_size,
-            "tokens": kv.tokens,
-        }
-    return data
+        engine=engine,
+        kv_from=(None if kv is None else KvFrom(kv.source, kv.blocks, kv.block_size, kv.tokens)),
+    )

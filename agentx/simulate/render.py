@@ -9,6 +9,7 @@ from typing import Any
 
 from agentx.core.errors import UsageError
 from agentx.core.outputs import check_output, write_atomic
+from agentx.results.simulate import Point, RecordedSimulation, ReplaySimulation
 from agentx.simulate.run import SimulateResult
 
 # the chart classes of agentx.report.svg, styled for an SVG opened on its own
@@ -33,7 +34,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _replay_table(d: dict[str, Any]) -> Any:
+def _replay_table(d: ReplaySimulation) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -41,8 +42,8 @@ def _replay_table(d: dict[str, Any]) -> Any:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("trace", f"{d.get('trace', '')} ({d.get('format', '?')})")
-    sched = d["schedule"]
+    head.add_row("trace", f"{d.trace or ''} ({d.format or '?'})")
+    sched = d.schedule
     if "from_results" in sched:
         how = f"sent at the times recorded in {sched['from_results']}"
     else:
@@ -54,24 +55,25 @@ def _replay_table(d: dict[str, Any]) -> Any:
     head.add_row("timeline", how)
     head.add_row(
         "requests",
-        f"{d['requests']:,} measured in {d['sessions']:,} sessions, "
-        f"{human_tokens(d['prompt_tokens'])} prompt tokens ({d['tokenizer']})",
+        f"{d.requests:,} measured in {d.sessions:,} sessions, "
+        f"{human_tokens(d.prompt_tokens)} prompt tokens ({d.tokenizer})",
     )
     head.add_row(
         "theoretical hit rate",
-        f"{_pct(d['theoretical_hit_rate'])} (unbounded, block size {d['block_size']})",
+        f"{_pct(d.theoretical_hit_rate)} (unbounded, block size {d.block_size})",
     )
     table = Table(show_edge=False, header_style="bold")
     for col in ("GPU capacity (tokens)", "blocks", "offload", "hit rate", "GPU", "evicted"):
         table.add_column(col, justify="right")
-    for p in d["points"]:
+    for p in d.points:
+        run = p.run
         table.add_row(
-            f"{p['capacity_tokens']:,}",
-            f"{p['kv_blocks']:,}",
-            human_tokens(p["offload_tokens"]) if p["offload_tokens"] else "-",
-            _pct(p["hit_rate"]),
-            _pct(p["gpu_hit_rate"]),
-            f"{p['evicted_blocks']:,}",
+            f"{p.capacity_tokens:,}",
+            "-" if run is None else f"{run.kv_blocks:,}",
+            human_tokens(p.offload_tokens) if p.offload_tokens else "-",
+            _pct(p.hit_rate),
+            _pct(p.gpu_hit_rate),
+            "-" if run is None else f"{run.evicted_blocks:,}",
         )
     note = Text(
         "engine model: admission when the prompt fits, cache looked up at admission, LRU "
@@ -88,39 +90,37 @@ def render_table(result: SimulateResult) -> Any:
     from rich.text import Text
 
     d = result.data
-    if d.get("timeline") in ("replay", "results"):
+    if isinstance(d, ReplaySimulation):
         return _replay_table(d)
-    m = d["model"]
+    m = d.model
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("trace", f"{d.get('trace', '')} ({d.get('format', '?')})")
+    head.add_row("trace", f"{d.trace or ''} ({d.format or '?'})")
     head.add_row(
         "requests",
-        f"{d['requests']:,} in {d['sessions']:,} sessions, "
-        f"{human_tokens(d['prompt_tokens'])} prompt tokens",
+        f"{d.requests:,} in {d.sessions:,} sessions, {human_tokens(d.prompt_tokens)} prompt tokens",
     )
     head.add_row(
         "footprint",
-        f"{human_tokens(d['footprint_tokens'])} tokens of distinct blocks "
-        f"(block size {d['block_size']})",
+        f"{human_tokens(d.footprint_tokens)} tokens of distinct blocks (block size {d.block_size})",
     )
     head.add_row(
         "theoretical hit rate",
-        f"{_pct(d['theoretical_hit_rate'])} (unbounded; reached at "
-        f"{human_tokens(d['capacity_for_theoretical_tokens'])} tokens of GPU cache)",
+        f"{_pct(d.theoretical_hit_rate)} (unbounded; reached at "
+        f"{human_tokens(d.capacity_for_theoretical_tokens)} tokens of GPU cache)",
     )
-    if m["pin"]:
-        timed = f"{m['timed_requests']:,} of {d['requests']:,} with a recorded duration"
+    if m.pin:
+        timed = f"{m.timed_requests:,} of {d.requests:,} with a recorded duration"
         pin = f"blocks pinned while a request runs ({timed}); peak pinned " + human_tokens(
-            d["peak_pinned_tokens"]
+            d.peak_pinned_tokens
         )
     else:
         pin = "requests in isolation (nothing pinned)"
-    head.add_row("model", f"{m['engine']} engine, {pin}")
-    offload = next((p["offload_tokens"] for p in d["points"] if p["offload_tokens"]), 0)
+    head.add_row("model", f"{m.engine} engine, {pin}")
+    offload = _offload(d)
     if offload:
-        head.add_row("offload tier", f"{human_tokens(offload)} tokens, {m['offload_policy']}")
+        head.add_row("offload tier", f"{human_tokens(offload)} tokens, {m.offload_policy}")
 
     table = Table(show_edge=False, header_style="bold")
     table.add_column("GPU capacity (tokens)", justify="right")
@@ -129,20 +129,20 @@ def render_table(result: SimulateResult) -> Any:
         table.add_column(f"+ {human_tokens(offload)} offload", justify="right")
         table.add_column("from offload", justify="right")
         table.add_column("gain (points)", justify="right")
-    rows: dict[int, dict[str, Any]] = {}
-    for p in d["points"]:
-        row = rows.setdefault(p["capacity_tokens"], {})
-        row["offload" if p["offload_tokens"] else "gpu"] = p
-    small = d.get("largest_request_tokens", 0)
+    rows: dict[int, dict[str, Point]] = {}
+    for p in d.points:
+        row = rows.setdefault(p.capacity_tokens, {})
+        row["offload" if p.offload_tokens else "gpu"] = p
+    small = d.largest_request_tokens
     for cap, row in rows.items():
-        gpu = row["gpu"]["hit_rate"]
+        gpu = row["gpu"].hit_rate
         cells = [f"{cap:,} ({human_tokens(cap)})" + (" *" if cap < small else ""), _pct(gpu)]
         if offload:
             both = row["offload"]
             cells += [
-                _pct(both["hit_rate"]),
-                _pct(both["offload_hit_rate"]),
-                f"{100 * (both['hit_rate'] - gpu):+.1f}",
+                _pct(both.hit_rate),
+                _pct(both.offload_hit_rate),
+                f"{100 * (both.hit_rate - gpu):+.1f}",
             ]
         table.add_row(*cells)
     parts: list[Any] = [head, Text(""), table]
@@ -157,6 +157,11 @@ def render_table(result: SimulateResult) -> Any:
     return Group(*parts)
 
 
+def _offload(d: RecordedSimulation | ReplaySimulation) -> int:
+    """The offload tier's tokens (0: none)."""
+    return next((p.offload_tokens for p in d.points if p.offload_tokens), 0)
+
+
 def plot_svg(result: SimulateResult) -> str:
     """Hit rate against GPU capacity (log axis): GPU only, with offload, the unbounded limit."""
     from agentx.report import svg
@@ -166,23 +171,25 @@ def plot_svg(result: SimulateResult) -> str:
     xs = [math.log10(c.capacity_tokens) for c in curve]
     series: list[svg.Series] = []
     if xs:
-        th = d["theoretical_hit_rate"]
+        th = d.theoretical_hit_rate
         series.append(svg.Series("unbounded", [(xs[0], th), (xs[-1], th)], svg.PALETTE[2]))
     series.append(
         svg.Series("GPU only", [(x, c.gpu_hit_rate) for x, c in zip(xs, curve, strict=True)])
     )
-    offload = next((p["offload_tokens"] for p in d["points"] if p["offload_tokens"]), 0)
+    offload = _offload(d)
     if offload:
+        # the replay timeline's engine has one offload policy: only the recorded one names it
+        policy = f" ({d.model.offload_policy})" if isinstance(d, RecordedSimulation) else ""
         series.append(
             svg.Series(
-                f"GPU + {human_tokens(offload)} offload ({d['model']['offload_policy']})",
+                f"GPU + {human_tokens(offload)} offload{policy}",
                 [(x, c.hit_rate) for x, c in zip(xs, curve, strict=True)],
                 svg.PALETTE[1],
             )
         )
     chart = svg.line_chart(
         series,
-        title=f"Prefix-cache hit rate vs GPU KV capacity — {Path(str(d.get('trace', ''))).name}",
+        title=f"Prefix-cache hit rate vs GPU KV capacity — {Path(d.trace or '').name}",
         x_label="GPU KV-cache capacity (tokens, log scale)",
         y_label="hit rate",
         y_format=lambda v: f"{100 * v:.1f}%",

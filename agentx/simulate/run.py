@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from agentx.core.progress import Progress
+from agentx.results.simulate import Point, RecordedSimulation, Simulation, StackModel
 from agentx.simulate.options import (
     CURVE_POINTS,
-    SCHEMA,
     CacheModel,
     OffloadPolicy,
     SimulateOptions,
@@ -33,7 +33,7 @@ class CurvePoint:
 
 @dataclass(frozen=True, slots=True)
 class SimulateResult:
-    data: dict[str, Any]  # the agentx.simulate/1 object (what --json prints)
+    data: Simulation  # what --json prints
     curve: tuple[CurvePoint, ...]  # a finer sweep, for the plot
 
 
@@ -45,6 +45,12 @@ def _curve_capacities(block_size: int, top_tokens: int) -> list[int]:
 
 def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateResult:
     """Run the sweep on a loaded workload."""
+    return SimulateResult(*_recorded(workload, options))
+
+
+def _recorded(
+    workload: Workload, options: SimulateOptions
+) -> tuple[RecordedSimulation, tuple[CurvePoint, ...]]:
     bs = workload.block_size
     caps = options.capacities_tokens or default_capacities(bs, workload.footprint_tokens)
     offload = options.offload_tokens or 0
@@ -79,7 +85,7 @@ def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateR
             if union is not None:
                 union[k] = (ref.gpu_hit_tokens + ref.offload_hit_tokens) / prompt
 
-    points: list[dict[str, Any]] = []
+    points: list[Point] = []
     for k, cap in enumerate(caps):
         points.append(_point(cap, 0, gpu[k], gpu[k]))
         if union is not None:
@@ -96,48 +102,40 @@ def simulate_workload(workload: Workload, options: SimulateOptions) -> SimulateR
             CurvePoint(c, gpu[k], union[k] if union is not None else None)
             for k, c in enumerate(caps)
         )
-    data: dict[str, Any] = {
-        "schema": SCHEMA,
-        "block_size": bs,
-        "theoretical_hit_rate": stack.theoretical_hit_blocks * bs / prompt,
-        "points": points,
-        # extras
-        "requests": len(workload.requests),
-        "sessions": workload.sessions,
-        "prompt_tokens": stack.prompt_tokens,
-        "footprint_tokens": workload.footprint_tokens,
-        "capacity_for_theoretical_tokens": stack.blocks_for_theoretical * bs,
-        "peak_pinned_tokens": stack.peak_pinned_blocks * bs,
-        "largest_request_tokens": max(
+    data = RecordedSimulation(
+        block_size=bs,
+        theoretical_hit_rate=stack.theoretical_hit_blocks * bs / prompt,
+        points=tuple(points),
+        requests=len(workload.requests),
+        sessions=workload.sessions,
+        prompt_tokens=stack.prompt_tokens,
+        footprint_tokens=workload.footprint_tokens,
+        capacity_for_theoretical_tokens=stack.blocks_for_theoretical * bs,
+        peak_pinned_tokens=stack.peak_pinned_blocks * bs,
+        largest_request_tokens=max(
             (-(-(r.prompt_tokens + r.output_tokens) // bs) * bs for r in workload.requests),
             default=0,
         ),
-        "model": {
-            "engine": options.cache_model,  # the key scripts read; cache_model names it
-            "cache_model": options.cache_model,
-            "pin": options.pin,
-            "timed_requests": workload.timed_requests,
-            "reserve_output": options.reserve_output,
-            "offload_policy": (
+        model=StackModel(
+            engine=options.cache_model,  # the key scripts read; cache_model names it
+            cache_model=options.cache_model,
+            pin=options.pin,
+            timed_requests=workload.timed_requests,
+            reserve_output=options.reserve_output,
+            offload_policy=(
                 None
                 if not offload
                 else "victim"
                 if options.cache_model is CacheModel.KVCACHE
                 else options.offload_policy
             ),
-        },
-    }
-    return SimulateResult(data, curve)
+        ),
+    )
+    return data, curve
 
 
-def _point(capacity: int, offload: int, hit: float, gpu: float) -> dict[str, Any]:
-    return {
-        "capacity_tokens": capacity,
-        "offload_tokens": offload,
-        "hit_rate": hit,
-        "gpu_hit_rate": gpu,
-        "offload_hit_rate": hit - gpu,
-    }
+def _point(capacity: int, offload: int, hit: float, gpu: float) -> Point:
+    return Point(capacity, offload, hit, gpu, hit - gpu)
 
 
 def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) -> SimulateResult:
@@ -151,27 +149,25 @@ def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) 
     if options.timeline is Timeline.REPLAY:
         from agentx.simulate.predict import simulate_replay
 
-        data = simulate_replay(options, prog)
-        data["trace"] = str(options.trace)
-        data["format"] = fmt
-        curve = tuple(
-            CurvePoint(p["capacity_tokens"], p["gpu_hit_rate"], None)
-            for p in data["points"]
-            if not p["offload_tokens"]
+        replayed = dataclasses.replace(
+            simulate_replay(options, prog), trace=str(options.trace), format=fmt
         )
-        return SimulateResult(data, curve)
+        curve = tuple(
+            CurvePoint(p.capacity_tokens, p.gpu_hit_rate, None)
+            for p in replayed.points
+            if not p.offload_tokens
+        )
+        return SimulateResult(replayed, curve)
     workload = load_workload(options.trace, options.block_size, progress=prog)
     prog.phase("simulating", total=None, unit="")
-    result = simulate_workload(workload, options)
-    result.data["trace"] = str(options.trace)
-    result.data["format"] = fmt
-    result.data["timeline"] = "recorded"
-    result.data["tokenizer"] = "cl100k_base"
-    return result
+    data, curve = _recorded(workload, options)
+    recorded = dataclasses.replace(
+        data, trace=str(options.trace), format=fmt, timeline="recorded", tokenizer="cl100k_base"
+    )
+    return SimulateResult(recorded, curve)
 
 
 __all__ = [
-    "SCHEMA",
     "CacheModel",
     "CurvePoint",
     "OffloadPolicy",

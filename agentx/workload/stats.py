@@ -14,20 +14,20 @@ multiple of it when ``block_size`` is one. The block size actually used is repor
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentx.core.models import Exchange
-from agentx.core.percentiles import percentiles
+from agentx.core.percentiles import STATS, percentiles
 from agentx.core.progress import Progress
 from agentx.prefixcache import tokens
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
 from agentx.prefixcache.theory import HitRateMeter, is_model_call
 from agentx.prefixcache.tokenizer import Tokenizer, tokenizer_name
-
-SCHEMA = "agentx.stats/1"
+from agentx.results.stats import Stats, StatsTotals
 
 
 def _output_tokens(ex: Exchange) -> int | None:
@@ -48,7 +48,7 @@ def summarize(
     *,
     block_size: int | None = None,
     tokenizer: Tokenizer | None = None,
-) -> dict[str, Any]:
+) -> Stats:
     """The ``agentx.stats/1`` object of a stream of exchanges (in trace order). Text rows'
     theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k)."""
     if block_size is not None and block_size < 1:
@@ -92,28 +92,26 @@ def summarize(
         if set(sources) == {"tiktoken"}
         else "mixed"
     )
-    return {
-        "schema": SCHEMA,
-        "sessions": len(sessions),
-        "threads": len(threads),
-        "requests": sum(apis.values()),
-        "apis": dict(sorted(apis.items())),
-        "input_tokens": percentiles(input_tokens),
-        "output_tokens": percentiles(output_tokens),
-        "think_time_s": percentiles(think),
-        "theoretical_hit_rate": hits.hit_rate,
-        "block_size": hits.main_block_size,
-        # extras
-        "tokenizer": tokenizer_name(tokenizer),
-        "tokens_source": source if sources else None,
-        "totals": {
-            "input_tokens": sum(input_tokens),
-            "output_tokens": sum(output_tokens) if output_tokens else None,
-            "cached_tokens": sum(cached) if cached else None,
-        },
-        "block_sizes": hits.per_block_size(),
-        "non_model_rows": skipped,
-    }
+    return Stats(
+        sessions=len(sessions),
+        threads=len(threads),
+        requests=sum(apis.values()),
+        apis=dict(sorted(apis.items())),
+        input_tokens=percentiles(input_tokens),
+        output_tokens=percentiles(output_tokens),
+        think_time_s=percentiles(think),
+        theoretical_hit_rate=hits.hit_rate,
+        block_size=hits.main_block_size,
+        tokenizer=tokenizer_name(tokenizer),
+        tokens_source=source if sources else None,
+        totals=StatsTotals(
+            input_tokens=sum(input_tokens),
+            output_tokens=sum(output_tokens) if output_tokens else None,
+            cached_tokens=sum(cached) if cached else None,
+        ),
+        block_sizes=hits.per_block_size(),
+        non_model_rows=skipped,
+    )
 
 
 # What stats reads of an agentx trace: everything but the columns it never uses (chunk
@@ -127,7 +125,7 @@ def compute_stats(
     block_size: int | None = None,
     tokenizer: Tokenizer | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> Stats:
     """Stats of a trace in any supported format (see :func:`agentx.formats.detect_format`),
     streamed: memory holds the distributions and the unbounded cache's block set, not the
     trace. ``progress`` follows the reading."""
@@ -140,9 +138,7 @@ def compute_stats(
     columns = [c for c in COLUMNS if c not in STATS_SKIPS]
     exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
     result = summarize(_counted(exchanges, prog), block_size=block_size, tokenizer=tokenizer)
-    result["trace"] = str(path)
-    result["format"] = fmt
-    return result
+    return dataclasses.replace(result, trace=str(path), format=fmt)
 
 
 def _counted(exchanges: Iterable[Exchange], progress: Progress) -> Iterator[Exchange]:
@@ -159,7 +155,7 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return f"{value:,.0f}"
 
 
-def render_table(result: dict[str, Any]) -> Any:
+def render_table(result: Stats) -> Any:
     """A rich renderable of a stats result."""
     from rich.console import Group
     from rich.table import Table
@@ -168,40 +164,36 @@ def render_table(result: dict[str, Any]) -> Any:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("trace", f"{result.get('trace', '')} ({result.get('format', '?')})")
-    head.add_row("sessions", f"{result['sessions']:,}")
-    head.add_row("threads", f"{result['threads']:,}")
-    apis = ", ".join(f"{k} {v:,}" for k, v in result["apis"].items()) or "-"
-    head.add_row("requests", f"{result['requests']:,}  ({apis})")
-    rate = result["theoretical_hit_rate"]
+    head.add_row("trace", f"{result.trace or ''} ({result.format or '?'})")
+    head.add_row("sessions", f"{result.sessions:,}")
+    head.add_row("threads", f"{result.threads:,}")
+    apis = ", ".join(f"{k} {v:,}" for k, v in result.apis.items()) or "-"
+    head.add_row("requests", f"{result.requests:,}  ({apis})")
+    rate = result.theoretical_hit_rate
     head.add_row(
         "theoretical hit rate",
         ("-" if rate is None else f"{rate:.1%}")
-        + f"  (unbounded cache, block size {result['block_size']}, "
-        + f"{result.get('tokenizer', 'cl100k_base')} tokens)",
+        + f"  (unbounded cache, block size {result.block_size}, "
+        + f"{result.tokenizer} tokens)",
     )
-    totals = result.get("totals") or {}
-    if totals:
-        parts = [
-            f"input {_fmt(totals.get('input_tokens'))}",
-            f"output {_fmt(totals.get('output_tokens'))}",
-        ]
-        if totals.get("cached_tokens") is not None:
-            parts.append(f"cached (reported) {_fmt(totals['cached_tokens'])}")
-        head.add_row("total tokens", ", ".join(parts))
-    if result.get("non_model_rows"):
-        head.add_row("not counted", f"{result['non_model_rows']:,} non-model rows")
+    totals = result.totals
+    parts = [f"input {_fmt(totals.input_tokens)}", f"output {_fmt(totals.output_tokens)}"]
+    if totals.cached_tokens is not None:
+        parts.append(f"cached (reported) {_fmt(totals.cached_tokens)}")
+    head.add_row("total tokens", ", ".join(parts))
+    if result.non_model_rows:
+        head.add_row("not counted", f"{result.non_model_rows:,} non-model rows")
 
     dist = Table(title=None, show_edge=False, header_style="bold")
     dist.add_column("per request")
-    for col in ("p50", "p90", "p99", "mean", "max"):
+    for col in STATS:
         dist.add_column(col, justify="right")
-    source = result.get("tokens_source")
+    source = result.tokens_source
     rows = [
-        ("input tokens" + (f" ({source})" if source else ""), result["input_tokens"], ""),
-        ("output tokens", result["output_tokens"], ""),
-        ("think time (s)", result["think_time_s"], "s"),
+        ("input tokens" + (f" ({source})" if source else ""), result.input_tokens, ""),
+        ("output tokens", result.output_tokens, ""),
+        ("think time (s)", result.think_time_s, "s"),
     ]
     for label, p, unit in rows:
-        dist.add_row(label, *(_fmt(p[k], unit) for k in ("p50", "p90", "p99", "mean", "max")))
+        dist.add_row(label, *(_fmt(p.stat(k), unit) for k in STATS))
     return Group(head, Text(""), dist)

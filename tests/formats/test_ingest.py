@@ -67,7 +67,7 @@ def test_a_50_trace_corpus_imports_compactly_in_bounded_memory(
     assert trace.stat().st_size < summary.json_bytes / 10  # target: 1.5x; it is ~2 %
     assert not list(tmp_path.glob(".*"))  # no staged parts or spools left behind
 
-    stats = compute_stats(trace)
+    stats = compute_stats(trace).to_json()
     assert (stats["sessions"], stats["requests"]) == (50, summary.requests)
     assert stats["threads"] == 50 + summary.subagents
     assert stats["totals"]["input_tokens"] == summary.input_tokens

@@ -72,7 +72,7 @@ def test_session_ids_make_chained_threads(tmp_path: Path) -> None:
 
 
 def test_theoretical_hit_rate_uses_full_blocks_of_the_ids(tmp_path: Path) -> None:
-    result = summarize(load_exchanges(_write(tmp_path / "m.jsonl", LINES)))
+    result = summarize(load_exchanges(_write(tmp_path / "m.jsonl", LINES))).to_json()
     # 1: nothing cached yet. 2 (672 tokens = 1 full block): hits block 46. 3 (1100 tokens = 2
     # full blocks, 46 47): hits 46 only, since 47 was a partial last block before, never cached.
     assert result["block_size"] == 512
@@ -87,8 +87,8 @@ def test_block_size_multiples_coarsen_the_ids(tmp_path: Path) -> None:
         {"input_length": 3000, "hash_ids": [1, 2, 3, 4, 5]},
     ]
     path = _write(tmp_path / "m.jsonl", recs)
-    native = summarize(load_exchanges(path))
-    coarse = summarize(load_exchanges(path), block_size=1024)
+    native = summarize(load_exchanges(path)).to_json()
+    coarse = summarize(load_exchanges(path), block_size=1024).to_json()
     with pytest.raises(UsageError, match="multiple of 512"):  # not a multiple: refused
         summarize(load_exchanges(path), block_size=100)
     assert (native["block_size"], coarse["block_size"]) == (512, 1024)

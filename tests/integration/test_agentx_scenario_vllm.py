@@ -48,7 +48,7 @@ def test_agentx_scenario_measures_the_window_only(vllm_url: str, tmp_path: Path)
             progress=False,
         )
     )
-    s, records = result.summary, result.records
+    s, records = result.summary.to_json(), result.records
     assert result.failure is None and all(r.ok for r in records)
     warm = [r for r in records if r.warmup]
     primers = sum(ln["primers"] for ln in s["schedule"]["lanes"])

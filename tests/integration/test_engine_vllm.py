@@ -97,7 +97,7 @@ def _replay(trace: Path, url: str, lanes: int, out: Path) -> dict[str, Any]:
         progress=False,
         timeout_s=300.0,
     )
-    return run_replay(opts).summary
+    return run_replay(opts).summary.to_json()
 
 
 def _simulate(trace: Path, lanes: int, blocks: int) -> dict[str, Any]:
@@ -223,7 +223,7 @@ def test_theoretical_with_the_server_tokenizer_equals_vllm(vllm_url: str, tmp_pa
         timeout_s=300.0,
     )
     result = run_replay(opts)
-    s = result.summary
+    s = result.summary.to_json()
     assert s["tokenizer"] == f"server:{vllm_url}/tokenize"
     cache = s["cache"]
     assert cache["theoretical_hit_rate"] == pytest.approx(cache["reported_hit_rate"], abs=0.005)

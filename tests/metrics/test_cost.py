@@ -25,6 +25,7 @@ from agentx.metrics.cost import (
     parse_price,
     preset_prices,
 )
+from agentx.results.summary import Cache, Summary, Throughput, TokenTotals
 
 
 def run(
@@ -32,17 +33,18 @@ def run(
     output_tps: float = 1_000.0,
     cached: int | None = 1_710_000,
     server_rate: float | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """The parts of summary.json the cost block reads: 100 s at the rates given."""
-    return {
-        "throughput": {"input_tokens_per_s": input_tps, "output_tokens_per_s": output_tps},
-        "tokens": {
-            "input": int(input_tps * 100),
-            "output": int(output_tps * 100),
-            "cached": cached,
-        },
-        "cache": {"server_metrics_hit_rate": server_rate},
-    }
+    return Summary(
+        throughput=Throughput(input_tokens_per_s=input_tps, output_tokens_per_s=output_tps),
+        tokens=TokenTotals(input=int(input_tps * 100), output=int(output_tps * 100), cached=cached),
+        cache=Cache(server_metrics_hit_rate=server_rate),
+    )
+
+
+def block(options: CostOptions, summary: Summary) -> dict[str, Any]:
+    """The ``cost`` object of ``summary.json`` for ``options``."""
+    return cost_summary(options, summary).to_json()
 
 
 SONNET = Prices(3.0, 0.30, 15.0)
@@ -51,7 +53,7 @@ EXAMPLE = CostOptions(usd_per_gpu_hour=2.0, gpus=8, prices=SONNET, license_fract
 
 class TestHandComputed:
     def test_cost_per_million_tokens(self) -> None:
-        c = cost_summary(CostOptions(usd_per_gpu_hour=2.0, gpus=8), run())
+        c = block(CostOptions(usd_per_gpu_hour=2.0, gpus=8), run())
         assert c["usd_per_hour"] == 16.0
         # 16 $/h over 1,000 tok/s x 3600 s = 3.6 M output tokens an hour
         assert c["usd_per_million_output_tokens"] == pytest.approx(16 / 3.6)
@@ -60,7 +62,7 @@ class TestHandComputed:
         assert c["revenue_usd_per_hour"] is None and c["gross_margin"] is None
 
     def test_revenue_margin_breakeven(self) -> None:
-        c = cost_summary(EXAMPLE, run())
+        c = block(EXAMPLE, run())
         # per second: 1,900 uncached x $3 + 17,100 cached x $0.30 + 1,000 output x $15, per million
         assert c["token_mix"]["cached_input_tokens_per_s"] == pytest.approx(17_100)
         assert c["revenue_usd_per_hour"] == pytest.approx(92.988)
@@ -77,7 +79,7 @@ class TestHandComputed:
         }
 
     def test_half_utilisation(self) -> None:
-        c = cost_summary(
+        c = block(
             CostOptions(
                 usd_per_gpu_hour=2.0, gpus=8, utilization=0.5, prices=SONNET, license_fraction=0.3
             ),
@@ -95,29 +97,29 @@ class TestHandComputed:
         assert opts is not None and opts.parts is not None
         # 1.20 + 1.2 kW x $0.10 x 1.25 + 0.30 = 1.65
         assert opts.usd_per_gpu_hour == pytest.approx(1.65)
-        c = cost_summary(opts, run())
+        c = block(opts, run())
         assert c["gpu_hour_parts"]["power_usd_per_hour"] == pytest.approx(0.15)
 
     def test_cached_share_from_server_metrics_when_usage_has_none(self) -> None:
-        c = cost_summary(EXAMPLE, run(cached=None, server_rate=0.9))
+        c = block(EXAMPLE, run(cached=None, server_rate=0.9))
         assert c["token_mix"]["cached_fraction_source"] == "server_metrics"
         assert c["revenue_usd_per_hour"] == pytest.approx(92.988)
 
     def test_no_cached_tokens_priced_as_uncached_with_a_note(self) -> None:
-        c = cost_summary(EXAMPLE, run(cached=None))
+        c = block(EXAMPLE, run(cached=None))
         assert c["token_mix"]["cached_input_tokens_per_s"] is None
         # 19,000 x $3 + 1,000 x $15 per million per second
         assert c["revenue_usd_per_hour"] == pytest.approx(0.072 * 3600)
         assert c["notes"] and "uncached" in c["notes"][0]
 
     def test_no_output_is_unknown_not_zero(self) -> None:
-        c = cost_summary(EXAMPLE, run(input_tps=0.0, output_tps=0.0, cached=None))
+        c = block(EXAMPLE, run(input_tps=0.0, output_tps=0.0, cached=None))
         assert c["usd_per_million_output_tokens"] is None
         assert c["revenue_usd_per_hour"] == 0.0
         assert c["gross_margin"] is None and c["breakeven_utilization"] is None
 
     def test_unprofitable_even_when_full(self) -> None:
-        c = cost_summary(
+        c = block(
             CostOptions(usd_per_gpu_hour=100.0, gpus=8, prices=SONNET, license_fraction=0.3), run()
         )
         assert c["gross_margin"] < 0 and c["breakeven_utilization"] > 1
@@ -203,13 +205,13 @@ def test_margin_is_zero_at_the_breakeven_utilisation(
 ) -> None:
     summary = run(inp, out, cached=None, server_rate=hit)
     opts = CostOptions(usd_per_gpu_hour=hour, gpus=gpus, prices=SONNET, license_fraction=lic)
-    u = cost_summary(opts, summary)["breakeven_utilization"]
+    u = block(opts, summary)["breakeven_utilization"]
     assert u is not None and u > 0
     if u <= 1:
         at = CostOptions(
             usd_per_gpu_hour=hour, gpus=gpus, utilization=u, prices=SONNET, license_fraction=lic
         )
-        c = cost_summary(at, summary)
+        c = block(at, summary)
         assert c["gross_margin"] == pytest.approx(0.0, abs=1e-9)
         assert c["gross_profit_usd_per_hour"] == pytest.approx(0.0, abs=1e-9 * hour * gpus)
 
@@ -226,8 +228,8 @@ def test_cost_per_token_times_tokens_is_the_hour_and_margin_grows_with_use(
 ) -> None:
     lo, hi = sorted((u1, u2))
     summary = run(inp, out)
-    a = cost_summary(CostOptions(usd_per_gpu_hour=hour, utilization=lo, prices=SONNET), summary)
-    b = cost_summary(CostOptions(usd_per_gpu_hour=hour, utilization=hi, prices=SONNET), summary)
+    a = block(CostOptions(usd_per_gpu_hour=hour, utilization=lo, prices=SONNET), summary)
+    b = block(CostOptions(usd_per_gpu_hour=hour, utilization=hi, prices=SONNET), summary)
     tokens_per_hour = (inp + out) * 3600 * lo
     assert math.isclose(a["usd_per_million_total_tokens"] * tokens_per_hour / 1e6, hour)
     assert b["gross_margin"] >= a["gross_margin"] - 1e-12

@@ -131,8 +131,9 @@ class TestVllmPrefixCache:
         assert m.source == "vllm" and m.queries == prompt and m.hits == cached
 
     def test_tiers_split_the_prompt_tokens(self) -> None:
-        tiers = run(BEFORE, AFTER).tiers
-        assert tiers is not None
+        typed = run(BEFORE, AFTER).tiers
+        assert typed is not None
+        tiers = typed.to_json()
         prompt = sum(u["prompt_tokens"] for u in USAGE)
         cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in USAGE)
         assert tiers["prompt_tokens"] == prompt
@@ -176,7 +177,7 @@ class TestVllmPrefixCache:
 
         m = run(old(100, 10, 0.1), old(500, 210, 0.5))
         assert m.hit_rate == pytest.approx(200 / 400)
-        assert m.kv_cache_usage_perc is not None and m.kv_cache_usage_perc["max"] == 0.5
+        assert m.kv_cache_usage_perc is not None and m.kv_cache_usage_perc.max == 0.5
 
     def test_external_connector_hits_count_toward_the_rate(self) -> None:
         def page(q: int, h: int, eq: int, eh: int) -> str:
@@ -193,7 +194,11 @@ class TestVllmPrefixCache:
         m = run(page(0, 0, 0, 0), page(1000, 400, 600, 300))
         assert m.hit_rate == pytest.approx(0.7)
         assert m.tiers is not None
-        assert m.tiers["external_prefix_cache"] == {"queries": 600, "hits": 300, "hit_rate": 0.5}
+        assert m.tiers.to_json()["external_prefix_cache"] == {
+            "queries": 600,
+            "hits": 300,
+            "hit_rate": 0.5,
+        }
 
     def test_kv_cache_usage_is_a_distribution_over_scrapes(self) -> None:
         pages = [
@@ -205,7 +210,7 @@ class TestVllmPrefixCache:
         ]
         m = run(*pages)
         assert m.kv_cache_usage_perc is not None
-        assert m.kv_cache_usage_perc["max"] == 0.5 and m.kv_cache_usage_perc["p50"] == 0.3
+        assert m.kv_cache_usage_perc.max == 0.5 and m.kv_cache_usage_perc.p50 == 0.3
         assert [p["kv_cache_usage_perc"] for p in m.time_series] == [0.1, 0.2, 0.3, 0.4, 0.5]
         assert m.time_series[0]["hit_rate"] is None  # the baseline has no interval
 
@@ -247,10 +252,10 @@ class TestSglang:
         assert m.source == "sglang"
         assert m.hit_rate == pytest.approx(3000 / 4000)
         assert m.tiers is not None
-        assert m.tiers["cached_by_source"] == {"device": 2000, "host": 1000}
-        assert m.tiers["local_compute"]["tokens"] == 1000
+        assert m.tiers.to_json()["cached_by_source"] == {"device": 2000, "host": 1000}
+        assert m.tiers.to_json()["local_compute"]["tokens"] == 1000
         assert m.time_series[-1]["running"] == 3.0 and m.time_series[-1]["waiting"] == 1.0
-        assert m.kv_cache_usage_perc is not None and m.kv_cache_usage_perc["max"] == 0.6
+        assert m.kv_cache_usage_perc is not None and m.kv_cache_usage_perc.max == 0.6
 
     def test_gauge_only_sglang_falls_back_to_its_mean_rate(self) -> None:
         def page(rate: float) -> str:

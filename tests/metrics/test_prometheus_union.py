@@ -4,12 +4,10 @@ restarts detected and never double counted."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import orjson
 import pytest
 
-from agentx.metrics.prometheus.server_metrics import CounterSeries
 from agentx.metrics.prometheus.union import (
     RULE_RESET,
     RULE_WIDEST,
@@ -19,6 +17,7 @@ from agentx.metrics.prometheus.union import (
     union_servers,
 )
 from agentx.metrics.summary import _server_block
+from agentx.results.summary.server import CounterSeries, ServerBlock
 
 from .test_prometheus import AFTER, BEFORE, run
 
@@ -99,10 +98,11 @@ def test_urls_are_one_server_whatever_their_case_and_trailing_slash() -> None:
     assert len(union_servers([a, b]).servers) == 1
 
 
-def block(url: str) -> dict[str, Any]:
-    """summary.json's server block of a run that scraped the real vLLM pages, as JSON."""
-    server = dataclasses.replace(run(BEFORE, AFTER), url=url)
-    return orjson.loads(orjson.dumps(_server_block(server)))
+def block(url: str) -> ServerBlock:
+    """summary.json's server block of a run that scraped the real vLLM pages, read back."""
+    server = _server_block(dataclasses.replace(run(BEFORE, AFTER), url=url))
+    assert server is not None
+    return ServerBlock.from_json(orjson.loads(orjson.dumps(server.to_json())))
 
 
 def test_real_vllm_pages_through_summary_json() -> None:
@@ -126,7 +126,7 @@ def test_a_merged_block_merges_again_as_its_servers() -> None:
     b = scrape("1/3", (5, 110), series(Q, 1500, 5000))
     c = scrape("2/3", (120, 200), series(Q, 5000, 6000))
     first = union_servers([a, b])
-    merged_block = {"servers": [s.to_json() for s in first.servers]}
+    merged_block = ServerBlock.from_json({"servers": [s.to_json() for s in first.servers]})
     again = union_servers([*scrapes_of("m", merged_block, 0), c])
     assert again.metrics is not None and again.metrics.queries == 6000 - 1000
     assert union_servers([a, b, c]).metrics.queries == 5000  # type: ignore[union-attr]
@@ -134,5 +134,6 @@ def test_a_merged_block_merges_again_as_its_servers() -> None:
 
 def test_runs_without_raw_counters_give_nothing_to_merge() -> None:
     assert scrapes_of("0/2", None, 0) == []
-    assert scrapes_of("0/2", {"source": "vllm", "scrapes": 3, "deltas": {}}, 0) == []
+    old = ServerBlock.from_json({"source": "vllm", "scrapes": 3, "deltas": {}})
+    assert scrapes_of("0/2", old, 0) == []
     assert union_servers([]).metrics is None

@@ -88,7 +88,7 @@ class TestScraper:
         assert sum(p["queries"] for p in m.time_series[1:]) == m.queries
         t = [p["t_ns"] for p in m.time_series]
         assert t == sorted(t)
-        assert m.kv_cache_usage_perc is not None and m.kv_cache_usage_perc["max"] == last_seen(m)
+        assert m.kv_cache_usage_perc is not None and m.kv_cache_usage_perc.max == last_seen(m)
 
     async def test_failed_scrapes_are_counted_and_skipped(self, server) -> None:  # type: ignore[no-untyped-def]
         fake, url = server

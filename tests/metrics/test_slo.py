@@ -12,6 +12,7 @@ from agentx.core.errors import UsageError
 from agentx.core.record import RequestRecord
 from agentx.metrics.slo import evaluate, goodput, parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
+from agentx.results.summary import Summary
 
 from .factory import MS, S, failed, rec, streamed
 
@@ -19,7 +20,7 @@ RUN = RunInfo(endpoint="http://x", model="m", started_at="2025-01-01T00:00:00Z",
 
 
 def slo_of(records: list[RequestRecord], spec: str) -> dict[str, Any]:
-    return build_summary(RUN, records, None, parse_slo(spec), block_size=16)["slo"]
+    return build_summary(RUN, records, None, parse_slo(spec), block_size=16).to_json()["slo"]
 
 
 class TestParse:
@@ -127,7 +128,11 @@ class TestEvaluate:
         assert slo["checks"][1]["passed"] is True  # 2 ok over ~1.01 s: just under 2 req/s
 
     def test_no_checks(self) -> None:
-        assert evaluate([], {}, []) == {"passed": None, "checks": [], "goodput": None}
+        assert evaluate([], Summary(), []).to_json() == {
+            "passed": None,
+            "checks": [],
+            "goodput": None,
+        }
 
 
 class TestGoodput:
@@ -155,18 +160,18 @@ class TestGoodput:
     def test_rate_over_the_measured_span(self) -> None:
         rs = [streamed(100, [], sent_ns=0), streamed(100, [], sent_ns=S - 100 * MS)]
         gp = goodput(parse_slo("ttft<=1s"), rs)
-        assert gp is not None and gp["requests_per_s"] == pytest.approx(2.0)
+        assert gp is not None and gp.requests_per_s == pytest.approx(2.0)
 
     def test_a_figure_the_request_lacks_does_not_count_against_it(self) -> None:
         one_token = streamed(100, [], completion_tokens=1)  # no TPOT
         gp = goodput(parse_slo("tpot<=1ms,output_tps_per_user>=1000"), [one_token])
-        assert gp is not None and gp["good"] == 1
+        assert gp is not None and gp.good == 1
 
     def test_per_user_speed_floor(self) -> None:
         fast = rec(ttft_ns=10 * MS, e2e_ns=110 * MS, completion_tokens=11)  # 110 tok/s
         slow = rec(ttft_ns=10 * MS, e2e_ns=1010 * MS, completion_tokens=11)  # 11 tok/s
         gp = goodput(parse_slo("output_tps_per_user_p50>=20"), [fast, slow])
-        assert gp is not None and gp["good"] == 1
+        assert gp is not None and gp.good == 1
 
     def test_none_without_per_request_slos(self) -> None:
         assert goodput(parse_slo("rps>=1"), [streamed(10, [1])]) is None

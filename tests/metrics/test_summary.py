@@ -12,7 +12,9 @@ from agentx.core.percentiles import STATS
 from agentx.core.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
-from agentx.metrics.summary import SCHEMA, RunInfo, build_summary
+from agentx.metrics.summary import RunInfo, build_summary
+from agentx.results.summary import SCHEMA
+from agentx.results.summary.server import Tiers
 
 from .factory import MS, S, failed, rec, streamed
 
@@ -32,7 +34,8 @@ RUN = RunInfo(
 def summarize(
     records: Sequence[RequestRecord], server: ServerMetrics | None = None, slo: str | None = None
 ) -> dict[str, Any]:
-    return build_summary(RUN, records, server, parse_slo(slo) if slo else [], block_size=16)
+    checks = parse_slo(slo) if slo else []
+    return build_summary(RUN, records, server, checks, block_size=16).to_json()
 
 
 class TestContractShape:
@@ -233,7 +236,7 @@ class TestTheoreticalHitRate:
 
 class TestServerMetricsHitRate:
     def test_from_server_metrics_or_null(self) -> None:
-        server = ServerMetrics(hit_rate=0.75, tiers={"prompt_tokens": 10}, source="vllm")
+        server = ServerMetrics(hit_rate=0.75, tiers=Tiers(prompt_tokens=10), source="vllm")
         s = summarize([streamed(10, [1])], server)
         assert s["cache"]["server_metrics_hit_rate"] == 0.75
         assert s["cache"]["tiers"] == {"prompt_tokens": 10}

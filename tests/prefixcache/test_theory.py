@@ -56,10 +56,10 @@ def test_text_and_hash_rows_each_at_their_own_block_size() -> None:
         for ex, n in zip(texts, sizes, strict=True)
     ]
     per = meter.per_block_size()
-    assert list(per) == ["16", "32"]
-    assert per["16"]["requests"] == 4 and per["16"]["prompt_tokens"] == sum(sizes)
-    assert per["16"]["hit_tokens"] == round(theoretical_hit_rate(text_reqs, 16) * sum(sizes))
-    assert per["32"] == {"requests": 3, "prompt_tokens": 288, "hit_tokens": 64 + 96}
+    assert list(per) == [16, 32]
+    assert per[16].requests == 4 and per[16].prompt_tokens == sum(sizes)
+    assert per[16].hit_tokens == round(theoretical_hit_rate(text_reqs, 16) * sum(sizes))
+    assert per[32].to_json() == {"requests": 3, "prompt_tokens": 288, "hit_tokens": 64 + 96}
     assert meter.main_block_size == (16 if sum(sizes) > 288 else 32)
     assert meter.hit_rate == meter.hit_tokens / meter.prompt_tokens
 

@@ -80,7 +80,7 @@ def test_agentx_scenario_on_weka_starts_mid_flight_with_primed_caches(
         progress=False,
     )
     result = run_replay(options)
-    s, records = result.summary, result.records
+    s, records = result.summary.to_json(), result.records
     cfg = s["config"]
     assert (cfg["scenario"], cfg["start_ratio"], cfg["warmup"], cfg["seed"]) == (
         "agentx",

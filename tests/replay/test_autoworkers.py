@@ -97,11 +97,11 @@ def test_workers_auto_in_a_real_run(tmp_path: Path) -> None:
                 progress=False,
             )
         )
-    auto = result.summary["config"]["workers_auto"]
-    assert result.summary["config"]["workers"] == auto["workers"]
+    auto = result.summary.to_json()["config"]["workers_auto"]
+    assert result.summary.to_json()["config"]["workers"] == auto["workers"]
     assert 1 <= auto["workers"] <= min(4, usable_cores())
     assert auto["capacity_chunks_per_s"] > 0
     # serve-sim --fast sends a short answer in one read: an unbounded rate (None), all cores
     assert auto["stream_chunks_per_s"] is None or auto["stream_chunks_per_s"] > 0
     assert auto["note"] is None or str(FALLBACK_STREAM_RATE) in auto["note"]
-    assert result.summary["requests"]["ok"] == 8
+    assert result.summary.to_json()["requests"]["ok"] == 8

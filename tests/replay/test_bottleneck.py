@@ -7,7 +7,7 @@ import time
 
 from agentx.core.record import RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
-from agentx.replay.bottleneck import LoopMonitor, Tick, judge
+from agentx.replay.bottleneck import LoopMonitor, Tick, judge, warning
 
 MS = 1_000_000
 
@@ -55,7 +55,7 @@ def test_an_idle_client_is_never_named_even_with_late_sends() -> None:
     # requests left late, but the event loop kept time: the delay was not the client's
     v = judge(lagged(500), 2.0, IDLE, server_with_waiting(0, 3, 12, 9))
     assert v.bottleneck == "server"
-    line = v.warning()
+    line = warning(v)
     assert line is not None and line.startswith("the server is the bottleneck, not the client")
     assert "up to 12 requests waited" in line and "2% of a core" in line
 
@@ -65,13 +65,13 @@ def test_a_client_whose_loop_ran_late_is_named_with_the_cause() -> None:
     v = judge(lagged(200), 40.0, BUSY_AND_LATE, server_with_waiting(5, 5, 5))
     assert (v.bottleneck, v.cause) == ("client", "cpu")  # it delayed sends, busy: its own work
     assert v.loop_ran_when_late is not None and v.loop_ran_when_late > 0.9
-    assert "add --workers" in (v.warning() or "")
+    assert "add --workers" in (warning(v) or "")
     v = judge(lagged(200), 8.0, STARVED, None)
     assert (v.bottleneck, v.cause) == ("client", "starved")
-    assert "other processes hold this machine's cores" in (v.warning() or "")
+    assert "other processes hold this machine's cores" in (warning(v) or "")
     v = judge(lagged(200), 3.0, BLOCKED, None)
     assert (v.bottleneck, v.cause) == ("client", "blocked")
-    assert (v.warning() or "").startswith("the client delayed its own requests")
+    assert (warning(v) or "").startswith("the client delayed its own requests")
 
 
 def test_ttft_growth_names_the_server() -> None:
@@ -81,13 +81,13 @@ def test_ttft_growth_names_the_server() -> None:
         object.__setattr__(r, "sent_ns", i * MS)
     v = judge(records, 10.0, IDLE, None)
     assert v.bottleneck == "server" and "TTFT p50 went from 30.0 ms to 900.0 ms" in (
-        v.warning() or ""
+        warning(v) or ""
     )
 
 
 def test_nothing_to_say_when_both_kept_up() -> None:
     v = judge(lagged(2), 20.0, IDLE, server_with_waiting(0, 0, 0, 0, 0, 0, 1))
-    assert v.bottleneck == "none" and v.warning() is None
+    assert v.bottleneck == "none" and warning(v) is None
     assert set(v.to_json()) >= {"bottleneck", "client_cpu_percent_max", "dispatch_lag_p99_ms"}
 
 

@@ -69,5 +69,5 @@ def test_rows_that_cannot_be_spooled_fail_the_run_with_the_reason(
         result = run_replay(options(trace, server.url, tmp_path))
     assert result.failure is not None and "cannot spool the rows" in result.failure
     assert result.records == []  # nothing reached the spool: no row is made up
-    summary: dict[str, Any] = result.summary
+    summary: dict[str, Any] = result.summary.to_json()
     assert summary["gates"]["passed"] is False

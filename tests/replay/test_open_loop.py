@@ -26,7 +26,7 @@ def replay(trace: Path, url: str, out: Path, **kw: Any) -> dict[str, Any]:
     opts = ReplayOptions.of(
         trace=trace, endpoint=url, output_dir=out, force=True, progress=False, **kw
     )
-    return run_replay(opts).summary
+    return run_replay(opts).summary.to_json()
 
 
 def sessions(n: int, turns: int) -> list[Any]:

@@ -55,6 +55,6 @@ def test_short_answers_reach_summary_and_report(tmp_path: Path) -> None:
                 progress=False,
             )
         )
-    warnings = result.summary["warnings"]
+    warnings = result.summary.to_json()["warnings"]
     assert any("fewer output tokens than asked" in w for w in warnings)
     assert "fewer output tokens than asked" in (tmp_path / "o" / "report.html").read_text()

@@ -65,7 +65,7 @@ def test_faults_become_typed_errors_and_the_run_goes_on(
         rows += chat_session(f"s{i}", turns=2, user_text=f"fault:{fault} ", start_ns=T0 + i)
     trace = write(tmp_path / "t.parquet", rows)
     result = run_replay(options(trace, server.url + "/v1/", tmp_path, concurrency=3))
-    s = result.summary
+    s = result.summary.to_json()
     assert s["requests"]["total"] == 10
     by_type = Counter(r.error_type for r in result.records)
     assert by_type == {ERR_HTTP: 2, ERR_RESET: 2, ERR_PROTOCOL: 2, ERR_NO_USAGE: 2, None: 2}
@@ -94,7 +94,11 @@ def test_server_dying_mid_run_yields_errors_not_a_crash(
         ERR_CONNECT,
     ]
     assert result.records[0].ttft_ns is not None  # tokens before the crash were measured
-    assert result.summary["requests"] == {**result.summary["requests"], "total": 4, "errors": 4}
+    assert result.summary.to_json()["requests"] == {
+        **result.summary.to_json()["requests"],
+        "total": 4,
+        "errors": 4,
+    }
     assert (result.output_dir / "requests.parquet").exists()
 
 
@@ -140,7 +144,10 @@ def test_warmup_max_requests_and_recycling(server: FaultServer, tmp_path: Path) 
         options(trace, server.url, tmp_path, concurrency=1, warmup=2, max_requests=3)
     )
     assert [r.warmup for r in result.records] == [True, True, False, False, False]
-    assert result.summary["requests"]["total"] == 3 and result.summary["requests"]["warmup"] == 2
+    assert (
+        result.summary.to_json()["requests"]["total"] == 3
+        and result.summary.to_json()["requests"]["warmup"] == 2
+    )
     sessions = [r.session_id for r in result.records]
     assert sessions == ["a", "a", "a#1", "a#1", "a#2"]  # recycled copies
     salts = {b["messages"][1]["content"].split("]")[0] for b in server.requests}
@@ -160,7 +167,7 @@ def test_duration_stops_new_requests_and_drains(server: FaultServer, tmp_path: P
     deadline = min(r.sent_ns for r in result.records) + 300_000_000
     assert all(r.sent_ns <= deadline + 50_000_000 for r in result.records)  # none sent after
     drained = sum(not r.in_window for r in result.records)
-    assert result.summary["requests"]["drained"] == drained >= 1
+    assert result.summary.to_json()["requests"]["drained"] == drained >= 1
 
 
 def test_think_time_is_scaled_and_capped(server: FaultServer, tmp_path: Path) -> None:
@@ -205,7 +212,7 @@ def test_ctrl_c_writes_partial_results(server: FaultServer, tmp_path: Path) -> N
     assert all(r.ok or r.error_type == ERR_CANCELLED for r in result.records)
     assert all(r.turn == 0 for r in result.records if r.session_id == "b")  # nothing after it
     assert read_requests(result.output_dir / "requests.parquet") == result.records
-    assert result.summary["config"]["interrupted"] is True
+    assert result.summary.to_json()["config"]["interrupted"] is True
 
 
 def test_workers_share_lanes_and_merge(server: FaultServer, tmp_path: Path) -> None:
@@ -219,7 +226,7 @@ def test_workers_share_lanes_and_merge(server: FaultServer, tmp_path: Path) -> N
     assert all(r.theoretical_hit_tokens is not None for r in records)
     # one prefix cache over both workers' requests: a session's later turns hit its earlier ones
     assert sum(r.theoretical_hit_tokens or 0 for r in records if r.turn == 1) > 0
-    assert result.summary["sessions"] == {"started": 4, "completed": 4}
+    assert result.summary.to_json()["sessions"] == {"started": 4, "completed": 4}
 
 
 def test_endpoint_without_models_needs_model(tmp_path: Path) -> None:
@@ -228,7 +235,7 @@ def test_endpoint_without_models_needs_model(tmp_path: Path) -> None:
         with pytest.raises(EndpointError, match="pass --model"):
             run_replay(options(trace, srv.url, tmp_path))
         result = run_replay(options(trace, srv.url, tmp_path, model="given"))
-    assert result.summary["model"] == "given" and srv.requests[0]["model"] == "given"
+    assert result.summary.to_json()["model"] == "given" and srv.requests[0]["model"] == "given"
 
 
 def test_saturated_client_is_flagged(
@@ -237,10 +244,10 @@ def test_saturated_client_is_flagged(
     monkeypatch.setattr(bottleneck, "SATURATED_CPU_PERCENT", -1.0)  # any CPU use is too much
     trace = write(tmp_path / "t.parquet", chat_session("a", turns=2))
     result = run_replay(options(trace, server.url, tmp_path))
-    assert result.summary["client"]["saturated"] is True
+    assert result.summary.to_json()["client"]["saturated"] is True
     assert any(w.startswith("the client delayed its own requests") for w in result.warnings)
-    assert result.summary["bottleneck"]["bottleneck"] == "client"
-    assert result.summary["warnings"] == list(result.warnings)
+    assert result.summary.to_json()["bottleneck"]["bottleneck"] == "client"
+    assert result.summary.to_json()["warnings"] == list(result.warnings)
 
 
 def test_live_assistant_threads_server_replies(server: FaultServer, tmp_path: Path) -> None:
@@ -256,7 +263,7 @@ def test_weka_trace_replays_with_synthetic_text(server: FaultServer, tmp_path: P
     weka = example_path("weka") / "trace_0010_head.json"
     result = run_replay(options(weka, server.url, tmp_path, max_requests=3, salt=False))
     assert [r.ok for r in result.records] == [True] * 3
-    assert result.summary["config"]["synthesized_rows"] == 35
+    assert result.summary.to_json()["config"]["synthesized_rows"] == 35
     sent = [b["messages"][0]["content"] for b in server.requests]
     assert all(len(text) > 1000 for text in sent)
     assert all(
@@ -306,7 +313,7 @@ def test_a_lazy_plan_skips_sessions_with_nothing_to_replay(
     result = run_replay(options(weka, server.url, tmp_path, max_requests=40, salt=False))
     assert len(result.records) == 40 and all(r.ok for r in result.records)
     assert {r.session_id.split("#")[0] for r in result.records} == {"trace_0010_head"}
-    config = result.summary["config"]
+    config = result.summary.to_json()["config"]
     assert (config["trace_sessions"], config["trace_sessions_indexed"]) == (2, 2)
 
 
@@ -321,11 +328,13 @@ def test_lanes_read_a_lazy_plans_sessions_only_when_they_reach_them(
     result = run_replay(
         options(weka, server.url, tmp_path, concurrency=2, max_requests=4, start_ratio=(0.5, 0.5))
     )
-    config = result.summary["config"]
+    config = result.summary.to_json()["config"]
     assert config["trace_sessions"] == 8 and 2 <= config["trace_sessions_indexed"] <= 4
     primers = [r for r in result.records if r.warmup]
     assert len(primers) >= 2 and all(r.ok and r.turn > 0 for r in primers)
-    assert [ln["session"] for ln in result.summary["schedule"]["lanes"]] == ["trace_0010_head"] * 2
+    assert [ln["session"] for ln in result.summary.to_json()["schedule"]["lanes"]] == [
+        "trace_0010_head"
+    ] * 2
 
 
 def test_a_session_that_cannot_be_read_fails_the_run_when_a_lane_reaches_it(
@@ -351,6 +360,6 @@ def test_workers_index_their_own_sessions_of_a_lazy_plan(
     )
     assert len(result.records) == 6 and all(r.ok for r in result.records)
     assert {r.request_id.split(".")[1] for r in result.records} == {"0", "1"}
-    config = result.summary["config"]
+    config = result.summary.to_json()["config"]
     assert (config["trace_sessions_indexed"], config["trace_requests"]) == (2, 70)
     assert config["synthesized_rows"] == 70

@@ -39,7 +39,7 @@ def replay(trace: Path, url: str, tmp_path: Path, **kw: Any) -> dict[str, Any]:
         progress=False,
         **kw,
     )
-    return run_replay(opts).summary
+    return run_replay(opts).summary.to_json()
 
 
 def test_second_run_hits_only_without_salt(sim: SimServer, tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def runs(sim: SimProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         "start_at": start_at,
         "shards": shards,
         "errors": errors,
-        "merged": merged.summary,
+        "merged": merged.summary.to_json(),
         "single": summary(tmp / "single"),
         "dir": tmp,
     }
@@ -116,8 +116,10 @@ def test_percentiles_are_those_of_the_concatenated_rows(runs: dict[str, Any]) ->
     ok = [r for r in lat.measured(rows) if r.ok]
     latency = runs["merged"]["latency_ms"]
     for key, fn in (("ttft", lat.ttft_ms), ("e2e", lat.e2e_ms), ("tpot", lat.tpot_ms)):
-        assert latency[key] == pytest.approx(percentiles(lat.known(fn, ok)), rel=1e-12), key
-    assert latency["itl"] == pytest.approx(percentiles(lat.pooled_itl_ms(ok)), rel=1e-12)
+        assert latency[key] == pytest.approx(percentiles(lat.known(fn, ok)).to_json(), rel=1e-12), (
+            key
+        )
+    assert latency["itl"] == pytest.approx(percentiles(lat.pooled_itl_ms(ok)).to_json(), rel=1e-12)
     merged_rows = read_requests(runs["dir"] / "merged" / "requests.parquet")
     assert sorted(r.request_id for r in merged_rows) == sorted(r.request_id for r in rows)
 
@@ -178,7 +180,7 @@ def test_sigterm_ends_a_shard_with_partial_results_that_merge(
     partial = summary(out)
     assert partial["config"]["interrupted"] is True
     assert 1 <= partial["requests"]["total"] < summary(runs["shards"][0])["requests"]["total"]
-    merged = merge_results([out, *runs["shards"][1:]]).summary
+    merged = merge_results([out, *runs["shards"][1:]]).summary.to_json()
     assert merged["config"]["interrupted"] is True
     assert merged["requests"]["total"] == partial["requests"]["total"] + sum(
         summary(d)["requests"]["total"] for d in runs["shards"][1:]

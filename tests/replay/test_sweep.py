@@ -15,7 +15,10 @@ from typer.testing import CliRunner
 from agentx.cli import app
 from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
-from agentx.replay.sweep import POINT_KEYS, SCHEMA, parse_levels, sweep_point
+from agentx.replay.sweep import parse_levels, sweep_point
+from agentx.results.summary import SCHEMA as SUMMARY_SCHEMA
+from agentx.results.summary import Summary
+from agentx.results.sweep import POINT_KEYS, SCHEMA
 from agentx.serve_sim import SimConfig, SimServer
 
 EXAMPLE = example_path("example")
@@ -44,7 +47,7 @@ def test_parse_levels() -> None:
 def test_point_from_a_summary() -> None:
     summary = sample_summary()  # summary.json as a run builds it (build_summary)
     summary["cache"]["reported_hit_rate"] = None  # as from a server that reports no cached tokens
-    point = sweep_point(4, summary)
+    point = sweep_point(4, Summary.from_json(summary)).to_json()
     assert set(POINT_KEYS) <= set(point)
     want = {
         "requests_per_s": summary["throughput"]["requests_per_s"],
@@ -208,7 +211,10 @@ def test_cost_per_level_and_the_sweep_re_renders(sim: SimServer, tmp_path: Path)
 
 
 def test_report_of_a_sweep_without_its_levels(tmp_path: Path) -> None:
-    point = sweep_point(2, {"throughput": {"output_tokens_per_s": 5.0}})
+    summary = Summary.from_json(
+        {"schema": SUMMARY_SCHEMA, "throughput": {"output_tokens_per_s": 5.0}}
+    )
+    point = sweep_point(2, summary).to_json()
     (tmp_path / "sweep.json").write_text(
         json.dumps(
             {"schema": SCHEMA, "endpoint": "e", "trace": "t", "model": "m", "points": [point]}

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentx.core.percentiles import P
 from agentx.core.record import ERR_TIMEOUT, RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
+from agentx.results.summary import Summary
+from agentx.results.summary.server import TierPart, Tiers
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -75,13 +78,13 @@ def records(slow: float = 1.0) -> list[RequestRecord]:
 def server() -> ServerMetrics:
     return ServerMetrics(
         hit_rate=0.61,
-        tiers={
-            "prompt_tokens": 40000,
-            "local_cache_hit": {"tokens": 24000, "fraction": 0.6},
-            "external_kv_transfer": {"tokens": 400, "fraction": 0.01},
-            "local_compute": {"tokens": 15600, "fraction": 0.39},
-        },
-        kv_cache_usage_perc={"p50": 0.2, "p90": 0.4, "p99": 0.5, "mean": 0.25, "max": 0.5},
+        tiers=Tiers(
+            prompt_tokens=40000,
+            local_cache_hit=TierPart(24000, 0.6),
+            external_kv_transfer=TierPart(400, 0.01),
+            local_compute=TierPart(15600, 0.39),
+        ),
+        kv_cache_usage_perc=P(p50=0.2, p90=0.4, p99=0.5, mean=0.25, max=0.5),
         time_series=[
             {
                 "t_ns": i * S,
@@ -102,6 +105,12 @@ def server() -> ServerMetrics:
 def summary(
     slow: float = 1.0, slo: str = "ttft_p99<=300ms,itl_p50<=50ms,goodput>=0.9"
 ) -> dict[str, Any]:
+    """The ``summary.json`` object of the sample run (a dict, as a results directory holds it)."""
+    return typed(slow, slo).to_json()
+
+
+def typed(slow: float = 1.0, slo: str = "ttft_p99<=300ms,itl_p50<=50ms,goodput>=0.9") -> Summary:
+    """The sample run's summary as the reports read it."""
     run = RunInfo(
         endpoint="http://127.0.0.1:8011",
         model=MODEL,

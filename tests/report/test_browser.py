@@ -17,8 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from agentx.cli import app
-from agentx.report.sweep_view import SCHEMA as SWEEP_SCHEMA
 from agentx.report.sweep_view import sweep_point
+from agentx.results.summary import Summary
+from agentx.results.sweep import SCHEMA as SWEEP_SCHEMA
 from agentx.store.results import write_requests
 
 from .browser import Browser, find_chromium
@@ -66,7 +67,8 @@ def _pages(tmp: Path) -> dict[str, Path]:
     points = []
     for n, slow in ((1, 1.0), (2, 1.3), (4, 1.6), (8, 2.4)):
         level = _results(sweep / f"c{n}", slow, n)
-        points.append(sweep_point(n, json.loads((level / "summary.json").read_text())))
+        s = Summary.from_json(json.loads((level / "summary.json").read_text()))
+        points.append(sweep_point(n, s).to_json())
     doc = {"schema": SWEEP_SCHEMA, "endpoint": "http://127.0.0.1:8011", "trace": "example"}
     (sweep / "sweep.json").write_text(json.dumps({**doc, "model": "m", "points": points}))
     pages["sweep"] = tmp / "sweep.html"

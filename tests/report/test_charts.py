@@ -3,8 +3,6 @@ drawn, CDFs from the summary's quantile curves, the margin curve."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from agentx.metrics.cost import CostOptions, Prices, cost_summary
@@ -17,25 +15,28 @@ from agentx.report.charts import (
     margin_curve,
     summary_charts,
 )
+from agentx.results.summary import Summary, Throughput, TokenTotals
+from agentx.results.summary.rollups import SecondRow
 
-from .sample import summary
+from .sample import summary, typed
 
 
 def second(
     t: int, completed: int = 0, cached: int | None = None, prompt: int | None = None
-) -> dict[str, Any]:
-    return {
-        "t_s": t,
-        "started": completed,
-        "completed": completed,
-        "errors": 0,
-        "output_tokens": 10.0 * completed,
-        "cached_tokens": cached,
-        "prompt_tokens": prompt,
-        "reported_hit_rate": None,
-        "server_hit_rate": None,
-        "kv_cache_usage_perc": None,
-    }
+) -> SecondRow:
+    return SecondRow(
+        t_s=t,
+        started=completed,
+        completed=completed,
+        errors=0,
+        output_tokens=10.0 * completed,
+        cached_tokens=cached,
+        prompt_tokens=prompt,
+        reported_hit_rate=None,
+        ttft_ms_p50=None,
+        server_hit_rate=None,
+        kv_cache_usage_perc=None,
+    )
 
 
 class TestBuckets:
@@ -51,7 +52,7 @@ class TestBuckets:
         rows = [second(t, 1 if t % 4 == 0 else 0) for t in range(200)]  # 0.25 per second
         width = bucket_width_s(rows)
         assert width == 15
-        assert min(b["completed"] * width for b in buckets(rows, width)[:-1]) >= 3
+        assert min(b.completed * width for b in buckets(rows, width)[:-1]) >= 3
 
     def test_short_sparse_runs_keep_a_few_points(self) -> None:
         rows = [second(t, 1 if t == 0 else 0) for t in range(10)]
@@ -60,9 +61,9 @@ class TestBuckets:
     def test_rates_per_second_and_hit_rate_from_token_sums(self) -> None:
         rows = [second(0, 2, 50, 100), second(1, 4, 150, 200), second(2, 0)]
         (b, tail) = buckets(rows, 2)
-        assert b["completed"] == 3.0 and b["output_tokens"] == 30.0
-        assert b["reported_hit_rate"] == pytest.approx(200 / 300)
-        assert tail["reported_hit_rate"] is None  # no usage in that second: unknown, not 0
+        assert b.completed == 3.0 and b.output_tokens == 30.0
+        assert b.reported_hit_rate == pytest.approx(200 / 300)
+        assert tail.reported_hit_rate is None  # no usage in that second: unknown, not 0
 
 
 class TestAxes:
@@ -101,7 +102,7 @@ class TestAxes:
 
 class TestCharts:
     def test_cdf_overlay_dashes_the_base(self) -> None:
-        s = summary()
+        s = typed()
         chart = latency_cdf([Run("base", s, dash=True), Run("new", s)], "ttft", "TTFT")
         assert chart.count("<polyline") == 2 and 'stroke-dasharray="6 4"' in chart
         assert ">base</text>" in chart and ">new</text>" in chart
@@ -109,14 +110,13 @@ class TestCharts:
     def test_summary_without_curves_says_no_data(self) -> None:
         s = summary()
         del s["rollups"]["latency_quantiles_ms"]
-        assert "no data" in summary_charts(s)["ttft_cdf"]
+        assert "no data" in summary_charts(Summary.from_json(s))["ttft_cdf"]
 
     def test_margin_curve_crosses_zero_at_break_even(self) -> None:
-        s = {
-            "throughput": {"input_tokens_per_s": 19_000.0, "output_tokens_per_s": 1_000.0},
-            "tokens": {"input": 1_900_000, "output": 100_000, "cached": 1_710_000},
-            "cache": {},
-        }
+        s = Summary(
+            throughput=Throughput(input_tokens_per_s=19_000.0, output_tokens_per_s=1_000.0),
+            tokens=TokenTotals(input=1_900_000, output=100_000, cached=1_710_000),
+        )
         cost = cost_summary(
             CostOptions(
                 usd_per_gpu_hour=2.0, gpus=8, prices=Prices(3, 0.3, 15), license_fraction=0.3
@@ -124,8 +124,9 @@ class TestCharts:
             s,
         )
         curve = dict(margin_curve(cost))
-        u = cost["breakeven_utilization"]
+        u = cost.breakeven_utilization
+        assert u is not None
         below = max(x for x in curve if x < u)
         above = min(x for x in curve if x > u)
         assert curve[below] < 0 < curve[above]
-        assert curve[1.0] == pytest.approx(cost["gross_margin"])
+        assert curve[1.0] == pytest.approx(cost.gross_margin)

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from agentx.report import compare
-from agentx.report.compare import SCHEMA
+from agentx.report import compare as compare_runs
+from agentx.results.compare import SCHEMA
+from agentx.results.summary import Summary
 
 from .sample import summary
+
+
+def compare(base: dict, new: dict) -> dict:  # type: ignore[type-arg]
+    """The ``agentx.compare/1`` object of two ``summary.json`` objects."""
+    return compare_runs(Summary.from_json(base), Summary.from_json(new)).to_json()
 
 
 def rows(base: dict, new: dict) -> dict[str, dict]:  # type: ignore[type-arg]

@@ -8,8 +8,9 @@ from pathlib import Path
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.report import render_html, write_html
 from agentx.report.svg import nice_ticks
+from agentx.results.summary import Summary
 
-from .sample import MODEL, summary
+from .sample import MODEL, summary, typed
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "circle", "polyline", "path"}
 
@@ -72,7 +73,7 @@ def parse(html: str) -> Page:
 
 class TestHtmlReport:
     def test_self_contained(self) -> None:
-        html = render_html(summary())
+        html = render_html(typed())
         page = parse(html)
         assert page.count("script") == 0 and page.count("link") == 0 and page.count("img") == 0
         for _, attrs in page.tags:
@@ -82,18 +83,18 @@ class TestHtmlReport:
         assert page.count("style") == 1
 
     def test_well_formed(self) -> None:
-        page = parse(render_html(summary()))
+        page = parse(render_html(typed()))
         assert page.unbalanced == [] and page.stack == []
 
     def test_text_is_escaped(self) -> None:
-        html = render_html(summary())
+        html = render_html(typed())
         page = parse(html)
         assert MODEL in "".join(page.text)  # shown as text ...
         assert "<&>" not in html  # ... never as markup
         assert not any(t.startswith("&") for t, _ in page.tags)
 
     def test_summary_tables(self) -> None:
-        rows = parse(render_html(summary())).rows
+        rows = parse(render_html(typed())).rows
         by_first = {r[0]: r for r in rows if r}
         assert by_first["TTFT"][1:4] == ["165 ms", "195 ms", "195 ms"]
         assert by_first["reported (usage cached_tokens / prompt_tokens)"][1] == "73.4%"
@@ -104,7 +105,7 @@ class TestHtmlReport:
 
     def test_charts(self) -> None:
         s = summary()
-        page = parse(render_html(s))
+        page = parse(render_html(Summary.from_json(s)))
         titles = set(page.svg_titles)
         for title in (
             "TTFT distribution (CDF)",
@@ -126,12 +127,12 @@ class TestHtmlReport:
     def test_warnings(self) -> None:
         s = summary()
         s["warnings"] = ["the client <b>may</b> be the bottleneck"]
-        html = render_html(s)
+        html = render_html(Summary.from_json(s))
         assert "the client <b>may</b> be the bottleneck" in "".join(parse(html).text)
         assert "<b>may" not in html
 
     def test_slo_failure_is_marked(self) -> None:
-        page = parse(render_html(summary(slow=3.0)))
+        page = parse(render_html(typed(slow=3.0)))
         assert any(a.get("class") == "fail" for t, a in page.tags if t == "span")
 
     def test_empty_run_renders(self) -> None:
@@ -142,7 +143,7 @@ class TestHtmlReport:
 
     def test_write_html(self, tmp_path: Path) -> None:
         path = tmp_path / "report.html"
-        write_html(summary(), path)
+        write_html(typed(), path)
         assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
         assert list(tmp_path.iterdir()) == [path]
 

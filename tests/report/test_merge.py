@@ -17,13 +17,14 @@ from agentx.core.errors import AgentxError, UsageError
 from agentx.core.percentiles import percentiles
 from agentx.core.record import RequestRecord
 from agentx.metrics import latency as lat
-from agentx.metrics.prometheus.server_metrics import CounterSeries, ServerMetrics
+from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefixcache.hashing import block_hashes
 from agentx.prefixcache.theory import TheoryRow
 from agentx.report.merge import merge_results
 from agentx.report.results_dir import load_results, write_results
+from agentx.results.summary.server import CounterSeries
 
 runner = CliRunner()
 BS = 16
@@ -100,15 +101,15 @@ def test_merged_figures_come_from_the_union_of_the_rows(
 ) -> None:
     a, b, rows = two
     res = merge_results([a, b], tmp_path / "m")
-    s = res.summary
+    s = res.summary.to_json()
     ok = [r for r in rows if r.ok]
     assert s["requests"] == {**s["requests"], "total": 8, "ok": 7, "errors": 1}
     assert s["tokens"]["input"] == sum(r.prompt_tokens or 0 for r in ok)
     assert s["tokens"]["output"] == 21
     assert s["tokens"]["cached"] == 3500
     for key, fn in (("ttft", lat.ttft_ms), ("e2e", lat.e2e_ms)):
-        assert s["latency_ms"][key] == percentiles(lat.known(fn, ok))
-    assert s["latency_ms"]["itl"] == percentiles(lat.pooled_itl_ms(ok))
+        assert s["latency_ms"][key] == percentiles(lat.known(fn, ok)).to_json()
+    assert s["latency_ms"]["itl"] == percentiles(lat.pooled_itl_ms(ok)).to_json()
     # never averaged averages: the mean TTFT is over the 7 rows, not the mean of 2 shard means
     assert s["latency_ms"]["ttft"]["mean"] == pytest.approx(
         sum(r.ttft_ns or 0 for r in ok) / 7 / MS
@@ -124,7 +125,7 @@ def test_throughput_is_over_the_union_window_on_the_wall_clock(
     two: tuple[Path, Path, list[RequestRecord]], tmp_path: Path
 ) -> None:
     a, b, _ = two
-    s = merge_results([a, b], tmp_path / "m").summary
+    s = merge_results([a, b], tmp_path / "m").summary.to_json()
     # shard 0 sends at wall 0..3 s; shard 1 at wall 2, 4, 6 s (1 s TTFT at 6 s) and fails at 9 s:
     # the measured window runs from wall 0 to the last finish of any shard
     s_rows = merge_results([a, b]).records
@@ -143,8 +144,8 @@ def test_merged_directory_round_trips_and_merges_again(
 ) -> None:
     a, b, _ = two
     merge_results([a], tmp_path / "ma")
-    once = merge_results([a, b]).summary
-    again = merge_results([tmp_path / "ma", b]).summary
+    once = merge_results([a, b]).summary.to_json()
+    again = merge_results([tmp_path / "ma", b]).summary.to_json()
     for key in ("requests", "tokens", "latency_ms", "throughput", "duration_s", "merged_from"):
         if key == "merged_from":
             assert [m["shard"] for m in again[key]] == [m["shard"] for m in once[key]]
@@ -233,7 +234,7 @@ def test_theoretical_hit_rate_is_recomputed_over_one_cache(tmp_path: Path) -> No
         theory=t1,
         wall0=WALL0 + S // 2,
     )
-    s = merge_results([a, b], tmp_path / "m").summary
+    s = merge_results([a, b], tmp_path / "m").summary.to_json()
     prompt = sum(map(len, p0 + p1))
     own = sum(r.hit_tokens for r in t0 + t1)
     assert s["cache"]["theoretical_hit_rate"] == pytest.approx((own + len(system)) / prompt)
@@ -248,7 +249,7 @@ def test_without_theory_files_the_shards_own_hits_add_up_with_a_warning(tmp_path
     b = shard_dir(tmp_path / "b", "1/2", shard_records(1, 0, [1]))
     res = merge_results([a, b])
     assert any("no theory.parquet" in w for w in res.warnings)
-    assert res.summary["cache"]["theoretical_hit_rate"] == 0.0
+    assert res.summary.to_json()["cache"]["theoretical_hit_rate"] == 0.0
 
 
 def test_server_metrics_of_one_server_count_once(tmp_path: Path) -> None:
@@ -272,7 +273,7 @@ def test_server_metrics_of_one_server_count_once(tmp_path: Path) -> None:
 
     a = shard_dir(tmp_path / "a", "0/2", shard_records(0, 0, [1]), server=server(1000, 5000))
     b = shard_dir(tmp_path / "b", "1/2", shard_records(1, 0, [1]), server=server(2000, 6000))
-    s = merge_results([a, b]).summary
+    s = merge_results([a, b]).summary.to_json()
     assert s["server"]["queries"] == 5000  # 6000 - 1000, not 4000 + 4000
     assert s["cache"]["server_metrics_hit_rate"] == 0.5
     assert s["cache"]["kv_cache_usage_perc"]["max"] == 0.7
@@ -347,6 +348,6 @@ def test_the_shards_cost_and_percentile_options_carry_over(tmp_path: Path) -> No
     }
     a = shard_dir(tmp_path / "a", "0/2", shard_records(0, 0, [100, 200]), config_extra=options)
     b = shard_dir(tmp_path / "b", "1/2", shard_records(1, 0, [300]), config_extra=options)
-    s = merge_results([a, b]).summary
+    s = merge_results([a, b]).summary.to_json()
     assert s["cost"] is not None and s["cost"]["usd_per_hour"] == 2.0
     assert "p95" in s["latency_ms"]["ttft"]

@@ -88,13 +88,13 @@ class TestLoadResults:
     def test_summary_and_records(self, runs: tuple[Path, Path]) -> None:
         base, _ = runs
         s, recs = load_results(base)
-        assert s["schema"] == "agentx.summary/1"
+        assert s.to_json()["schema"] == "agentx.summary/1"
         assert recs == records(1.0)
 
     def test_records_are_optional(self, tmp_path: Path) -> None:
         (tmp_path / "summary.json").write_bytes(orjson.dumps(summary()))
         s, recs = load_results(tmp_path)
-        assert recs == [] and s["requests"]["total"] == 18
+        assert recs == [] and s.requests.total == 18
 
 
 COST = ["--gpu-hour-cost", "2", "--gpus", "8", "--price", "input=3,cached=0.3,output=15"]

@@ -37,7 +37,7 @@ def corpus50(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 
 @pytest.fixture(scope="module")
 def stats50(corpus50: tuple[Path, Any]) -> dict[str, Any]:
-    return compute_stats(corpus50[0])
+    return compute_stats(corpus50[0]).to_json()
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:

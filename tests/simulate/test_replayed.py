@@ -135,7 +135,7 @@ def test_simulate_predicts_serve_sim_on_the_same_replay(
                 output_dir=tmp_path / "out",
                 progress=False,
             )
-        ).summary
+        ).summary.to_json()
     measured = summary["cache"]["reported_hit_rate"]
     params = cfg.engine
     data = run_simulate(
@@ -146,7 +146,7 @@ def test_simulate_predicts_serve_sim_on_the_same_replay(
             schedule=ScheduleOptions(concurrency=lanes, time_scale=0),
             engine_params=params,
         )
-    ).data
+    ).data.to_json()
     assert data["tokenizer"] == summary["tokenizer"] == "cl100k_base"
     # the salts differ (replay's nonce is random), and so may a token or two per session
     theory = summary["cache"]["theoretical_hit_rate"]
@@ -166,7 +166,7 @@ def test_from_results_replays_the_recorded_send_times(tmp_path: Path) -> None:
             ReplayOptions.of(
                 trace=EXAMPLE, endpoint=srv.url, time_scale=0.0, output_dir=out, progress=False
             )
-        ).summary
+        ).summary.to_json()
     res = runner.invoke(
         app,
         [
@@ -227,7 +227,7 @@ def test_hash_only_prompts_from_block_ids_match_the_built_text() -> None:
                 schedule=ScheduleOptions(concurrency=2, time_scale=0),
                 tokenizer=tokenizer,
             )
-        ).data
+        ).data.to_json()
 
     ids, text = sim(None), sim("cl100k_base")
     assert (ids["prompts"], text["prompts"]) == ("hash ids", "built and tokenised")
@@ -242,7 +242,7 @@ def test_hash_only_prompts_from_block_ids_match_the_built_text() -> None:
 def test_hash_only_trace_defaults_to_its_own_block_size() -> None:
     data = run_simulate(
         SimulateOptions(example_path("weka"), schedule=ScheduleOptions(time_scale=0))
-    ).data
+    ).data.to_json()
     assert (data["block_size"], data["prompts"]) == (64, "hash ids")
 
 
@@ -301,7 +301,7 @@ def test_capacities_above_an_unbounded_behaving_one_are_derived_exactly(concurre
                 schedule=ScheduleOptions(concurrency=concurrency, time_scale=0),
                 run_all=not derive,
             )
-        ).data
+        ).data.to_json()
 
     derived, ran = sim(True), sim(False)
     assert [p["capacity_tokens"] for p in derived["points"]] == [

@@ -141,7 +141,7 @@ def test_curve_is_monotone_reaches_the_limit_and_offload_never_hurts(
         reserve_output=reserve,
         offload_policy=policy,  # type: ignore[arg-type]
     )
-    data = simulate_workload(w, opts).data
+    data = simulate_workload(w, opts).data.to_json()
     gpu = [p for p in data["points"] if p["offload_tokens"] == 0]
     both = [p for p in data["points"] if p["offload_tokens"]]
     rates = [p["hit_rate"] for p in gpu]
@@ -190,11 +190,11 @@ def test_theoretical_equals_stats_on_generated_hash_only_traces(
         ids.append(conv)
         raw.append(RawRequest(chain_ids(conv), len(conv) * 4 - t % 3, 2, t, 5, str(s)))
     exchanges = _weka_exchanges(raw, ids)
-    stats = summarize(exchanges)
+    stats = summarize(exchanges).to_json()
     got, bs = raw_requests(exchanges)
     if not sum(r.prompt_tokens for r in got):
         return  # nothing to rate (stats says None; simulate refuses such a trace)
-    data = simulate_workload(build_workload(got, bs), SimulateOptions(Path("-"))).data
+    data = simulate_workload(build_workload(got, bs), SimulateOptions(Path("-"))).data.to_json()
     assert bs == stats["block_size"] == data["block_size"]
     assert data["theoretical_hit_rate"] == stats["theoretical_hit_rate"]
 
@@ -216,7 +216,7 @@ def test_theoretical_equals_agentx_stats(trace: Path, block_size: int | None) ->
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    stats = compute_stats(trace, block_size=block_size)
+    stats = compute_stats(trace, block_size=block_size).to_json()
     assert data["block_size"] == stats["block_size"]
     assert data["theoretical_hit_rate"] == stats["theoretical_hit_rate"]
 

@@ -42,7 +42,7 @@ P_KEYS = {"p50", "p90", "p99", "mean", "max"}
 @pytest.mark.parametrize("name", ["trace_0001.json", "trace_0010_head.json"])
 def test_weka_totals_match_the_files_own_totals(name: str) -> None:
     doc = json.loads((WEKA / name).read_text())
-    result = compute_stats(WEKA / name)
+    result = compute_stats(WEKA / name).to_json()
     combined = doc["totals"]["combined_tokens"]
     assert result["totals"]["input_tokens"] == combined["input"]
     assert result["totals"]["output_tokens"] == combined["output"]
@@ -54,7 +54,7 @@ def test_weka_totals_match_the_files_own_totals(name: str) -> None:
 @pytest.mark.parametrize("name", ["trace_0001.json", "trace_0010_head.json"])
 def test_weka_hit_rate_comes_from_the_hash_ids(name: str) -> None:
     doc = json.loads((WEKA / name).read_text())
-    result = compute_stats(WEKA / name)  # the file's own block size
+    result = compute_stats(WEKA / name).to_json()  # the file's own block size
     assert result["block_size"] == 64
     with pytest.raises(UsageError, match="multiple of 64"):  # never silently another one
         compute_stats(WEKA / name, block_size=16)
@@ -103,7 +103,7 @@ def test_text_hit_rate_equals_the_reference_computation(tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
     write_trace(path, exs)
     for bs in (1, 16, 64):
-        result = compute_stats(path, block_size=bs)
+        result = compute_stats(path, block_size=bs).to_json()
         ref = [
             (
                 block_hashes(request_tokens(ex.api, ex.request), bs),
@@ -115,12 +115,14 @@ def test_text_hit_rate_equals_the_reference_computation(tmp_path: Path) -> None:
             theoretical_hit_rate(ref, bs), abs=1e-12
         )
         assert result["block_size"] == bs
-    assert 0.5 < compute_stats(path)["theoretical_hit_rate"] < 1.0  # shared system prompt + history
+    assert (
+        0.5 < compute_stats(path).to_json()["theoretical_hit_rate"] < 1.0
+    )  # shared system prompt + history
 
 
 def test_counts_and_distributions(tmp_path: Path) -> None:
     exs = _session(10, usage=True)
-    result = summarize(exs)
+    result = summarize(exs).to_json()
     assert set(result) >= CONTRACT_KEYS
     assert result["schema"] == "agentx.stats/1"
     assert (result["sessions"], result["threads"], result["requests"]) == (1, 1, 10)
@@ -137,12 +139,12 @@ def test_counts_and_distributions(tmp_path: Path) -> None:
 
 def test_tiktoken_counts_when_the_server_reported_nothing() -> None:
     exs = _session(4, usage=False)
-    result = summarize(exs)
+    result = summarize(exs).to_json()
     counts = [request_tokens(ex.api, ex.request).size for ex in exs]
     assert result["tokens_source"] == "tiktoken"
     assert result["totals"]["input_tokens"] == sum(counts)
     assert result["output_tokens"]["max"] > 0  # counted from the response text
-    mixed = summarize(_session(2, usage=False) + _session(2, usage=True, session="u"))
+    mixed = summarize(_session(2, usage=False) + _session(2, usage=True, session="u")).to_json()
     assert mixed["tokens_source"] == "mixed"
 
 
@@ -152,21 +154,27 @@ def test_only_model_calls_count() -> None:
         replace(exs[0], request_id="x1", api=Api.OTHER),
         replace(exs[0], request_id="x2", session_id="other", flags=(NON_MODEL_FLAG,)),
     ]
-    result = summarize(exs + noise)
+    result = summarize(exs + noise).to_json()
     assert (result["requests"], result["sessions"], result["non_model_rows"]) == (3, 1, 2)
 
 
 def test_unknown_stays_unknown() -> None:
     ex = replace(_session(1, usage=False)[0], response=Response(), think_time_s=None)
-    result = summarize([ex])
+    result = summarize([ex]).to_json()
     assert result["output_tokens"]["p50"] is None and result["think_time_s"]["max"] is None
     assert result["totals"]["output_tokens"] is None and result["totals"]["cached_tokens"] is None
-    empty = summarize([])
+    empty = summarize([]).to_json()
     assert empty["requests"] == 0 and empty["theoretical_hit_rate"] is None
 
 
 def test_percentiles() -> None:
-    p = percentiles(list(range(1, 101)))
+    p = percentiles(list(range(1, 101))).to_json()
     assert (p["p50"], p["max"], p["mean"]) == (50.5, 100.0, 50.5)
     assert p["p99"] == pytest.approx(99.01)  # linear interpolation: 1 + 0.99 * (100 - 1)
-    assert percentiles([]) == {"p50": None, "p90": None, "p99": None, "mean": None, "max": None}
+    assert percentiles([]).to_json() == {
+        "p50": None,
+        "p90": None,
+        "p99": None,
+        "mean": None,
+        "max": None,
+    }

@@ -15,7 +15,6 @@ import httpx
 from agentx.metrics.prometheus.parse import parse_prometheus
 from agentx.metrics.prometheus.server_metrics import (
     PREFIXES,
-    SeriesKey,
     ServerMetrics,
     Snapshot,
     add_deltas,
@@ -24,6 +23,7 @@ from agentx.metrics.prometheus.server_metrics import (
     series_point,
     snapshot,
 )
+from agentx.results.summary.server import SeriesKey
 
 # Ask for the classic text format: prometheus_client answers OpenMetrics only when asked to.
 _HEADERS = {"Accept": "text/plain;version=0.0.4;q=1.0, */*;q=0.1"}

@@ -31,9 +31,14 @@ from typing import Any
 
 from agentx.core.percentiles import P, percentiles, ratio
 from agentx.metrics.prometheus.parse import Sample
-
-Labels = tuple[tuple[str, str], ...]
-SeriesKey = tuple[str, Labels]
+from agentx.results.summary.server import (
+    VLLM_SOURCES,
+    CounterSeries,
+    ExternalCache,
+    SeriesKey,
+    TierPart,
+    Tiers,
+)
 
 COUNTERS = frozenset(
     {
@@ -60,7 +65,6 @@ GAUGES = frozenset((*KV_USAGE_GAUGES, *RUNNING_GAUGES, *WAITING_GAUGES, *HIT_RAT
 # Raw-line prefixes worth parsing at all (see parse_prometheus).
 PREFIXES = tuple(sorted(COUNTERS | GAUGES))
 
-VLLM_SOURCES = ("local_cache_hit", "external_kv_transfer", "local_compute")
 # labels that name a tier rather than a replica: kept apart when summing over engines
 TIER_LABELS = ("source", "cache_source")
 
@@ -185,37 +189,43 @@ def _num(v: float) -> int | float:
     return int(v) if float(v).is_integer() else v
 
 
-def _part(tokens: float, whole: float | None) -> dict[str, Any]:
-    return {"tokens": _num(tokens), "fraction": ratio(tokens, whole)}
+def _part(tokens: float, whole: float | None) -> TierPart:
+    return TierPart(_num(tokens), ratio(tokens, whole))
 
 
-def tiers(deltas: Mapping[SeriesKey, float]) -> dict[str, Any] | None:
+def tiers(deltas: Mapping[SeriesKey, float]) -> Tiers | None:
     """Where prompt tokens came from (GPU hit / external-offload hit / computed), when exposed."""
-    out: dict[str, Any] = {}
+    parts: dict[str, TierPart] = {}
+    prompt_tokens: float | None = None
     split = by_label(deltas, "vllm:prompt_tokens_by_source", "source")
     if split:
         whole = sum(split.values())
-        out["prompt_tokens"] = _num(whole)
+        prompt_tokens = _num(whole)
         for source in VLLM_SOURCES:
-            out[source] = _part(split.get(source, 0.0), whole)
+            parts[source] = _part(split.get(source, 0.0), whole)
+    external: ExternalCache | None = None
     eq = total(deltas, "vllm:external_prefix_cache_queries")
     if eq is not None:
         eh = total(deltas, "vllm:external_prefix_cache_hits") or 0.0
-        out["external_prefix_cache"] = {
-            "queries": _num(eq),
-            "hits": _num(eh),
-            "hit_rate": ratio(eh, eq),
-        }
+        external = ExternalCache(_num(eq), _num(eh), ratio(eh, eq))
     cached = by_label(deltas, "vllm:prompt_tokens_cached_by_source", "source")
     if not cached:
         cached = by_label(deltas, "sglang:cached_tokens", "cache_source")
         prompt = total(deltas, "sglang:prompt_tokens")
-        if cached and prompt is not None and "prompt_tokens" not in out:
-            out["prompt_tokens"] = _num(prompt)
-            out["local_compute"] = _part(max(prompt - sum(cached.values()), 0.0), prompt)
-    if cached:
-        out["cached_by_source"] = {k: _num(v) for k, v in sorted(cached.items())}
-    return out or None
+        if cached and prompt is not None and prompt_tokens is None:
+            prompt_tokens = _num(prompt)
+            parts["local_compute"] = _part(max(prompt - sum(cached.values()), 0.0), prompt)
+    by_source = {k: _num(v) for k, v in sorted(cached.items())} if cached else None
+    if prompt_tokens is None and external is None and by_source is None:
+        return None
+    return Tiers(
+        prompt_tokens=prompt_tokens,
+        local_cache_hit=parts.get("local_cache_hit"),
+        external_kv_transfer=parts.get("external_kv_transfer"),
+        local_compute=parts.get("local_compute"),
+        external_prefix_cache=external,
+        cached_by_source=by_source,
+    )
 
 
 def aggregate(deltas: Mapping[SeriesKey, float]) -> dict[str, float]:
@@ -226,44 +236,6 @@ def aggregate(deltas: Mapping[SeriesKey, float]) -> dict[str, float]:
         key = f"{base}{{{','.join(tier)}}}" if tier else base
         out[key] = out.get(key, 0.0) + v
     return dict(sorted(out.items()))
-
-
-@dataclass(frozen=True, slots=True)
-class CounterSeries:
-    """One counter series over a run, raw: its value at the first scrape (``None``: created
-    since), the last value seen, and the reset-aware increase in between. What ``agentx merge``
-    needs to count a server once however many shards scraped it."""
-
-    name: str
-    labels: Labels
-    first: float | None
-    last: float
-    delta: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "labels": dict(self.labels),
-            "first": self.first,
-            "last": self.last,
-            "delta": self.delta,
-        }
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> CounterSeries:
-        labels = tuple(sorted((str(k), str(v)) for k, v in (d.get("labels") or {}).items()))
-        first = d.get("first")
-        return cls(
-            str(d["name"]),
-            labels,
-            None if first is None else float(first),
-            float(d["last"]),
-            float(d["delta"]),
-        )
-
-    @property
-    def key(self) -> SeriesKey:
-        return (self.name, self.labels)
 
 
 def counter_series(
@@ -289,7 +261,7 @@ class ServerMetrics:
     """
 
     hit_rate: float | None = None
-    tiers: dict[str, Any] | None = None
+    tiers: Tiers | None = None
     kv_cache_usage_perc: P | None = None
     time_series: list[dict[str, Any]] = field(default_factory=list)
     raw_deltas: dict[str, float] = field(default_factory=dict)

@@ -2,7 +2,7 @@
 
 Each shard scrapes the ``/metrics`` page it was given and records, per counter series, the value
 at its first scrape, the last value it saw and the reset-aware increase in between
-(:class:`~agentx.metrics.prometheus.server_metrics.CounterSeries`). Shards that scraped the same
+(:class:`~agentx.results.summary.server.CounterSeries`). Shards that scraped the same
 page (same URL: shards of one run that all load one server) saw the *same* counters, so their
 deltas must not be added up. The rule, per server (metrics URL) and per counter series:
 
@@ -22,21 +22,20 @@ of every scrape's sample of every server.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentx.core.percentiles import percentiles
 from agentx.metrics.prometheus.server_metrics import (
-    CounterSeries,
-    SeriesKey,
     ServerMetrics,
     add_deltas,
     aggregate,
     cache_counts,
     tiers,
 )
+from agentx.results.summary.server import CounterSeries, MergedServer, SeriesKey, ServerBlock
 
 RULE_ONE = "one scrape"
 RULE_WIDEST = "widest window (largest last value - smallest first value)"
@@ -68,30 +67,6 @@ def _changed(a: float, b: float) -> bool:
     return abs(a - b) > 1e-9 * max(1.0, abs(a), abs(b))
 
 
-@dataclass(frozen=True, slots=True)
-class ServerUnion:
-    """One server's counters over every shard that scraped it."""
-
-    url: str
-    shards: tuple[str, ...]
-    window_wall_ns: tuple[int, int] | None
-    counters: tuple[CounterSeries, ...]  # first = smallest first, last = largest, delta = rule
-    rules: dict[str, str]  # series name -> rule used, when not "one scrape"
-    scrapes: int
-    scrape_errors: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "shards": list(self.shards),
-            "window_t_ns": list(self.window_wall_ns) if self.window_wall_ns else None,
-            "rules": self.rules,
-            "scrapes": self.scrapes,
-            "scrape_errors": self.scrape_errors,
-            "counters": [c.to_json() for c in self.counters],
-        }
-
-
 def _reset_between(members: Sequence[Scrape], key: SeriesKey) -> bool:
     """Did the counter go down between two shards' windows that do not overlap?"""
     timed = [m for m in members if m.window_wall_ns is not None]
@@ -110,7 +85,7 @@ def _reset_between(members: Sequence[Scrape], key: SeriesKey) -> bool:
     return False
 
 
-def union_one_server(url: str, members: Sequence[Scrape]) -> tuple[ServerUnion, list[str]]:
+def union_one_server(url: str, members: Sequence[Scrape]) -> tuple[MergedServer, list[str]]:
     """Count one server once over the shards that scraped it (the rule in the module doc)."""
     warnings: list[str] = []
     series: dict[SeriesKey, list[CounterSeries]] = {}
@@ -143,7 +118,7 @@ def union_one_server(url: str, members: Sequence[Scrape]) -> tuple[ServerUnion, 
         )
     windows = [m.window_wall_ns for m in members if m.window_wall_ns is not None]
     window = (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else None
-    union = ServerUnion(
+    union = MergedServer(
         url=url,
         shards=tuple(m.label for m in members),
         window_wall_ns=window,
@@ -158,7 +133,7 @@ def union_one_server(url: str, members: Sequence[Scrape]) -> tuple[ServerUnion, 
 @dataclass(frozen=True, slots=True)
 class MergedServers:
     metrics: ServerMetrics | None
-    servers: tuple[ServerUnion, ...]
+    servers: tuple[MergedServer, ...]
     warnings: tuple[str, ...]
 
 
@@ -170,7 +145,7 @@ def union_servers(scrapes: Iterable[Scrape]) -> MergedServers:
     if not groups:
         return MergedServers(None, (), ())
     total: dict[SeriesKey, float] = {}
-    servers: list[ServerUnion] = []
+    servers: list[MergedServer] = []
     warnings: list[str] = []
     samples: list[tuple[int, float]] = []
     for url in sorted(groups):
@@ -209,44 +184,36 @@ def _point(t_ns: int, kv: float) -> dict[str, Any]:
     }
 
 
-def scrapes_of(label: str, server: Mapping[str, Any] | None, offset_ns: int) -> list[Scrape]:
+def scrapes_of(label: str, server: ServerBlock | None, offset_ns: int) -> list[Scrape]:
     """The scrapes a ``summary.json`` ``server`` block holds (one for a run, one per server for
     a merge), their times moved onto the wall clock by ``offset_ns``. Empty when the run
     scraped nothing or was written by an agentx that kept no raw counters."""
-    if not server:
+    if server is None:
         return []
-    if "servers" in server:  # a merged results directory: its times are wall clock already
-        pooled = server.get("kv_cache_usage_samples") or []
+    if server.servers is not None:  # a merged results directory: its times are wall clock already
         return [
-            _scrape(f"{label}:{i}", s, s.get("window_t_ns"), [] if i else pooled, 0)
-            for i, s in enumerate(server["servers"])
+            Scrape(
+                label=f"{label}:{i}",
+                url=s.url,
+                window_wall_ns=s.window_wall_ns,
+                counters=s.counters,
+                kv_samples=() if i else server.kv_cache_usage_samples,
+                scrapes=s.scrapes,
+                scrape_errors=s.scrape_errors,
+            )
+            for i, s in enumerate(server.servers)
         ]
-    if not server.get("url") or "counters" not in server:
+    if not server.url or server.counters is None:
         return []
+    window = server.window_t_ns
     return [
-        _scrape(
-            label,
-            server,
-            server.get("window_t_ns"),
-            server.get("kv_cache_usage_samples") or [],
-            offset_ns,
+        Scrape(
+            label=label,
+            url=server.url,
+            window_wall_ns=(window[0] + offset_ns, window[1] + offset_ns) if window else None,
+            counters=server.counters,
+            kv_samples=tuple((t + offset_ns, v) for t, v in server.kv_cache_usage_samples),
+            scrapes=server.scrapes or 0,
+            scrape_errors=server.scrape_errors or 0,
         )
     ]
-
-
-def _scrape(
-    label: str,
-    block: Mapping[str, Any],
-    window: Sequence[int] | None,
-    samples: Sequence[Sequence[float]],
-    offset_ns: int,
-) -> Scrape:
-    return Scrape(
-        label=label,
-        url=str(block["url"]),
-        window_wall_ns=(int(window[0]) + offset_ns, int(window[1]) + offset_ns) if window else None,
-        counters=tuple(CounterSeries.from_json(c) for c in block.get("counters") or ()),
-        kv_samples=tuple((int(t) + offset_ns, float(v)) for t, v in samples),
-        scrapes=int(block.get("scrapes") or 0),
-        scrape_errors=int(block.get("scrape_errors") or 0),
-    )
