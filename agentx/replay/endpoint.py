@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import httpx
 import orjson
 
+from agentx.apis import FAMILIES
 from agentx.core.errors import EndpointError
 from agentx.core.urls import redact_url, redact_urls_in
 from agentx.replay.client import classify
@@ -34,15 +35,55 @@ class ServerInfo:
     metrics_text: bool  # the metrics URL answered with Prometheus text
 
 
+# paths a user may paste whole as --endpoint (a request's own URL): what is before them is the
+# base URL; every family's request path, and the two other OpenAI routes people copy
+API_PATHS = (
+    *sorted({f.serve_path for f in FAMILIES.values() if "{" not in f.serve_path}),
+    "/v1/completions",
+    "/v1/models",
+)
+
+
+def _api_path(path: str) -> str | None:
+    """The API path ``path`` ends with (``/v1/chat/completions``...), if any."""
+    return next((p for p in API_PATHS if path.endswith(p)), None)
+
+
 def split_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
     """``http://host:8000/v1?api_key=K`` -> (``http://host:8000``, ``{"api_key": "K"}``): the
-    root the API paths go under, and the query parameters sent with every request."""
+    root the API paths go under, and the query parameters sent with every request. A request's
+    whole URL (``.../v1/chat/completions``) stands for its base URL (:func:`endpoint_note`)."""
     parts = urlsplit(endpoint)
     path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
+    suffix = _api_path(path)
+    if suffix is not None:
+        path = path[: -len(suffix)]
+    elif path.endswith("/v1"):
         path = path[: -len("/v1")]
     root = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return root, dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+def endpoint_note(endpoint: str) -> str | None:
+    """What to tell a user who gave a request's whole URL as ``--endpoint``."""
+    suffix = _api_path(urlsplit(endpoint).path.rstrip("/"))
+    if suffix is None:
+        return None
+    root = redact_url(split_endpoint(endpoint)[0])
+    return (
+        f"--endpoint ends in {suffix}: agentx takes the base URL, {root}, and picks each "
+        "request's path itself (--api)"
+    )
+
+
+def check_model(info: ServerInfo, model: str, endpoint: str) -> None:
+    """Refuse a ``--model`` the server does not list on ``/v1/models`` (when it lists any)."""
+    if info.models and model not in info.models:
+        listed = ", ".join(info.models[:20]) + (" ..." if len(info.models) > 20 else "")
+        raise EndpointError(
+            f"{redact_url(endpoint)} does not serve --model {model}: /v1/models lists {listed} "
+            "(--no-preflight skips this check, for a gateway that takes other names)"
+        )
 
 
 def base_url(endpoint: str) -> str:
@@ -85,7 +126,11 @@ async def probe(
             data = None
         items = data.get("data") if isinstance(data, dict) else None
         if isinstance(items, list):
-            models = tuple(str(m["id"]) for m in items if isinstance(m, dict) and "id" in m)
+            models = tuple(  # an id that is not a non-empty string names no model
+                m["id"]
+                for m in items
+                if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
+            )
             owners = [m.get("owned_by") for m in items if isinstance(m, dict)]
             owner = next((str(o) for o in owners if o), None)
     elif resp.status_code >= 500:

@@ -17,6 +17,7 @@ from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.core.urls import redact_url
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
+from agentx.metrics.errors import failed_requests_line
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
@@ -197,12 +198,17 @@ def finish_run(
         duration_s=o.schedule.duration_s,
         window_start_ns=c.profiling_started_ns,
         aborted=c.failure,
+        interrupted=c.interrupted,
     )
     arrivals = None
     if c.arrival_logs:
         unit = "request" if o.request_rate is not None else "session"
         arrivals = arrival_summary(c.arrival_logs, unit)
+    kinds = figures.errors.by_kind if figures.errors is not None else ()
+    failed = failed_requests_line(kinds, figures.requests.total or 0)
     warnings = (
+        *([failed] if failed else ()),
+        *setup.warnings,
         *c.warnings,
         *_run_warnings(setup, plan, c, records, verdict, cache_reset),
         *short_output_warnings(records, o.workload.api, setup.server.kind),

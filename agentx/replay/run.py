@@ -68,7 +68,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         plan = build_plan(
             open_source(options.trace),
             sessions=options.workload.sessions,
-            seed=options.workload.seed,
+            seed=options.workload.rng_seed,
             shard=options.shard,
             api_mode=options.workload.api,
         )
