@@ -18,6 +18,7 @@ import orjson
 from agentx.apis import FAMILIES
 from agentx.core.errors import EndpointError
 from agentx.core.urls import redact_url, redact_urls_in
+from agentx.metrics.prometheus.capacity import capacity_from_metrics
 from agentx.replay.client import classify
 
 # owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
@@ -33,6 +34,7 @@ class ServerInfo:
     server_header: str | None
     block_size: int | None  # prefix-cache block size the server publishes
     metrics_text: bool  # the metrics URL answered with Prometheus text
+    kv_tokens: int | None = None  # the KV cache it states (vLLM's cache_config_info), in tokens
 
 
 # paths a user may paste whole as --endpoint (a request's own URL): what is before them is the
@@ -141,6 +143,7 @@ async def probe(
         kind = "sglang"
 
     block_size: int | None = None
+    kv_tokens: int | None = None
     metrics_ok = False
     if metrics_url:
         try:
@@ -148,11 +151,13 @@ async def probe(
             if m.status_code == 200 and b"# TYPE" in m.content[:65536]:
                 metrics_ok = True
                 block_size = block_size_from_metrics(m.text)
+                capacity = capacity_from_metrics(m.text, metrics_url)
+                kv_tokens = capacity.tokens if capacity is not None else None
         except (httpx.HTTPError, OSError):
             pass
     if block_size is None and kind == "sglang":
         block_size = await _sglang_page_size(client, root, timeout)
-    return ServerInfo(models, kind, server, block_size, metrics_ok)
+    return ServerInfo(models, kind, server, block_size, metrics_ok, kv_tokens)
 
 
 async def _sglang_page_size(

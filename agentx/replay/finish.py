@@ -16,8 +16,10 @@ from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.core.urls import redact_url
+from agentx.metrics import latency as lat
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
 from agentx.metrics.errors import failed_requests_line
+from agentx.metrics.fit import kv_fit_warning
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
@@ -206,8 +208,20 @@ def finish_run(
         arrivals = arrival_summary(c.arrival_logs, unit)
     kinds = figures.errors.by_kind if figures.errors is not None else ()
     failed = failed_requests_line(kinds, figures.requests.total or 0)
+    cache = figures.cache
+    fit = kv_fit_warning(
+        setup.server.kv_tokens,
+        lat.measured(records),
+        setup.lanes,
+        cache.reported_hit_rate
+        if cache.reported_hit_rate is not None
+        else cache.server_metrics_hit_rate,
+        cache.theoretical_hit_rate_ok,
+        setup.server.kind,
+    )
     warnings = (
         *([failed] if failed else ()),
+        *([fit] if fit else ()),
         *setup.warnings,
         *c.warnings,
         *_run_warnings(setup, plan, c, records, verdict, cache_reset),

@@ -204,3 +204,16 @@ def test_the_model_the_run_sends_is_the_listed_one(trace: Path, tmp_path: Path) 
         result = replay(trace, srv.url, tmp_path / "out", "--json")
         models = {b.get("model") for b in srv.requests}
     assert result.exit_code == 0 and models == {MODEL}
+
+
+def test_a_cache_smaller_than_a_prompt_is_named_with_what_to_pass(tmp_path: Path) -> None:
+    trace = write(tmp_path / "t.parquet", chat_session("s", turns=6))
+    with SimServer(SimConfig.of(port=0, fast=True, kv_tokens=512, block_size=16)) as sim:
+        result = CliRunner().invoke(
+            app,
+            ["replay", str(trace), "--endpoint", sim.url, "--time-scale", "0", "--json"],
+        )
+    assert result.exit_code == 0, result.output
+    err = " ".join(result.stderr.split())
+    assert "the server's KV cache holds 512 tokens, less than the largest prompt sent" in err
+    assert "agentx serve-sim --profile agentx" in err
