@@ -302,7 +302,7 @@ def _run_warnings(
 ) -> list[str]:
     """What the reader of the figures must know about how the run went."""
     o = setup.options
-    warnings = []
+    warnings = list(plan.warnings)
     if (line := bottleneck_warning(verdict)) is not None:
         warnings.append(line)
     if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:

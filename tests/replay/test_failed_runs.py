@@ -217,3 +217,31 @@ def test_a_cache_smaller_than_a_prompt_is_named_with_what_to_pass(tmp_path: Path
     err = " ".join(result.stderr.split())
     assert "the server's KV cache holds 512 tokens, less than the largest prompt sent" in err
     assert "agentx serve-sim --profile agentx" in err
+
+
+def test_more_sessions_than_the_trace_has_is_said(trace: Path, tmp_path: Path) -> None:
+    with SimServer(SimConfig.of(port=0, fast=True)) as sim:
+        result = replay(trace, sim.url, tmp_path / "out", "--sessions", "200", "--json")
+    assert result.exit_code == 0, result.output
+    warnings = orjson.loads(result.stdout)["warnings"]
+    assert any("--sessions 200: the trace has 1 sessions to replay" in w for w in warnings)
+
+
+def test_a_long_think_time_is_announced_with_the_time_scale_hint(tmp_path: Path) -> None:
+    rows = chat_session("s", turns=3, think_s=20.0)
+    trace = write(tmp_path / "slow.parquet", rows)
+    with SimServer(SimConfig.of(port=0, fast=True)) as sim:
+        argv = ["replay", str(trace), "--endpoint", sim.url, "--time-scale", "0.01", "--json"]
+        quick = CliRunner().invoke(app, [*argv, "-o", str(tmp_path / "a")])
+        from agentx.replay.estimate import schedule_line, think_floor_s
+        from agentx.replay.options import ReplayOptions
+        from agentx.workload.plan import build_plan
+        from agentx.workload.source import open_source
+
+        o = ReplayOptions.of(trace=trace, endpoint=sim.url)
+        floor = think_floor_s(build_plan(open_source(trace)), o, 1)
+    assert quick.exit_code == 0 and "--time-scale 0 sends" not in quick.stderr  # 0.4 s: no word
+    assert floor == pytest.approx(40.0)  # two gaps of 20 s on the main thread
+    line = schedule_line(floor, o)
+    assert line is not None and "at least ~40s of recorded think time" in line
+    assert "--time-scale 0 sends each turn" in line
