@@ -82,8 +82,16 @@ def evaluate(
     reasons = [aborted] if aborted else []
     if measured and failed == len(measured) and not aborted:
         reasons.append(f"every measured request failed ({failed} of {len(measured)})")
-    elif not measured and not aborted and not interrupted:
-        reasons.append("no request was measured")
+    elif not any(r.in_window for r in measured) and not aborted and not interrupted:
+        reasons.append(
+            "no request was measured"
+            + (
+                f" inside the {duration_s:g} s --duration window (the warm-up took it: a longer "
+                "--duration, or a shorter --warmup)"
+                if duration_s is not None
+                else ""
+            )
+        )
     elif max_failed_ratio is not None and not aborted:
         reason = failed_ratio_reason(failed, len(measured), max_failed_ratio)
         if reason is not None and len(measured) >= MIN_GATED:
