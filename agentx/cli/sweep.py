@@ -67,6 +67,14 @@ def sweep(
 
     done: list[int] = []
 
+    def level_start(k: int, n: int) -> None:
+        err.print(
+            f"agentx: level {k}/{len(levels)}: concurrency {n} -> {output / f'c{n}'}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
     def level_done(point: SweepPoint) -> None:
         done.append(point.concurrency)
         if not json_out:
@@ -88,7 +96,9 @@ def sweep(
         )
         levels = parse_levels(concurrency)
         result = run_sweep(
-            SweepOptions(replay_options, levels, output, replay_options.force), level_done
+            SweepOptions(replay_options, levels, output, replay_options.force),
+            level_done,
+            level_start,
         )
     except AgentxError as exc:
         fail(exc)
@@ -106,3 +116,11 @@ def sweep(
         )
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+    if result.failure is not None:
+        err.print(
+            f"agentx: sweep stopped: {result.failure}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)

@@ -32,6 +32,7 @@ from agentx.core.urls import redact_url
 from agentx.metrics import latency as lat
 from agentx.metrics import rollups
 from agentx.metrics.cost import CostOptions, cost_summary
+from agentx.metrics.errors import error_kinds
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import SloCheck, evaluate
 from agentx.results.summary import (
@@ -48,6 +49,7 @@ from agentx.results.summary import (
     WindowLatency,
     Windows,
 )
+from agentx.results.summary.errors import Errors
 from agentx.results.summary.rollups import LatencyCurves, Rollups
 from agentx.results.summary.run import Clock
 from agentx.results.summary.server import ServerBlock
@@ -188,6 +190,7 @@ def build_summary(
             tiers=server.tiers if server else None,
             kv_cache_usage_perc=server.kv_cache_usage_perc if server else None,
             block_size=block_size,
+            theoretical_hit_rate_ok=rollups.theoretical_hit_rate(ok),
         ),
         schedule=Schedule(
             distribution([lat.dispatch_lag_ms(r) for r in measured], extra_percentiles)
@@ -202,6 +205,7 @@ def build_summary(
         errors_by_type=dict(
             sorted(Counter(r.error_type or "unknown" for r in measured if not r.ok).items())
         ),
+        errors=Errors(error_kinds(measured)),
         rollups=Rollups(
             per_session=tuple(rollups.per_session(measured)),
             per_turn_depth=tuple(rollups.per_turn_depth(measured)),

@@ -15,8 +15,10 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import httpx
 import orjson
 
+from agentx.apis import FAMILIES
 from agentx.core.errors import EndpointError
 from agentx.core.urls import redact_url, redact_urls_in
+from agentx.metrics.prometheus.capacity import capacity_from_metrics
 from agentx.replay.client import classify
 
 # owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
@@ -32,17 +34,58 @@ class ServerInfo:
     server_header: str | None
     block_size: int | None  # prefix-cache block size the server publishes
     metrics_text: bool  # the metrics URL answered with Prometheus text
+    kv_tokens: int | None = None  # the KV cache it states (vLLM's cache_config_info), in tokens
+
+
+# paths a user may paste whole as --endpoint (a request's own URL): what is before them is the
+# base URL; every family's request path, and the two other OpenAI routes people copy
+API_PATHS = (
+    *sorted({f.serve_path for f in FAMILIES.values() if "{" not in f.serve_path}),
+    "/v1/completions",
+    "/v1/models",
+)
+
+
+def _api_path(path: str) -> str | None:
+    """The API path ``path`` ends with (``/v1/chat/completions``...), if any."""
+    return next((p for p in API_PATHS if path.endswith(p)), None)
 
 
 def split_endpoint(endpoint: str) -> tuple[str, dict[str, str]]:
     """``http://host:8000/v1?api_key=K`` -> (``http://host:8000``, ``{"api_key": "K"}``): the
-    root the API paths go under, and the query parameters sent with every request."""
+    root the API paths go under, and the query parameters sent with every request. A request's
+    whole URL (``.../v1/chat/completions``) stands for its base URL (:func:`endpoint_note`)."""
     parts = urlsplit(endpoint)
     path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
+    suffix = _api_path(path)
+    if suffix is not None:
+        path = path[: -len(suffix)]
+    elif path.endswith("/v1"):
         path = path[: -len("/v1")]
     root = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return root, dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+def endpoint_note(endpoint: str) -> str | None:
+    """What to tell a user who gave a request's whole URL as ``--endpoint``."""
+    suffix = _api_path(urlsplit(endpoint).path.rstrip("/"))
+    if suffix is None:
+        return None
+    root = redact_url(split_endpoint(endpoint)[0])
+    return (
+        f"--endpoint ends in {suffix}: agentx takes the base URL, {root}, and picks each "
+        "request's path itself (--api)"
+    )
+
+
+def check_model(info: ServerInfo, model: str, endpoint: str) -> None:
+    """Refuse a ``--model`` the server does not list on ``/v1/models`` (when it lists any)."""
+    if info.models and model not in info.models:
+        listed = ", ".join(info.models[:20]) + (" ..." if len(info.models) > 20 else "")
+        raise EndpointError(
+            f"{redact_url(endpoint)} does not serve --model {model}: /v1/models lists {listed} "
+            "(--no-preflight skips this check, for a gateway that takes other names)"
+        )
 
 
 def base_url(endpoint: str) -> str:
@@ -85,7 +128,11 @@ async def probe(
             data = None
         items = data.get("data") if isinstance(data, dict) else None
         if isinstance(items, list):
-            models = tuple(str(m["id"]) for m in items if isinstance(m, dict) and "id" in m)
+            models = tuple(  # an id that is not a non-empty string names no model
+                m["id"]
+                for m in items
+                if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
+            )
             owners = [m.get("owned_by") for m in items if isinstance(m, dict)]
             owner = next((str(o) for o in owners if o), None)
     elif resp.status_code >= 500:
@@ -96,6 +143,7 @@ async def probe(
         kind = "sglang"
 
     block_size: int | None = None
+    kv_tokens: int | None = None
     metrics_ok = False
     if metrics_url:
         try:
@@ -103,11 +151,13 @@ async def probe(
             if m.status_code == 200 and b"# TYPE" in m.content[:65536]:
                 metrics_ok = True
                 block_size = block_size_from_metrics(m.text)
+                capacity = capacity_from_metrics(m.text, metrics_url)
+                kv_tokens = capacity.tokens if capacity is not None else None
         except (httpx.HTTPError, OSError):
             pass
     if block_size is None and kind == "sglang":
         block_size = await _sglang_page_size(client, root, timeout)
-    return ServerInfo(models, kind, server, block_size, metrics_ok)
+    return ServerInfo(models, kind, server, block_size, metrics_ok, kv_tokens)
 
 
 async def _sglang_page_size(

@@ -16,7 +16,10 @@ from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.core.urls import redact_url
+from agentx.metrics import latency as lat
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
+from agentx.metrics.errors import failed_requests_line
+from agentx.metrics.fit import kv_fit_warning
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
@@ -197,12 +200,29 @@ def finish_run(
         duration_s=o.schedule.duration_s,
         window_start_ns=c.profiling_started_ns,
         aborted=c.failure,
+        interrupted=c.interrupted,
     )
     arrivals = None
     if c.arrival_logs:
         unit = "request" if o.request_rate is not None else "session"
         arrivals = arrival_summary(c.arrival_logs, unit)
+    kinds = figures.errors.by_kind if figures.errors is not None else ()
+    failed = failed_requests_line(kinds, figures.requests.total or 0)
+    cache = figures.cache
+    fit = kv_fit_warning(
+        setup.server.kv_tokens,
+        lat.measured(records),
+        setup.lanes,
+        cache.reported_hit_rate
+        if cache.reported_hit_rate is not None
+        else cache.server_metrics_hit_rate,
+        cache.theoretical_hit_rate_ok,
+        setup.server.kind,
+    )
     warnings = (
+        *([failed] if failed else ()),
+        *([fit] if fit else ()),
+        *setup.warnings,
         *c.warnings,
         *_run_warnings(setup, plan, c, records, verdict, cache_reset),
         *short_output_warnings(records, o.workload.api, setup.server.kind),
@@ -282,7 +302,7 @@ def _run_warnings(
 ) -> list[str]:
     """What the reader of the figures must know about how the run went."""
     o = setup.options
-    warnings = []
+    warnings = list(plan.warnings)
     if (line := bottleneck_warning(verdict)) is not None:
         warnings.append(line)
     if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:

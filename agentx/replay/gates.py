@@ -1,5 +1,7 @@
 """Failure and coverage gates: when a run's figures cannot be trusted, it fails (exit 1).
 
+- **Nothing measured**: every measured request failed, or none was measured (not stopped by a
+  signal): always, whatever the options.
 - **Failed requests** (``--max-failed-ratio F``): once ``max(concurrency, 10)`` measured
   requests have ended, a failed share above ``F`` aborts the run (in-flight requests are
   cancelled); the results are still written. agentx-harness's ``failed_request_threshold``.
@@ -69,13 +71,28 @@ def evaluate(
     duration_s: float | None,
     window_start_ns: int | None,
     aborted: str | None = None,
+    interrupted: bool = False,
 ) -> GateReport:
-    """Both gates over a run's measured records (``aborted``: a reason found during the run)."""
+    """The gates over a run's measured records (``aborted``: a reason found during the run).
+    Whatever the options, a run fails when every measured request failed, or when none was
+    measured and nothing stopped it: it measured nothing it claims."""
     measured = [r for r in records if not r.warmup]
     failed = sum(1 for r in measured if not r.ok)
     ratio = failed / len(measured) if measured else None
     reasons = [aborted] if aborted else []
-    if max_failed_ratio is not None and not aborted:
+    if measured and failed == len(measured) and not aborted:
+        reasons.append(f"every measured request failed ({failed} of {len(measured)})")
+    elif not any(r.in_window for r in measured) and not aborted and not interrupted:
+        reasons.append(
+            "no request was measured"
+            + (
+                f" inside the {duration_s:g} s --duration window (the warm-up took it: a longer "
+                "--duration, or a shorter --warmup)"
+                if duration_s is not None
+                else ""
+            )
+        )
+    elif max_failed_ratio is not None and not aborted:
         reason = failed_ratio_reason(failed, len(measured), max_failed_ratio)
         if reason is not None and len(measured) >= MIN_GATED:
             reasons.append(reason)

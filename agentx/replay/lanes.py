@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from agentx.core.errors import AgentxError
 from agentx.core.record import ERR_CANCELLED, ERR_CONNECT, RequestRecord
+from agentx.metrics.errors import hint
 from agentx.replay.bottleneck import LoopMonitor, Tick
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
@@ -309,10 +310,12 @@ class LaneDriver:
         if record.error_type == ERR_CANCELLED or (self._stop_requested and self.failure):
             pass  # the run is being stopped: not the request's fault
         elif send.warmup and not record.ok:
-            detail = (record.error or record.error_type or "failed").strip()[:200]
+            detail = (record.error or record.error_type or "failed").strip()
+            advice = hint(record.error_type or "", record.status, detail, record.prompt_tokens)
             self.abort(
                 f"warm-up request failed (session {session.session_id}, thread "
                 f"{thread.thread_id}, turn {send.turn}): {detail}"
+                + (f"; {advice}" if advice else "")
             )
         elif not send.warmup and (reason := self._gate.add(record.ok)) is not None:
             self.abort(reason)

@@ -44,6 +44,27 @@ class Assistant(StrEnum):
     LIVE = "live"  # the server's own replies, threaded into the next turn
 
 
+DEFAULT_MAX_FAILED_RATIO = 0.5  # a run where most requests fail measures nothing: stop it
+
+
+def parse_failed_ratio(text: object) -> float | None:
+    """``--max-failed-ratio``: a share of the measured requests (0..1), or ``off``/``none``."""
+    if text is None or isinstance(text, float):
+        return text
+    word = str(text).strip().lower()
+    if word in ("off", "none"):
+        return None
+    try:
+        value = float(word)
+    except ValueError:
+        raise UsageError(
+            f"--max-failed-ratio must be a number from 0 to 1 or off, got {text!r}"
+        ) from None
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"--max-failed-ratio must be between 0 and 1 (or off), got {text}")
+    return value
+
+
 def parse_workers(text: str) -> int | Literal["auto"]:
     """``--workers``: a number of processes, or ``auto``."""
     if text.strip().lower() == "auto":
@@ -138,13 +159,13 @@ class ReplayOptions:
         help="recorded (captured assistant turns) or live (the server's own replies)",
     )
     max_failed_ratio: float | None = option(  # more failed measured requests: the run fails
-        None,
+        DEFAULT_MAX_FAILED_RATIO,
         "--max-failed-ratio",
-        min=0.0,
-        max=1.0,
-        metavar="F",
+        parse=parse_failed_ratio,
+        metavar="F|off",
         panel=Panel.GATES,
-        help="fail the run (exit 1) when more than this share of measured requests failed",
+        help="fail the run (exit 1) when more than this share of measured requests failed "
+        "(stopped early once max(concurrency, 10) have ended); off: never",
     )
     min_coverage: float | None = option(  # measured traffic must reach this share of --duration
         None,
@@ -168,6 +189,13 @@ class ReplayOptions:
         metavar="URL",
         panel=Panel.SERVER_METRICS,
         help="Prometheus URL [default: ENDPOINT/metrics when it answers]",
+    )
+    preflight: bool = option(
+        True,
+        "--preflight/--no-preflight",
+        panel=Panel.SERVER,
+        help="before the run, check --model against /v1/models and send one test request "
+        "(one token): a server that refuses it stops the run at once, in its own words",
     )
     scrape_metrics: bool = option(
         True,
@@ -311,7 +339,7 @@ class ReplayOptions:
         if rate is None:
             return None
         try:
-            return Arrivals(rate, self.arrival, self.burstiness, self.workload.seed)
+            return Arrivals(rate, self.arrival, self.burstiness, self.workload.rng_seed)
         except ArrivalError as exc:
             raise UsageError(str(exc)) from None
 

@@ -26,9 +26,12 @@ class Goal:
 
     requests: int | None = None
     duration_s: float | None = None
+    think_s: float | None = None  # the think time the schedule waits at least (estimate)
 
 
-def goal_of(options: ReplayOptions, plan_requests: int | None) -> Goal:
+def goal_of(
+    options: ReplayOptions, plan_requests: int | None, think_s: float | None = None
+) -> Goal:
     """``--duration`` ends by time; ``--max-requests`` after that many measured requests (plus
     the warm-up ones); otherwise every planned request of this shard is sent once (``None``:
     not known before the run, a plan whose sessions are indexed as they are needed)."""
@@ -37,7 +40,7 @@ def goal_of(options: ReplayOptions, plan_requests: int | None) -> Goal:
         return Goal(duration_s=s.duration_s)
     if s.max_requests is not None:
         return Goal(requests=s.max_requests + s.warmup * s.concurrency)
-    return Goal(requests=plan_requests)
+    return Goal(requests=plan_requests, think_s=think_s)
 
 
 def clock(seconds: float) -> str:
@@ -139,6 +142,8 @@ class ProgressView:
             return f"  ETA {clock(left)}" if left > 0 else "  draining"
         if g.requests is not None and req_s > 0 and done < g.requests:
             return f"  ETA {clock((g.requests - done) / req_s)}"
+        if g.think_s is not None and done < (g.requests or done + 1) and g.think_s > elapsed:
+            return f"  ETA >{clock(g.think_s - elapsed)} (think time)"  # no answers yet to rate
         return ""
 
     def _render(self, snap: Snapshot) -> Group:
@@ -152,11 +157,14 @@ class ProgressView:
             else "n/a"
         )
         errors = f"[red]errors {snap.errors}[/]" if snap.errors else "errors 0"
+        # two lines, each within 80 columns for any count a run reaches in practice
         first = (
-            f"[bold]replay[/] {clock(elapsed)}{self._eta(done, req_s, elapsed)}  lanes "
-            f"{snap.active_lanes}/{self.lanes}  sessions {snap.sessions_completed}/"
-            f"{snap.sessions_started}  requests {done}{total} (+{snap.in_flight} in flight)  "
-            f"{errors}"
+            f"[bold]replay[/] {clock(elapsed)}{self._eta(done, req_s, elapsed)}  requests "
+            f"{done}{total} (+{snap.in_flight} in flight)  {errors}"
         )
-        second = f"  {req_s:.1f} req/s  {tok_s:,.0f} tok/s  hit {hit}  client cpu {cpu:.0%}"
+        second = (
+            f"  lanes {snap.active_lanes}/{self.lanes}  sessions done {snap.sessions_completed}"
+            f" of {snap.sessions_started} started  {req_s:.1f} req/s  {tok_s:,.0f} tok/s  "
+            f"hit {hit}  cpu {cpu:.0%}"
+        )
         return Group(Text.from_markup(first, overflow="ellipsis"), Text.from_markup(second))

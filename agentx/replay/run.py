@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from agentx.metrics.slo import SloCheck, parse_slo
 from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
 from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
+from agentx.replay.estimate import schedule_line, think_floor_s
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import LaneDriver
 from agentx.replay.open_loop import for_arrivals
@@ -68,7 +70,7 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         plan = build_plan(
             open_source(options.trace),
             sessions=options.workload.sessions,
-            seed=options.workload.seed,
+            seed=options.workload.rng_seed,
             shard=options.shard,
             api_mode=options.workload.api,
         )
@@ -81,11 +83,14 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
                 f"--workers {options.workers} exceeds the {len(plan.sessions)} sessions to replay"
             )
         setup = stop.run(probe_setup(options, plan))
+        think_s = think_floor_s(plan, options, setup.lanes)
+        if (line := schedule_line(think_s, options)) is not None:
+            print(f"agentx: {line}", file=sys.stderr)
         cache_reset = stop.run(_reset_cache(setup)) if options.reset_cache else None
         tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
         try:
             if options.n_workers == 1:
-                collected = lanes_loop.run(_run_here(setup, plan, tmp, stop))
+                collected = lanes_loop.run(_run_here(setup, plan, tmp, stop, think_s))
             else:
                 collected = run_workers(setup, plan, tmp, stop)
             collected.interrupted = collected.interrupted or stop.signum is not None
@@ -112,7 +117,9 @@ async def _reset_cache(setup: RunSetup) -> CacheReset:
         return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
 
 
-async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals) -> Collected:
+async def _run_here(
+    setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals, think_s: float | None
+) -> Collected:
     o = setup.options
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
@@ -128,7 +135,7 @@ async def _run_here(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSign
             rows,
             on_boundary=scraper.begin_window if scraper is not None else None,
         )
-        goal = goal_of(o, plan.known_requests)
+        goal = goal_of(o, plan.known_requests, think_s)
         progress = asyncio.create_task(_progress(driver, setup.lanes, goal)) if o.progress else None
         try:
             with stop.running(driver.abort):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import hashlib
 import secrets
 import sys
 import time
@@ -29,13 +30,16 @@ from agentx.replay.client import make_http_client, make_stream_client
 from agentx.replay.endpoint import (
     IGNORE_EOS_SERVERS,
     ServerInfo,
+    check_model,
     default_metrics_url,
+    endpoint_note,
     probe,
     split_endpoint,
 )
 from agentx.replay.http1.pool import StreamClient
 from agentx.replay.lanes import LaneConfig
 from agentx.replay.options import Assistant, ReplayOptions
+from agentx.replay.preflight import send_test_request
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan
 
@@ -56,6 +60,7 @@ class RunSetup:
     nonce: str
     metrics_url: str | None
     lanes: int  # lanes that can have work (see lane_count); the run's lanes are 0..lanes-1
+    warnings: tuple[str, ...] = ()  # what the set-up decided that the figures' reader must know
 
 
 MAX_LANES = 1_000_000  # in one run (--shard spreads more over machines)
@@ -108,6 +113,8 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
     if not model:
         shown = redact_url(options.endpoint)
         raise EndpointError(f"{shown} lists no models on /v1/models: pass --model")
+    if options.preflight:
+        check_model(info, model, options.endpoint)
     if options.workload.api == "messages" or (
         options.workload.api == "native" and Api.ANTHROPIC_MESSAGES in plan.apis
     ):
@@ -123,7 +130,8 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         live=options.assistant is Assistant.LIVE,
     )
     lanes_per_worker = -(-lanes // options.n_workers)
-    return RunSetup(
+    note = endpoint_note(options.endpoint)
+    setup = RunSetup(
         options=options,
         root_url=root,
         model=model,
@@ -133,10 +141,32 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         headers=headers,
         params=params,
         max_connections=lanes_per_worker * plan.max_threads + 8,
-        nonce=secrets.token_hex(3),
+        nonce=marker_nonce(options.workload.seed),
         metrics_url=metrics_url if info.metrics_text else None,
         lanes=lanes,
+        warnings=(note,) if note else (),
     )
+    if options.preflight:
+        async with stream_client(setup) as client:
+            await send_test_request(
+                client,
+                plan,
+                build,
+                endpoint=options.endpoint,
+                nonce=setup.nonce,
+                headers=headers,
+                timeout_s=options.timeout_s,
+            )
+    return setup
+
+
+def marker_nonce(seed: int | None) -> str:
+    """What every cache-bust marker of a run derives from: drawn afresh per run (so a run never
+    finds an earlier run's prefixes in the server's cache), or from ``--seed`` when one is given
+    (the same seed sends the same bytes)."""
+    if seed is None:
+        return secrets.token_hex(3)
+    return hashlib.sha256(f"agentx-marker:{seed}".encode()).hexdigest()[:6]
 
 
 def lane_config(
@@ -154,7 +184,7 @@ def lane_config(
         # the run's rules (recycling follows the run's --max-requests), this worker's share
         schedule=replace(o.schedule, max_requests=max_requests),
         lanes=lanes,
-        seed=o.workload.seed,
+        seed=o.workload.rng_seed,
         arrivals=arrivals,
         timeout_s=o.timeout_s,
         salt=o.workload.salt,

@@ -89,15 +89,21 @@ class SweepResult:
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
     exit_code: int = 0  # the interrupted level's (130 Ctrl-C, 143 SIGTERM), else 0
+    failure: str | None = None  # a level that measured nothing it claims stopped the sweep
 
 
 def run_sweep(
-    options: SweepOptions, on_level: Callable[[SweepPoint], None] | None = None
+    options: SweepOptions,
+    on_level: Callable[[SweepPoint], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     """Replay once per level; write ``c{N}/``, ``sweep.json`` and ``sweep.svg`` under the dir.
 
     Raises ``AgentxError`` when a level cannot run (bad trace, unreachable endpoint); the levels
-    measured before it stay on disk. ``on_level`` is called with each point as it lands.
+    measured before it stay on disk. ``on_start(k, n)`` is called as level ``k`` (from 1) of
+    concurrency ``n`` starts, ``on_level`` with each point as it lands. A level whose run failed
+    (every request failed, a gate) stops the sweep: the levels after it would measure the same
+    broken server.
     """
     out = options.output_dir
     base = options.replay
@@ -108,8 +114,11 @@ def run_sweep(
     warnings: list[str] = []
     interrupted = False
     exit_code = 0
+    failure: str | None = None
     with stop_signals():  # a signal between two levels stops the sweep too (Interrupted)
-        for n in options.levels:
+        for k, n in enumerate(options.levels, 1):
+            if on_start is not None:
+                on_start(k, n)
             level = dataclasses.replace(
                 base,
                 schedule=dataclasses.replace(base.schedule, concurrency=n),
@@ -122,13 +131,23 @@ def run_sweep(
                 data, model=result.summary.model, points=(*data.points, point)
             )
             warnings.extend(f"concurrency {n}: {w}" for w in result.warnings)
+            lanes = result.summary.config.get("lanes")
+            if isinstance(lanes, int) and lanes < n:
+                warnings.append(
+                    f"concurrency {n}: only {lanes} lanes had work (the trace has {lanes} "
+                    "sessions to replay and nothing recycles them: --duration or --max-requests "
+                    f"does); the point measures {lanes} concurrent sessions, not {n}"
+                )
             write_sweep(out, data)
             if on_level is not None:
                 on_level(point)
             if result.interrupted or result.exit_code:
                 interrupted, exit_code = True, result.exit_code
                 break
-    return SweepResult(data, out, tuple(warnings), interrupted, exit_code)
+            if result.failure is not None:
+                failure = f"concurrency {n}: {result.failure}"
+                break
+    return SweepResult(data, out, tuple(warnings), interrupted, exit_code, failure)
 
 
 def write_sweep(out: Path, data: Sweep) -> None:

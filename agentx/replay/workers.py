@@ -126,7 +126,7 @@ def worker_main(
         plan = build_plan(
             open_source(o.trace),
             sessions=o.workload.sessions,
-            seed=o.workload.seed,
+            seed=o.workload.rng_seed,
             shard=o.shard,
             api_mode=o.workload.api,
         )

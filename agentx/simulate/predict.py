@@ -87,7 +87,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         )
     recorded = None
     w = o.workload
-    api, salt, sessions, seed = w.api, w.salt, w.sessions, w.seed
+    api, salt, sessions, seed = w.api, w.salt, w.sessions, w.rng_seed
     extra_body, ignore_eos = dict(w.extra_body), o.ignore_eos
     if o.from_results is not None:  # build the bodies that run sent: its own options
         from agentx.report.results_dir import load_results

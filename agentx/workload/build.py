@@ -121,6 +121,59 @@ def salt_messages(messages: list[JSON], marker: str) -> list[JSON]:
     return list(messages)
 
 
+def _lead_item(item: JSON, marker: str) -> JSON:
+    """``item`` (a message, a system prompt, a Gemini content) with ``marker`` first."""
+    if isinstance(item, dict) and isinstance(item.get("parts"), list):
+        parts = list(item["parts"])
+        if parts and isinstance(parts[0], dict) and "text" in parts[0]:
+            parts[0] = {**parts[0], "text": marker + str(parts[0]["text"])}
+        else:
+            parts.insert(0, {"text": marker})
+        return {**item, "parts": parts}
+    if isinstance(item, dict) and "content" in item:
+        return {**item, "content": _salted_content(item.get("content"), marker)}
+    return _salted_content(item, marker)
+
+
+def _lead_tool(tool: JSON, marker: str) -> JSON:
+    """``tool`` with ``marker`` first in the description of the function it declares (the dict
+    that names it, however deep the family nests it)."""
+    if isinstance(tool, dict):
+        if "name" in tool:
+            return {**tool, "description": marker + str(tool.get("description") or "")}
+        for key, value in tool.items():
+            if isinstance(value, dict | list):
+                led = _lead_tool(value, marker)
+                if led is not value:
+                    return {**tool, key: led}
+    elif isinstance(tool, list) and tool:
+        led = _lead_tool(tool[0], marker)
+        if led is not tool[0]:
+            return [led, *tool[1:]]
+    return tool
+
+
+def lead_with(body: dict[str, Any], api: str, marker: str) -> dict[str, Any]:
+    """A copy of ``body`` with ``marker`` before what a chat template may render first: the
+    description of its first tool, and its system prompt (the family's key), else its first
+    conversation item. A request built so shares no prefix with any other, past the template's
+    first few tokens, whether the template puts the tools or the system prompt first."""
+    out = dict(body)
+    fam = family(api)
+    tools = out.get("tools")
+    if isinstance(tools, list) and tools:
+        out["tools"] = [_lead_tool(tools[0], marker), *tools[1:]]
+    if out.get(fam.system_key):
+        out[fam.system_key] = _lead_item(out[fam.system_key], marker)
+        return out
+    items = out.get(fam.conversation_key)
+    if isinstance(items, list) and items:
+        out[fam.conversation_key] = [_lead_item(items[0], marker), *items[1:]]
+    elif isinstance(items, str):
+        out[fam.conversation_key] = marker + items
+    return out
+
+
 class SynthCache:
     """The block texts of a run's hash-only requests, one bounded cache per block size."""
 

@@ -47,12 +47,14 @@ class WorkloadOptions:
         panel=Panel.LOAD,
         help="sample N sessions of the trace (with --seed)",
     )
-    seed: int = option(
-        0,
+    seed: int | None = option(  # None: not given (the draws use 0, the markers are random)
+        None,
         "--seed",
         metavar="N",
         panel=Panel.LOAD,
-        help="seed of --sessions sampling and of --start-ratio instants",
+        show_default=False,
+        help="seed of --sessions sampling, --start-ratio instants and the cache-bust markers: "
+        "the same seed sends the same bytes [default: 0 for the draws, random markers]",
     )
     salt: bool = option(
         True,
@@ -87,6 +89,11 @@ class WorkloadOptions:
 
     def __post_init__(self) -> None:
         coerce_choices(self)
+
+    @property
+    def rng_seed(self) -> int:
+        """The seed of the run's draws (sampling, ``t*``, arrivals): ``--seed``, else 0."""
+        return 0 if self.seed is None else self.seed
 
     def check(self) -> None:
         """Raise :class:`UsageError` on options no run could follow."""

@@ -209,6 +209,7 @@ class Sessions:
 class ReplayPlan:
     sessions: Sessions
     source: TraceSource
+    warnings: tuple[str, ...] = ()  # what planning found that the run's reader must know
 
     @property
     def requests(self) -> int:
@@ -335,7 +336,7 @@ def build_plan(
             raise UsageError(
                 f"--shard {index}/{count} gets no session: the trace has fewer sessions"
             )
-        return ReplayPlan(Sessions(source, tally, slots=slots), source)
+        return ReplayPlan(Sessions(source, tally, slots=slots), source, _sampled(sessions, n))
     plans: list[SessionPlan] = []
     for session in source.index():
         rows = tally.add(session)
@@ -349,10 +350,21 @@ def build_plan(
     if sessions is not None and sessions < len(plans):
         chosen = sorted(random.Random(seed).sample(range(len(plans)), sessions))
         plans = [plans[i] for i in chosen]
+    warnings = _sampled(sessions, len(plans))
     plans = [p for i, p in enumerate(plans) if i % count == index]
     if not plans:
         raise UsageError(f"--shard {index}/{count} gets no session: the trace has fewer sessions")
-    return ReplayPlan(Sessions(source, tally, plans), source)
+    return ReplayPlan(Sessions(source, tally, plans), source, warnings)
+
+
+def _sampled(asked: int | None, available: int) -> tuple[str, ...]:
+    """A warning when ``--sessions`` asks for more sessions than the trace has."""
+    if asked is None or asked <= available:
+        return ()
+    return (
+        f"--sessions {asked:,}: the trace has {available:,} sessions to replay, and all of them "
+        "are (a session is never sent twice to make up the number; --duration recycles them)",
+    )
 
 
 def _check_apis(apis: frozenset[str] | None, api_mode: str) -> None:

@@ -177,6 +177,10 @@ class FaultServer:
         self._stopped = threading.Event()
         self.port = 0
         self.on_request: Callable[[dict[str, Any]], None] | None = None
+        # (status, JSON body) every model request gets once ``reject_after`` have been answered
+        # (0: all of them), whatever the body says: a server that rejects the run's requests
+        self.reject: tuple[int, dict[str, Any]] | None = None
+        self.reject_after = 0
         self.big_event_bytes = 20 * 1024 * 1024  # the "big_event" fault's one SSE event
 
     @property
@@ -205,6 +209,8 @@ class FaultServer:
         self.queries.append(request.query_string)
         if self.on_request is not None:
             self.on_request(body)
+        if self.reject is not None and len(self.requests) > self.reject_after:
+            return web.json_response(self.reject[1], status=self.reject[0])
         m = FAULT.search(raw)
         fault = m.group(1).decode() if m else "ok"
         n = int(body.get("max_tokens") or 4)

@@ -52,6 +52,9 @@ def options(trace: Path, url: str, tmp_path: Path, **kw: Any) -> ReplayOptions:
         "force": True,  # some tests replay twice into the same directory
         "progress": False,
         "scrape_metrics": False,
+        # what these tests count is what the lanes send: no test request before them
+        # (tests/replay/test_preflight.py tests it)
+        "preflight": False,
     }
     base.update(kw)
     return ReplayOptions.of(**base)

@@ -223,3 +223,40 @@ def test_report_of_a_sweep_without_its_levels(tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["points"] == [point]
+
+
+def test_each_level_says_it_starts_and_a_level_short_of_sessions_says_so(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """The example has 5 sessions and nothing recycles them: level 8 runs 5 lanes, and says so."""
+    out = tmp_path / "sw"
+    r = runner.invoke(
+        app,
+        [
+            *("sweep", str(EXAMPLE), "--endpoint", sim.url, "--concurrency", "1,8"),
+            *("--time-scale", "0", "--no-metrics", "-o", str(out), "--json"),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    err = " ".join(r.stderr.split())
+    assert "level 1/2: concurrency 1" in err and "level 2/2: concurrency 8" in err
+    assert "concurrency 8: only 5 lanes had work" in err
+
+
+def test_a_level_whose_requests_all_fail_stops_the_sweep(tmp_path: Path) -> None:
+    from replay.fault_server import FaultServer
+
+    with FaultServer() as srv:
+        srv.reject = (500, {"error": {"message": "engine died"}})
+        r = runner.invoke(
+            app,
+            [
+                *("sweep", str(EXAMPLE), "--endpoint", srv.url, "--concurrency", "1,2"),
+                *("--time-scale", "0", "--no-metrics", "--no-preflight", "-o", str(tmp_path / "s")),
+            ],
+        )
+    assert r.exit_code == 1
+    err = " ".join(r.stderr.split())
+    # the default --max-failed-ratio stopped the level once 10 requests had failed
+    assert "sweep stopped: concurrency 1: 10 of 10 measured requests failed" in err
+    assert "level 2/2" not in err and not (tmp_path / "s" / "c2").exists()

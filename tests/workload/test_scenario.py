@@ -42,7 +42,12 @@ def test_explicit_options_win_and_none_means_not_given() -> None:
         False,
     )
     plain = scenario_options(None, **BASE, seed=None, warmup=None)
-    assert (plain.workload.scenario, plain.workload.seed) == (None, 0)
+    # no --seed: the draws use 0, and the markers are drawn afresh (docs/replay.md)
+    assert (plain.workload.scenario, plain.workload.seed, plain.workload.rng_seed) == (
+        None,
+        None,
+        0,
+    )
     assert (plain.schedule.warmup, plain.schedule.start_ratio) == (0, (0.0, 0.0))
 
 

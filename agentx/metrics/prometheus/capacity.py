@@ -47,7 +47,8 @@ class KvCapacity:
         return (self.tokens // block_size) * block_size
 
 
-def _from_metrics(text: str, source: str) -> KvCapacity | None:
+def capacity_from_metrics(text: str, source: str) -> KvCapacity | None:
+    """The capacity a Prometheus page states (vLLM's ``cache_config_info``), if it states one."""
     for s in parse_prometheus(text, ("vllm:cache_config_info",)):
         labels = s.labels
         blocks = _int(labels.get("num_gpu_blocks"))
@@ -99,7 +100,7 @@ def read_kv_capacity(source: str) -> KvCapacity:
             resp.raise_for_status()
         except httpx.HTTPError as exc:
             raise AgentxError(f"--kv-from {url}: {exc}") from None
-        found = _from_metrics(resp.text, url)
+        found = capacity_from_metrics(resp.text, url)
         what = "no vllm:cache_config_info with num_gpu_blocks and block_size"
     else:
         path = Path(source)

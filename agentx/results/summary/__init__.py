@@ -32,6 +32,7 @@ from agentx.results.base import (
     texts,
 )
 from agentx.results.summary.cost import Cost
+from agentx.results.summary.errors import Errors
 from agentx.results.summary.rollups import Rollups
 from agentx.results.summary.run import (
     Arrivals,
@@ -171,6 +172,9 @@ class Cache:
     tiers: Tiers | None = None
     kv_cache_usage_perc: P | None = None
     block_size: int | None = None
+    # the theoretical figure over the measured requests that succeeded (the one above counts
+    # every request sent: failed ones warmed nothing, so it reads higher when many failed)
+    theoretical_hit_rate_ok: float | None = None
 
     def to_json(self) -> Json:
         kv = self.kv_cache_usage_perc
@@ -181,6 +185,11 @@ class Cache:
             "tiers": None if self.tiers is None else self.tiers.to_json(),
             "kv_cache_usage_perc": None if kv is None else kv.to_json(),
             "block_size": self.block_size,
+            **(
+                {"theoretical_hit_rate_ok": self.theoretical_hit_rate_ok}
+                if self.theoretical_hit_rate_ok is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -193,6 +202,7 @@ class Cache:
             None if tiers is None else Tiers.from_json(tiers),
             opt_p(d, "kv_cache_usage_perc"),
             integer(d, "block_size"),
+            num(d, "theoretical_hit_rate_ok"),
         )
 
 
@@ -312,7 +322,7 @@ class Windows:
 @dataclass(frozen=True, slots=True)
 class Summary:
     """One run (or a merge of shards). The blocks after ``slo`` are agentx's own: ``windows``,
-    ``errors_by_type``, ``rollups``, ``server``, ``cost``, ``clock``, ``config`` (the run's
+    ``errors_by_type``, ``errors`` (by kind, with the first message), ``rollups``, ``server``, ``cost``, ``clock``, ``config`` (the run's
     options, never the API key), ``agentx_version`` (who measured it); a merge adds
     ``merged_from``; the replay engine adds ``gates``, ``tokenizer`` (whose tokens the
     theoretical figures count) and ``bottleneck``; ``warnings`` when there are any."""
@@ -333,6 +343,7 @@ class Summary:
     slo: Slo = field(default_factory=Slo)
     windows: Windows = Windows()
     errors_by_type: Mapping[str, int] = field(default_factory=dict)
+    errors: Errors | None = None  # failed measured requests by kind (an earlier agentx: None)
     rollups: Rollups = field(default_factory=Rollups)
     server: ServerBlock | None = None
     cost: Cost | None = None
@@ -364,6 +375,7 @@ class Summary:
             "slo": self.slo.to_json(),
             "windows": self.windows.to_json(),
             "errors_by_type": dict(self.errors_by_type),
+            **({"errors": self.errors.to_json()} if self.errors is not None else {}),
             "rollups": self.rollups.to_json(),
             "server": None if self.server is None else self.server.to_json(),
             "cost": None if self.cost is None else self.cost.to_json(),
@@ -390,8 +402,8 @@ class Summary:
         """An ``agentx.summary/1`` object; :class:`agentx.core.errors.ShapeError` when it is
         not one or a field has the wrong type."""
         d = schema_obj(v, SCHEMA)
-        server, cost, clock, gates, verdict = (
-            opt_obj(d, k) for k in ("server", "cost", "clock", "gates", "bottleneck")
+        server, cost, clock, gates, verdict, errors = (
+            opt_obj(d, k) for k in ("server", "cost", "clock", "gates", "bottleneck", "errors")
         )
         merged = d.get("merged_from")
         return cls(
@@ -411,6 +423,7 @@ class Summary:
             slo=Slo.from_json(sub(d, "slo")),
             windows=Windows.from_json(sub(d, "windows")),
             errors_by_type=counts(d, "errors_by_type"),
+            errors=None if errors is None else Errors.from_json(errors),
             rollups=Rollups.from_json(sub(d, "rollups")),
             server=None if server is None else ServerBlock.from_json(server),
             cost=None if cost is None else Cost.from_json(cost),
