@@ -18,7 +18,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agentx.core.errors import AgentxError, UsageError
-from agentx.core.options import Panel, flag
+from agentx.core.options import Flag, Panel, flag
+
+# How every command that writes names its output: -o/--output shown, --out read too.
+OUTPUT_NAMES = ("-o", "--output")
+OUTPUT_HIDDEN = ("--out",)
+
+
+def output_flag(help: str, *, metavar: str, old: tuple[str, ...] = ()) -> Flag:
+    """The ``-o``/``--output`` flag of a command that writes (``--out`` and the command's
+    ``old`` names hidden spellings)."""
+    return flag(
+        *OUTPUT_NAMES,
+        hidden=(*OUTPUT_HIDDEN, *old),
+        metavar=metavar,
+        panel=Panel.OUTPUT,
+        show_default=False,
+        help=help,
+    )
+
 
 FORCE_FLAG = "--force"
 # Every command that writes an output takes it: without it an existing output is refused.

@@ -23,7 +23,7 @@ from agentx.core.options import (
     option,
     required,
 )
-from agentx.core.outputs import FORCE
+from agentx.core.outputs import FORCE, output_flag
 from agentx.core.percentiles import PERCENTILES
 from agentx.core.urls import check_http_url, redact_url
 from agentx.metrics.cost import CostOptions
@@ -117,9 +117,10 @@ class ReplayOptions:
     trace: Path
     endpoint: str = required(
         "--endpoint",
+        hidden=("--url", "--target"),  # AIPerf's and GuideLLM's names for it
         metavar="URL",
         panel=Panel.SERVER,
-        help="server base URL, e.g. http://127.0.0.1:8000 or .../v1",
+        help="server base URL, e.g. http://127.0.0.1:8000 or .../v1 (--url and --target too)",
     )
     model: str | None = option(
         None,
@@ -190,7 +191,7 @@ class ReplayOptions:
         metavar="N|auto",
         panel=Panel.SCALE_OUT,
         help="client processes sharing the lanes; auto: from this machine's measured client "
-        "capacity, the server's stream rate and the cores (docs/replay.md) [default: 1]",
+        "capacity, the server's stream rate and the cores (docs/replay.md)",
     )
     shard: tuple[int, int] = (
         option(  # (index, count): this process runs sessions i % count == index
@@ -238,12 +239,7 @@ class ReplayOptions:
         help="API key; never printed or written",
     )
     output_dir: Path | None = option(
-        None,
-        "-o",
-        "--output",
-        metavar="DIR",
-        panel=Panel.OUTPUT,
-        help="results directory [default: results/replay-TIME]",
+        None, flag=output_flag("results directory [default: results/replay-TIME]", metavar="DIR")
     )
     force: bool = option(False, flag=FORCE)  # replace the results already in output_dir
     progress: bool = True  # live display (the CLI turns it off for --json or a non-TTY)
@@ -253,7 +249,8 @@ class ReplayOptions:
         False,
         "--reset-cache/--no-reset-cache",
         panel=Panel.SERVER_METRICS,
-        help="reset the server's prefix cache before the run (vLLM, SGLang, serve-sim)",
+        help="reset the server's prefix cache before the run (vLLM, SGLang, serve-sim); off by "
+        "default: a run measures the server as it finds it (sweep resets before each level)",
     )
     # open loop (agentx.replay.open_loop): sessions or requests arriving per second, whole run
     session_rate: float | None = option(

@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import orjson
 
 from agentx.core.errors import UsageError
-from agentx.core.outputs import check_results_dir, write_atomic
+from agentx.core.outputs import check_results_dir, unique_dir, write_atomic
 from agentx.core.urls import redact_url
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.stop import stop_signals
@@ -37,11 +38,18 @@ __all__ = [
     "SCHEMA",
     "SweepOptions",
     "SweepResult",
+    "default_sweep_dir",
     "parse_levels",
     "render_table",
     "run_sweep",
     "sweep_point",
 ]
+
+
+def default_sweep_dir() -> Path:
+    """``sweep`` without ``-o``: ``results/sweep-TIME`` (``-2``, ``-3``... when it exists), as
+    ``replay``'s ``results/replay-TIME``."""
+    return unique_dir(Path("results") / datetime.now().strftime("sweep-%Y%m%d-%H%M%S"))
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
