@@ -27,7 +27,7 @@ endpoint=${AGENTX_ENDPOINT:-}
 mkdir -p "$workdir"
 
 echo "== 1/4 capture: $* (upstream $upstream)" >&2
-agentx capture --out "$workdir/capture.parquet" --upstream "$upstream" -- "$@"
+agentx capture -o "$workdir/capture.parquet" --upstream "$upstream" -- "$@"
 
 echo "== 2/4 scrub: drop errors, retries and probes; redact secrets" >&2
 agentx scrub "$workdir/capture.parquet" -o "$workdir/clean.parquet" --report "$workdir/scrub.json"

@@ -9,22 +9,18 @@ from typing import Annotated
 import typer
 
 from agentx.cli.app import Force, app, err, fail
+from agentx.cli.declared import declared_command, typer_option
 from agentx.core.errors import AgentxError, CaptureError
-from agentx.core.options import Panel
+from agentx.core.options import Panel, flag
+from agentx.core.outputs import output_flag
 
 
 @app.command()
+@declared_command()
 def capture(
     out_path: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--output",
-            "--out",
-            metavar="FILE",
-            rich_help_panel=Panel.OUTPUT,
-            help="trace file to write (Parquet)",
-        ),
+        typer_option(output_flag("trace file to write (Parquet)", metavar="FILE")),
     ] = None,
     command: Annotated[
         list[str] | None,
@@ -61,11 +57,14 @@ def capture(
     ] = "reverse",
     listen_host: Annotated[
         str,
-        typer.Option(
-            "--listen-host",
-            metavar="HOST",
-            rich_help_panel=Panel.PROXY,
-            help="address to listen on",
+        typer_option(
+            flag(
+                "--host",
+                hidden=("--listen-host",),  # its old name; serve-sim's is --host too
+                metavar="HOST",
+                panel=Panel.PROXY,
+                help="address to listen on",
+            )
         ),
     ] = "127.0.0.1",
     keep_non_model: Annotated[
@@ -132,7 +131,7 @@ def capture(
 
     try:
         if out_path is None:
-            raise UsageError("capture needs --out TRACE")
+            raise UsageError("capture needs -o/--output TRACE")
         result = run_capture(
             CaptureConfig(
                 out=out_path,

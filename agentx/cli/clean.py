@@ -20,22 +20,27 @@ from agentx.cli.app import (
     trace_argument,
     write_json_file,
 )
-from agentx.core.errors import AgentxError
-from agentx.core.options import Panel
+from agentx.cli.declared import declared_command, typer_option
+from agentx.core.errors import AgentxError, UsageError
+from agentx.core.options import Panel, flag, parse_tokens
+from agentx.core.outputs import output_flag
+
+MAX_CONTEXT = flag(
+    "--max-context",
+    parse=parse_tokens,
+    metavar="N",
+    panel=Panel.CLEANING,
+    help="drop requests over this many prompt tokens (e.g. 128K)",
+)
 
 
 @app.command()
+@declared_command()
 def scrub(
     trace: Annotated[Path, trace_argument("agentx trace to clean (never modified)")],
     output: Annotated[
         str,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FILE|DIR/",
-            rich_help_panel=Panel.OUTPUT,
-            help="the clean trace to write" + OUTPUT_HELP,
-        ),
+        typer_option(output_flag("the clean trace to write" + OUTPUT_HELP, metavar="FILE|DIR/")),
     ],
     report_file: Annotated[
         Path | None,
@@ -46,16 +51,7 @@ def scrub(
             help="also write the report as JSON",
         ),
     ] = None,
-    max_context: Annotated[
-        int | None,
-        typer.Option(
-            "--max-context",
-            min=1,
-            metavar="N",
-            rich_help_panel=Panel.CLEANING,
-            help="drop requests over this many prompt tokens",
-        ),
-    ] = None,
+    max_context: Annotated[str | None, typer_option(MAX_CONTEXT)] = None,
     keep_side_calls: Annotated[
         bool,
         typer.Option(
@@ -104,8 +100,14 @@ def scrub(
     from agentx.core.progress import progress_for
     from agentx.scrub import ScrubOptions, render_report, scrub_trace
 
+    try:
+        max_prompt_tokens = None if max_context is None else MAX_CONTEXT.value(max_context)
+        if max_prompt_tokens is not None and max_prompt_tokens < 1:
+            raise UsageError("--max-context must be at least 1")
+    except AgentxError as exc:
+        fail(exc)
     options = ScrubOptions(
-        max_context=max_context,
+        max_context=max_prompt_tokens,
         keep_side_calls=keep_side_calls,
         keep_non_model=keep_non_model,
         redact_emails=redact_emails,
@@ -131,16 +133,13 @@ def scrub(
 
 
 @app.command()
+@declared_command()
 def anonymize(
     trace: Annotated[Path, trace_argument("agentx trace (never modified)")],
     output: Annotated[
         str,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FILE|DIR/",
-            rich_help_panel=Panel.OUTPUT,
-            help="the shareable trace to write" + OUTPUT_HELP,
+        typer_option(
+            output_flag("the shareable trace to write" + OUTPUT_HELP, metavar="FILE|DIR/")
         ),
     ],
     keep_tools: Annotated[
@@ -187,6 +186,7 @@ def anonymize(
 
 
 @app.command()
+@declared_command()
 def convert(
     input_path: Annotated[
         Path,
@@ -197,14 +197,13 @@ def convert(
     ],
     output: Annotated[
         str,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FILE|DIR",
-            rich_help_panel=Panel.OUTPUT,
-            help="file (agentx, mooncake; weka with one session) or directory (weka)"
-            + OUTPUT_HELP
-            + " (agentx: one file per Weka source file)",
+        typer_option(
+            output_flag(
+                "file (agentx, mooncake; weka with one session) or directory (weka)"
+                + OUTPUT_HELP
+                + " (agentx: one file per Weka source file)",
+                metavar="FILE|DIR",
+            )
         ),
     ],
     to: Annotated[

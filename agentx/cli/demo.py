@@ -8,19 +8,23 @@ from typing import Annotated
 import typer
 
 from agentx.cli.app import app, err, fail, json_option, out, print_json
+from agentx.cli.declared import declared_command, typer_option
 from agentx.core.errors import AgentxError
 from agentx.core.options import Panel
+from agentx.core.outputs import output_flag
 
 
 @app.command()
+@declared_command()
 def demo(
     workdir: Annotated[
         Path,
-        typer.Option(
-            "--workdir",
-            metavar="DIR",
-            rich_help_panel=Panel.OUTPUT,
-            help="where the capture, clean trace and results go",
+        typer_option(
+            output_flag(
+                "where the capture, clean trace and results go [default: results/demo]",
+                metavar="DIR",
+                old=("--workdir",),
+            )
         ),
     ] = Path("results/demo"),
     sessions: Annotated[

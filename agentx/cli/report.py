@@ -12,6 +12,7 @@ from agentx.cli.config import Config
 from agentx.cli.declared import Given, declared_command, typer_option
 from agentx.core.errors import AgentxError
 from agentx.core.options import Panel
+from agentx.core.outputs import output_flag
 from agentx.core.percentiles import PERCENTILES
 from agentx.metrics.cost import CostInputs
 
@@ -21,13 +22,11 @@ if TYPE_CHECKING:
 
 MergeOutput = Annotated[
     Path | None,
-    typer.Option(
-        "-o",
-        "--output",
-        metavar="DIR",
-        rich_help_panel=Panel.OUTPUT,
-        help="write the merged results directory here (summary.json, requests.parquet, ...)",
-        show_default=False,
+    typer_option(
+        output_flag(
+            "write the merged results directory here (summary.json, requests.parquet, ...)",
+            metavar="DIR",
+        )
     ),
 ]
 MergeSlo = Annotated[
@@ -125,6 +124,7 @@ def report(
 
 
 @app.command()
+@declared_command()
 def merge(
     results_dirs: Annotated[
         list[Path],

@@ -9,10 +9,11 @@ import typer
 
 from agentx.cli.app import app, err, fail, json_option, out, print_json, trace_argument
 from agentx.cli.config import Config
-from agentx.cli.declared import Given, Only, declared_command
+from agentx.cli.declared import Given, Only, declared_command, typer_option
 from agentx.cli.replay import REPLAY_TRACE
 from agentx.core.errors import AgentxError
 from agentx.core.options import Panel
+from agentx.core.outputs import output_flag
 from agentx.metrics.cost import CostInputs
 from agentx.replay.options import ReplayOptions
 
@@ -37,22 +38,23 @@ def sweep(
         ),
     ],
     output: Annotated[
-        Path,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="DIR",
-            rich_help_panel=Panel.OUTPUT,
-            help="sweep directory: c{N}/ per level, sweep.json, sweep.svg",
+        Path | None,
+        typer_option(
+            output_flag(
+                "sweep directory: c{N}/ per level, sweep.json, sweep.svg "
+                "[default: results/sweep-TIME]",
+                metavar="DIR",
+            )
         ),
-    ],
+    ] = None,
     reset_cache: Annotated[
         bool,
         typer.Option(
             "--reset-cache/--no-reset-cache",
             rich_help_panel=Panel.SERVER_METRICS,
-            help="reset the server's prefix cache before each level (vLLM, SGLang, serve-sim; "
-            "a warning when the server does not allow it)",
+            help="reset the server's prefix cache before each level, so every level starts "
+            "cold and the levels compare (vLLM, SGLang, serve-sim; a warning when the server "
+            "does not allow it); replay's default is off: one run measures the server as it is",
         ),
     ] = True,
     json_out: Annotated[bool, json_option("print sweep.json to stdout")] = False,
@@ -62,14 +64,21 @@ def sweep(
 ) -> None:
     """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.replay.options import scenario_options
-    from agentx.replay.sweep import SweepOptions, parse_levels, render_table, run_sweep
+    from agentx.replay.sweep import (
+        SweepOptions,
+        default_sweep_dir,
+        parse_levels,
+        render_table,
+        run_sweep,
+    )
     from agentx.results.sweep import SweepPoint
 
     done: list[int] = []
+    out_dir = output if output is not None else default_sweep_dir()
 
     def level_start(k: int, n: int) -> None:
         err.print(
-            f"agentx: level {k}/{len(levels)}: concurrency {n} -> {output / f'c{n}'}",
+            f"agentx: level {k}/{len(levels)}: concurrency {n} -> {out_dir / f'c{n}'}",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -80,7 +89,7 @@ def sweep(
         if not json_out:
             err.print(
                 f"agentx: level {len(done)}/{len(levels)}: concurrency "
-                f"{point.concurrency} done -> {output / point.results_dir}",
+                f"{point.concurrency} done -> {out_dir / point.results_dir}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,
@@ -96,7 +105,7 @@ def sweep(
         )
         levels = parse_levels(concurrency)
         result = run_sweep(
-            SweepOptions(replay_options, levels, output, replay_options.force),
+            SweepOptions(replay_options, levels, out_dir, replay_options.force),
             level_done,
             level_start,
         )
@@ -109,7 +118,7 @@ def sweep(
     else:
         out.print(render_table(result.data))
         err.print(
-            f"agentx: sweep in {output} (sweep.json, sweep.svg, sweep.html)",
+            f"agentx: sweep in {out_dir} (sweep.json, sweep.svg, sweep.html)",
             markup=False,
             highlight=False,
             soft_wrap=True,

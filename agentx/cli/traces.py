@@ -26,6 +26,7 @@ from agentx.simulate.options import SimulateOptions
 
 
 @app.command()
+@declared_command()
 def stats(
     trace: Annotated[
         Path, trace_argument("agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL")
@@ -44,7 +45,7 @@ def stats(
         ),
     ] = None,
     tokenizer: Annotated[str | None, typer_option(TOKENIZER)] = None,
-    endpoint: Annotated[str | None, typer_option(TOKENIZER_SERVER)] = None,
+    tokenizer_url: Annotated[str | None, typer_option(TOKENIZER_SERVER)] = None,
 ) -> None:
     """Sessions, threads, requests, token and think-time distributions, theoretical hit rate."""
     from agentx.apis.translate import to_chat
@@ -53,7 +54,7 @@ def stats(
     from agentx.workload import stats as stats_mod
 
     try:
-        tok = resolve_tokenizer(tokenizer, server_url=endpoint, to_chat=to_chat)
+        tok = resolve_tokenizer(tokenizer, server_url=tokenizer_url, to_chat=to_chat)
         with progress_for("stats", console=err) as progress:
             result = stats_mod.compute_stats(
                 trace, block_size=block_size, tokenizer=tok, progress=progress

@@ -12,18 +12,23 @@ The flags of a class and of the groups it embeds share one flat namespace of fie
 gives, by field name), :func:`flat` turns an instance back into them, :func:`declared` lists
 the flags with the field each one fills. The command line (``agentx.cli.declared``) builds its
 options from :func:`declared`; nothing here knows the CLI library.
+
+Typed text that several flags share a rule for is parsed here, once: token counts
+(:func:`parse_tokens`, ``64K``, ``1.5M``, ``64Ki``; :func:`parse_token_list`) for every flag
+that takes one.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from enum import StrEnum
 from typing import Any, cast
 
-from agentx.core.errors import UsageError
+from agentx.core.errors import AgentxError, UsageError
 
 _FLAG = "agentx.flag"
 _GROUP = "agentx.group"
@@ -61,7 +66,9 @@ class Flag:
     on/off pair); ``hidden``: old spellings still read, not shown. ``parse`` turns the typed text
     into the field's value (the option is then typed as text, and not given means the field's
     default); ``choices``: the field is one of these values (typed as text, shown as
-    ``a|b|c``); ``invert``: an on-flag that sets the field false (``--no-metrics``)."""
+    ``a|b|c``); ``invert``: an on-flag that sets the field false (``--no-metrics``);
+    ``multiple``: the option may be given several times, ``parse`` gets the list of texts. A
+    ``parse`` that raises ``ValueError`` is a usage error naming the flag."""
 
     names: tuple[str, ...]
     help: str
@@ -75,6 +82,7 @@ class Flag:
     parse: Callable[[Any], Any] | None = None
     choices: type[StrEnum] | None = None
     invert: bool = False
+    multiple: bool = False
 
     @property
     def name(self) -> str:
@@ -87,7 +95,12 @@ class Flag:
         if self.invert:
             return not typed
         if self.parse is not None:
-            return self.parse(typed)
+            try:
+                return self.parse(typed)
+            except AgentxError:
+                raise
+            except ValueError as exc:
+                raise UsageError(f"{self.name}: {exc}") from None
         if self.choices is not None:
             return choice(self.choices, typed, self.name)
         return typed
@@ -106,13 +119,26 @@ def flag(
     parse: Callable[[Any], Any] | None = None,
     choices: type[StrEnum] | None = None,
     invert: bool = False,
+    multiple: bool = False,
 ) -> Flag:
     """A :class:`Flag` of its own, for an option several unrelated classes (or a command)
     take: ``option(None, flag=TOKENIZER)``."""
     if choices is not None and metavar is None:
         metavar = "|".join(choices)
     return Flag(
-        names, help, panel, metavar, min, max, hidden, envvar, show_default, parse, choices, invert
+        names,
+        help,
+        panel,
+        metavar,
+        min,
+        max,
+        hidden,
+        envvar,
+        show_default,
+        parse,
+        choices,
+        invert,
+        multiple,
     )
 
 
@@ -314,3 +340,33 @@ def coerce_choices(obj: object) -> None:
         if value is None or isinstance(value, fl.choices):
             continue
         object.__setattr__(obj, f.name, fl.value(value))
+
+
+# -- token counts ------------------------------------------------------------------------------
+
+_TOKEN_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+_TOKEN_COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?)\s*([kmg]i?)?\s*$", re.IGNORECASE)
+TOKEN_COUNT_EXAMPLES = "e.g. 160000, 64K, 1.5M, 64Ki"
+
+
+def parse_tokens(typed: object) -> int:
+    """A token count as a user types it, for every flag that takes one: ``"64K"`` -> 64000,
+    ``"1.5M"`` -> 1500000, ``"64Ki"`` -> 65536, ``"160_000"`` -> 160000 (an int is itself).
+    Raises ``ValueError`` (a flag's :meth:`Flag.value` names the flag)."""
+    if isinstance(typed, int) and not isinstance(typed, bool):
+        if typed < 0:
+            raise ValueError(f"{typed} is not a token count (negative)")
+        return typed
+    m = _TOKEN_COUNT.match(str(typed))
+    if m is None:
+        raise ValueError(f"{str(typed)!r} is not a token count ({TOKEN_COUNT_EXAMPLES})")
+    value = float(m.group(1).replace("_", "")) * _TOKEN_SUFFIX[(m.group(2) or "").lower()]
+    return round(value)
+
+
+def parse_token_list(typed: object) -> tuple[int, ...]:
+    """A comma list of token counts (``"16,64K, 1M"``), each as :func:`parse_tokens` reads it."""
+    items = [t for t in str(typed).split(",") if t.strip()]
+    if not items:
+        raise ValueError(f"give at least one token count ({TOKEN_COUNT_EXAMPLES})")
+    return tuple(parse_tokens(t) for t in items)

@@ -15,10 +15,29 @@ import glob
 import os
 import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from agentx.core.errors import AgentxError, UsageError
-from agentx.core.options import Panel, flag
+from agentx.core.errors import AgentxError, TraceError, UsageError
+from agentx.core.options import Flag, Panel, flag
+
+# How every command that writes names its output: -o/--output shown, --out read too.
+OUTPUT_NAMES = ("-o", "--output")
+OUTPUT_HIDDEN = ("--out",)
+
+
+def output_flag(help: str, *, metavar: str, old: tuple[str, ...] = ()) -> Flag:
+    """The ``-o``/``--output`` flag of a command that writes (``--out`` and the command's
+    ``old`` names hidden spellings)."""
+    return flag(
+        *OUTPUT_NAMES,
+        hidden=(*OUTPUT_HIDDEN, *old),
+        metavar=metavar,
+        panel=Panel.OUTPUT,
+        show_default=False,
+        help=help,
+    )
+
 
 FORCE_FLAG = "--force"
 # Every command that writes an output takes it: without it an existing output is refused.
@@ -76,7 +95,62 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool
         tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
 
 
-RESULT_FILES = ("summary.json", "requests.parquet", "report.html", "sweep.json")
+# The files of a results directory (replay -o, merge -o) and of a sweep directory (sweep -o)
+SUMMARY_FILE = "summary.json"
+REQUESTS_FILE = "requests.parquet"
+THEORY_FILE = "theory.parquet"
+REPORT_FILE = "report.html"
+SWEEP_FILE = "sweep.json"
+RESULT_FILES = (SUMMARY_FILE, REQUESTS_FILE, REPORT_FILE, SWEEP_FILE)
+_SCHEMA_HEAD = 512  # bytes: a results file's schema is its first key
+
+
+@dataclass(frozen=True, slots=True)
+class ResultsPath:
+    """A path that holds agentx results: ``directory`` is the results (or sweep) directory,
+    ``kind`` which (``results directory``), ``what`` what the path is, in words (``a results
+    directory (summary.json, requests.parquet)``, ``the requests.parquet of the results
+    directory run1``)."""
+
+    directory: Path
+    kind: str
+    what: str
+
+
+def _has_schema(path: Path, schema: str) -> bool:
+    """Whether ``path`` is a JSON file agentx wrote with this schema (its head only is read)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SCHEMA_HEAD)
+    except OSError:
+        return False
+    return b'"schema"' in head and f'"{schema}/'.encode() in head
+
+
+def _results_dir(p: Path) -> ResultsPath | None:
+    if not p.is_dir():
+        return None
+    if _has_schema(p / SUMMARY_FILE, "agentx.summary"):
+        held = ", ".join(n for n in (SUMMARY_FILE, REQUESTS_FILE) if (p / n).is_file())
+        return ResultsPath(p, "results directory", f"a results directory ({held})")
+    if _has_schema(p / SWEEP_FILE, "agentx.sweep"):
+        return ResultsPath(p, "sweep directory", f"a sweep directory ({SWEEP_FILE})")
+    return None
+
+
+def results_at(path: str | os.PathLike[str]) -> ResultsPath | None:
+    """What agentx results ``path`` is, if any: a results directory (``summary.json`` of schema
+    ``agentx.summary/1``), a sweep directory (``sweep.json``), or one of their files; ``None``
+    for anything else. What a command given the wrong kind of input says it was."""
+    p = Path(path)
+    found = _results_dir(p)
+    if found is not None or not p.is_file():
+        return found
+    around = _results_dir(p.parent)
+    if around is None:
+        return None
+    what = f"the {p.name} of the {around.kind} {around.directory}"
+    return ResultsPath(around.directory, around.kind, what)
 
 
 def check_results_dir(path: str | os.PathLike[str], *, force: bool) -> Path:
@@ -102,3 +176,13 @@ def unique_dir(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}-{n}")
     return candidate
+
+
+def check_not_results(path: str | os.PathLike[str]) -> None:
+    """Where a trace goes: raise :class:`TraceError` saying what ``path`` is when it is agentx's
+    own results (a results or sweep directory, or one of their files), and what to run."""
+    results = results_at(path)
+    if results is not None:
+        raise TraceError(
+            f"{path} is {results.what}, not a trace: agentx report {results.directory}"
+        )

@@ -1,10 +1,14 @@
-"""Credentials in URLs: the one place that recognises them and takes them out.
+"""Credentials in URLs and request headers: the one place that recognises them and takes
+them out.
 
 A URL is stored (trace metadata, ``summary.json``, ``sweep.json``, ``report.html``) and printed
 only through :func:`redact_url`: the user-info part (``user:pass@``) and the value of every
 query parameter whose name says it is a credential (``key``, ``api_key``, ``token``, ``sig``,
 ...) become ``REDACTED``. It works on malformed URLs too (it is text substitution, not parsing),
-so even an error message about a URL that does not parse leaks nothing.
+so even an error message about a URL that does not parse leaks nothing. A request header
+(``--header``) is stored and printed through :func:`redact_header`: the value of one whose name
+says it carries a credential (``Authorization``, ``X-Api-Key``, ``X-Auth-Token``, ``Cookie``) or
+whose value is one (``Bearer ...``) becomes ``REDACTED``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,22 @@ _PARAM = re.compile(r"([?&;])([^=&#;]*)=([^&#;]*)")
 def is_secret_param(name: str) -> bool:
     """Does a query parameter of this name carry a credential?"""
     return name.lower() in SECRET_QUERY_PARAMS or bool(_SECRET_WORDS.search(name))
+
+
+_SECRET_HEADERS = frozenset({"cookie", "set-cookie"})
+_SECRET_VALUE = re.compile(r"^\s*(bearer|basic|digest|token)\s", re.IGNORECASE)
+
+
+def is_secret_header(name: str, value: str = "") -> bool:
+    """Does a request header of this name (or with this value) carry a credential?"""
+    return (
+        name.lower() in _SECRET_HEADERS or is_secret_param(name) or bool(_SECRET_VALUE.match(value))
+    )
+
+
+def redact_header(name: str, value: str) -> str:
+    """``"Name: value"`` as it may be stored or printed: a credential's value ``REDACTED``."""
+    return f"{name}: {REDACTED if is_secret_header(name, value) else value}"
 
 
 def has_credentials(url: str) -> bool:

@@ -23,10 +23,17 @@ import orjson
 
 from agentx.core.errors import FormatError, TraceError
 from agentx.core.models import Exchange
+from agentx.core.outputs import check_not_results
 from agentx.core.progress import Progress
 
 Format = Literal["agentx", "weka", "mooncake", "hf"]
 FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake", "hf")
+FORMAT_NAMES: dict[Format, str] = {  # in words, for messages
+    "agentx": "agentx Parquet",
+    "weka": "Weka JSON",
+    "mooncake": "Mooncake JSONL",
+    "hf": "Weka traces one per row",
+}
 _HF_COLUMNS = frozenset({"requests", "block_size"})
 PARQUET_MAGIC = b"PAR1"
 _MOONCAKE_KEYS = ("input_length", "output_length", "hash_ids", "timestamp", "text_input")
@@ -35,14 +42,16 @@ _MOONCAKE_KEYS = ("input_length", "output_length", "hash_ids", "timestamp", "tex
 def detect_format(path: str | os.PathLike[str]) -> Format:
     """What ``path`` holds, from its content (the suffix only breaks ties).
 
-    Raises :class:`TraceError` for a missing or empty path and :class:`FormatError` for content
-    that is none of the formats.
+    Raises :class:`TraceError` for a missing or empty path or for agentx's own results (a
+    results or sweep directory, or a file of one), and :class:`FormatError` for content that is
+    none of the formats.
     """
     from agentx.formats.hf import PREFERRED, is_hf_url, looks_like_dataset
 
     if is_hf_url(path):
         return "hf"
     p = Path(path)
+    check_not_results(p)
     if p.is_dir():
         from agentx.store.dataset import is_dataset
 
@@ -143,4 +152,12 @@ def _parquet_kind(path: Path) -> Format:
     return "hf" if not is_agentx and columns >= _HF_COLUMNS else "agentx"
 
 
-__all__ = ["FORMATS", "Format", "FormatError", "TraceError", "detect_format", "load_exchanges"]
+__all__ = [
+    "FORMATS",
+    "FORMAT_NAMES",
+    "Format",
+    "FormatError",
+    "TraceError",
+    "detect_format",
+    "load_exchanges",
+]

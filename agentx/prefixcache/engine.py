@@ -31,7 +31,7 @@ import contextlib
 from collections import deque
 from dataclasses import dataclass
 
-from agentx.core.options import Panel, option
+from agentx.core.options import Panel, option, parse_tokens
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
 from agentx.prefixcache.kvcache import Allocation, KVCache
 
@@ -52,16 +52,18 @@ class EngineParams:
     kv_tokens: int = option(
         163_840,
         "--kv-tokens",
+        parse=parse_tokens,
         metavar="N",
         panel=Panel.CAPACITY,
-        help="GPU KV-cache capacity, tokens",
+        help="GPU KV-cache capacity, tokens (e.g. 160K, 8M, 8Mi)",
     )
     offload_tokens: int = option(
         0,
         "--offload-tokens",
+        parse=parse_tokens,
         metavar="N",
         panel=Panel.CAPACITY,
-        help="CPU offload tier capacity, tokens (0 = none)",
+        help="CPU offload tier capacity, tokens, e.g. 32M (0 = none)",
     )
     prefill_tps: float = option(  # one FIFO prefill lane
         8_000.0,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import ssl
 import sys
 import time
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from agentx.apis.openai_chat import ChatStreamParser
 from agentx.replay.client import make_stream_client, stream_request
 from agentx.replay.http1.connection import HTTPConnection
 from agentx.replay.options import ReplayOptions
-from agentx.replay.setup import probe_setup
+from agentx.replay.setup import probe_setup, run_tls
 from agentx.workload.plan import ReplayPlan
 
 TARGET_UTILISATION = 0.5
@@ -152,6 +153,7 @@ async def stream_chunks_per_s(
     params: dict[str, str],
     ignore_eos: bool,
     timeout_s: float,
+    tls: ssl.SSLContext | None = None,
 ) -> float | None:
     """Token chunks per second of one short streamed request; None when it failed."""
     if api_mode == "messages":
@@ -176,7 +178,12 @@ async def stream_chunks_per_s(
     if ignore_eos:
         body["ignore_eos"] = True
     async with make_stream_client(
-        root_url, timeout_s=timeout_s, max_connections=1, headers=headers, params=params
+        root_url,
+        timeout_s=timeout_s,
+        max_connections=1,
+        headers=headers,
+        params=params,
+        tls=tls,
     ) as client:
         out = await stream_request(client, path, orjson.dumps(body), api, timeout_s=timeout_s)
     if not out.ok or not out.itl_ns:
@@ -199,6 +206,7 @@ async def resolve_workers(
         params=setup.params,
         ignore_eos=setup.build.ignore_eos,
         timeout_s=min(options.timeout_s, 60.0),
+        tls=run_tls(options),
     )
     note = None
     if rate is None:

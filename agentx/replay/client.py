@@ -4,7 +4,8 @@
 minimal HTTP/1.1 client whose protocol feeds each read to the SSE parser) and returns what it
 measured. :func:`make_http_client` is httpx's API on the aiohttp transport (``httpx-aiohttp``),
 for everything off the hot path (probe, metrics scrapes, cache reset). ``scripts/bench_client.py``
-measures the clients side by side; the figures are in ``docs/benchmarks.md``.
+measures the clients side by side; the figures are in ``docs/benchmarks.md``. Both verify an
+https server with the one :func:`tls_context` of the run's ``--insecure`` / ``--ca-bundle``.
 
 Every failure of one request becomes data on its row (``error_type`` from
 :mod:`agentx.core.record`); nothing here raises for a per-request fault.
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -28,6 +31,7 @@ from httpx_aiohttp import AiohttpTransport
 from agentx.apis.registry import family
 from agentx.apis.stream import StreamParser, StreamProtocolError
 from agentx.apis.usage import checked_usage
+from agentx.core.errors import UsageError
 from agentx.core.models import JSON
 from agentx.core.record import (
     ERR_BAD_USAGE,
@@ -76,10 +80,55 @@ class StreamOutcome:
     assistant: JSON = None  # the live assistant turn (chat message), when asked for
 
 
-@functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
-    """One verifying TLS context per process: building one loads the CA bundle (~40 ms)."""
-    return httpx.create_ssl_context()
+@functools.lru_cache(maxsize=4)
+def tls_context(*, insecure: bool = False, ca_bundle: Path | None = None) -> ssl.SSLContext:
+    """The TLS context of every https connection a run makes, one per process and setting
+    (building one loads the CA bundle, ~40 ms). Verifying by default against certifi's bundle
+    (as httpx does: not the system's), or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set;
+    ``ca_bundle``: those CAs instead; ``insecure``: no verification at all."""
+    if insecure:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    if ca_bundle is None:
+        return httpx.create_ssl_context()
+    try:
+        return ssl.create_default_context(cafile=os.fspath(ca_bundle))
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(
+            f"--ca-bundle {ca_bundle}: not a PEM file of certificates ({exc})"
+        ) from None
+
+
+def default_ca_bundle() -> str:
+    """Where the default context's CAs come from (said in the hint for an untrusted server)."""
+    import certifi
+
+    return os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR") or certifi.where()
+
+
+def tls_problem(exc: BaseException) -> tuple[str, bool] | None:
+    """The words for a TLS failure in ``exc``'s chain and whether it is the certificate (not
+    trusted, or not the host's) rather than the handshake; ``None``: no TLS failure."""
+    cause: BaseException | None = exc
+    seen: list[BaseException] = []
+    while cause is not None and cause not in seen:
+        seen.append(cause)
+        # aiohttp's wrappers (ssl errors themselves, without their details): the error inside
+        if isinstance(cause, aiohttp.ClientConnectorCertificateError):
+            cause = cause.certificate_error
+            continue
+        if isinstance(cause, aiohttp.ClientSSLError):
+            cause = cause.os_error
+            continue
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            why = cause.verify_message or cause.reason or "verification failed"
+            return f"its TLS certificate is not trusted ({why})", True
+        if isinstance(cause, ssl.SSLError):
+            return f"the TLS handshake failed ({cause.reason or cause})", False
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def make_http_client(
@@ -89,12 +138,14 @@ def make_http_client(
     max_connections: int,
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` on ``AiohttpTransport`` with explicit timeouts and limits.
 
     httpx's defaults (5 s timeouts, 100 connections) are wrong for long streamed generations
     under load: the read timeout here is the whole ``--timeout``, and the pool holds one
     connection per concurrently running thread so no request queues inside the client.
+    ``tls``: how an https server is verified (default: :func:`tls_context`'s default).
     """
     limits = httpx.Limits(
         max_connections=max_connections,
@@ -102,7 +153,7 @@ def make_http_client(
         keepalive_expiry=30.0,
     )
 
-    tls = _ssl_context()
+    tls = tls or tls_context()
 
     def session() -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
@@ -186,6 +237,7 @@ def make_stream_client(
     max_connections: int,
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> StreamClient:
     """The lanes' client (:mod:`agentx.replay.http1`): the same headers, query parameters and
     TLS context as :func:`make_http_client`, one connection per concurrently running thread."""
@@ -201,7 +253,7 @@ def make_stream_client(
         max_connections=max_connections,
         headers=base_headers,
         params=params,
-        ssl_context=_ssl_context() if base_url.startswith("https:") else None,
+        ssl_context=(tls or tls_context()) if base_url.startswith("https:") else None,
     )
 
 

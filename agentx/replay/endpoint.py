@@ -19,7 +19,7 @@ from agentx.apis import FAMILIES
 from agentx.core.errors import EndpointError
 from agentx.core.urls import redact_url, redact_urls_in
 from agentx.metrics.prometheus.capacity import capacity_from_metrics
-from agentx.replay.client import classify
+from agentx.replay.client import classify, default_ca_bundle, tls_problem
 
 # owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
 KNOWN_OWNERS = {"vllm": "vllm", "sglang": "sglang", "agentx": "serve-sim"}
@@ -112,6 +112,9 @@ async def probe(
     try:
         resp = await client.get(root + "/v1/models", timeout=timeout)
     except (httpx.HTTPError, OSError) as exc:
+        tls = tls_problem(exc)
+        if tls is not None:
+            raise EndpointError(f"cannot reach {shown}: {_tls_hint(*tls)}") from None
         kind, message = classify(exc, streaming=False)
         why = "connection refused or host unknown" if kind == "connect" else message
         raise EndpointError(f"cannot reach {shown}: {redact_urls_in(why)}") from None
@@ -158,6 +161,15 @@ async def probe(
     if block_size is None and kind == "sglang":
         block_size = await _sglang_page_size(client, root, timeout)
     return ServerInfo(models, kind, server, block_size, metrics_ok, kv_tokens)
+
+
+def _tls_hint(words: str, certificate: bool) -> str:
+    if not certificate:
+        return f"{words}: is it an https server (not http://)?"
+    return (
+        f"{words}: pass --ca-bundle FILE with the CA that signed it, or --insecure to skip "
+        f"verification (trusted by default: {default_ca_bundle()})"
+    )
 
 
 async def _sglang_page_size(

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from agentx.core.errors import UsageError
@@ -23,9 +25,9 @@ from agentx.core.options import (
     option,
     required,
 )
-from agentx.core.outputs import FORCE
+from agentx.core.outputs import FORCE, output_flag
 from agentx.core.percentiles import PERCENTILES
-from agentx.core.urls import check_http_url, redact_url
+from agentx.core.urls import check_http_url, redact_header, redact_url
 from agentx.metrics.cost import CostOptions
 from agentx.prefixcache.tokenizer import TOKENIZER
 from agentx.schedule.arrivals import ArrivalError, ArrivalProcess, Arrivals, arrival_process
@@ -97,6 +99,39 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
+# set by the client itself: the body's framing, and the identity encoding the lanes read
+RESERVED_HEADERS = frozenset({"content-length", "transfer-encoding", "accept-encoding"})
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
+
+
+def parse_headers(typed: object) -> tuple[tuple[str, str], ...]:
+    """``--header NAME:VALUE``, repeatable: ``["X-Route: a", "X-Team:b"]`` ->
+    ``(("X-Route", "a"), ("X-Team", "b"))``. A bad one is named, never its value (it may be a
+    credential)."""
+    texts = [typed] if isinstance(typed, str) else list(cast(Iterable[object], typed or ()))
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for n, text in enumerate(texts, 1):
+        if isinstance(text, tuple | list) and len(text) == 2:  # as a caller may give them
+            name, value = (str(x) for x in text)
+        else:
+            name, sep, value = str(text).partition(":")
+            if not sep:
+                raise ValueError(f"#{n} is not NAME:VALUE (e.g. --header 'X-Route: pool-a')")
+        name, value = name.strip(), value.strip()
+        if not _HEADER_NAME.match(name):
+            raise ValueError(f"#{n}: {name[:40]!r} is not a header name")
+        if any(c in value for c in "\r\n\0"):
+            raise ValueError(f"{name}: a header value is one line")
+        if name.lower() in RESERVED_HEADERS:
+            raise ValueError(f"{name} is set by agentx's client (the body's framing and encoding)")
+        if name.lower() in seen:
+            raise ValueError(f"{name} is given twice")
+        seen.add(name.lower())
+        out.append((name, value))
+    return tuple(out)
+
+
 def parse_start_at(text: str) -> float:
     """``--start-at``: epoch seconds (``1767225600``, ``1767225600.5``) or an ISO 8601 time
     (``2026-01-01T00:00:00Z``, ``...+02:00``; without an offset, UTC) -> epoch seconds."""
@@ -132,15 +167,17 @@ class ReplayOptions:
     ``api_key`` is never printed (``repr=False``) nor written (:meth:`config` leaves it out);
     when ``None`` the ``OPENAI_API_KEY`` environment variable is used. URLs are written
     redacted (:func:`agentx.core.urls.redact_url`); a query string of ``endpoint`` is sent with
-    every request (gateways that take their key there).
+    every request (gateways that take their key there). ``headers`` go with every request too,
+    and are written with a credential's value redacted (:func:`agentx.core.urls.redact_header`).
     """
 
     trace: Path
     endpoint: str = required(
         "--endpoint",
+        hidden=("--url", "--target"),  # AIPerf's and GuideLLM's names for it
         metavar="URL",
         panel=Panel.SERVER,
-        help="server base URL, e.g. http://127.0.0.1:8000 or .../v1",
+        help="server base URL, e.g. http://127.0.0.1:8000 or .../v1 (--url and --target too)",
     )
     model: str | None = option(
         None,
@@ -218,7 +255,7 @@ class ReplayOptions:
         metavar="N|auto",
         panel=Panel.SCALE_OUT,
         help="client processes sharing the lanes; auto: from this machine's measured client "
-        "capacity, the server's stream rate and the cores (docs/replay.md) [default: 1]",
+        "capacity, the server's stream rate and the cores (docs/replay.md)",
     )
     shard: tuple[int, int] = (
         option(  # (index, count): this process runs sessions i % count == index
@@ -265,13 +302,33 @@ class ReplayOptions:
         repr=False,
         help="API key; never printed or written",
     )
-    output_dir: Path | None = option(
+    headers: tuple[tuple[str, str], ...] = option(  # (name, value): with every request
+        (),
+        "--header",
+        parse=parse_headers,
+        multiple=True,
+        metavar="NAME:VALUE",
+        panel=Panel.SERVER,
+        repr=False,
+        help="extra request header for a gateway or router, repeatable, sent with every "
+        "request (wins over agentx's own); a credential's value is never printed or written",
+    )
+    insecure: bool = option(
+        False,
+        "--insecure",
+        panel=Panel.SERVER,
+        help="do not verify the server's TLS certificate (https)",
+    )
+    ca_bundle: Path | None = option(  # None: certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR
         None,
-        "-o",
-        "--output",
-        metavar="DIR",
-        panel=Panel.OUTPUT,
-        help="results directory [default: results/replay-TIME]",
+        "--ca-bundle",
+        metavar="FILE",
+        panel=Panel.SERVER,
+        help="PEM file of the CAs to trust for an https endpoint, instead of the default "
+        "bundle (certifi's; SSL_CERT_FILE or SSL_CERT_DIR when set)",
+    )
+    output_dir: Path | None = option(
+        None, flag=output_flag("results directory [default: results/replay-TIME]", metavar="DIR")
     )
     force: bool = option(False, flag=FORCE)  # replace the results already in output_dir
     progress: bool = True  # live display (the CLI turns it off for --json or a non-TTY)
@@ -281,7 +338,8 @@ class ReplayOptions:
         False,
         "--reset-cache/--no-reset-cache",
         panel=Panel.SERVER_METRICS,
-        help="reset the server's prefix cache before the run (vLLM, SGLang, serve-sim)",
+        help="reset the server's prefix cache before the run (vLLM, SGLang, serve-sim); off by "
+        "default: a run measures the server as it finds it (sweep resets before each level)",
     )
     # open loop (agentx.replay.open_loop): sessions or requests arriving per second, whole run
     session_rate: float | None = option(
@@ -345,6 +403,10 @@ class ReplayOptions:
 
     def __post_init__(self) -> None:
         coerce_choices(self)
+        try:  # as a caller may give them: "NAME: VALUE" texts
+            object.__setattr__(self, "headers", parse_headers(self.headers))
+        except ValueError as exc:
+            raise UsageError(f"--header: {exc}") from None
         validate(self)
 
     def resolved_api_key(self) -> str | None:
@@ -357,6 +419,8 @@ class ReplayOptions:
         data.pop("api_key", None)
         data["endpoint"] = redact_url(self.endpoint)
         data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
+        data["headers"] = [redact_header(name, value) for name, value in self.headers]
+        data["ca_bundle"] = str(self.ca_bundle) if self.ca_bundle else None
         data["trace"] = str(self.trace)
         data["output_dir"] = str(self.output_dir) if self.output_dir else None
         data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
@@ -404,6 +468,14 @@ def validate(o: ReplayOptions) -> None:
         not o.open_loop or (o.schedule.warmup == 0 and not o.schedule.snapshot),
         "open loop (--session-rate, --request-rate) starts each session from its first request: "
         "not with --warmup, --start-ratio or a --scenario that sets them",
+    )
+    need(
+        not (o.insecure and o.ca_bundle is not None),
+        "--insecure verifies no certificate: not with --ca-bundle (which names the CAs to trust)",
+    )
+    need(
+        o.ca_bundle is None or o.ca_bundle.is_file(),
+        f"--ca-bundle {o.ca_bundle}: no such file",
     )
     index, count = o.shard
     need(count >= 1 and 0 <= index < count, "--shard must be I/N with 0 <= I < N")

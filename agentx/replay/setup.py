@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import secrets
+import ssl
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,7 @@ from agentx.core.errors import EndpointError, UsageError
 from agentx.core.urls import redact_url
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
-from agentx.replay.client import make_http_client, make_stream_client
+from agentx.replay.client import make_http_client, make_stream_client, tls_context
 from agentx.replay.endpoint import (
     IGNORE_EOS_SERVERS,
     ServerInfo,
@@ -95,18 +96,34 @@ def auth_headers(options: ReplayOptions) -> dict[str, str]:
     return headers
 
 
+def request_headers(options: ReplayOptions) -> dict[str, str]:
+    """The headers of every request (names in lower case): the API key's, then ``--header``'s,
+    which win."""
+    return {**auth_headers(options), **{k.lower(): v for k, v in options.headers}}
+
+
+def run_tls(options: ReplayOptions) -> ssl.SSLContext:
+    """How the run verifies an https server (``--insecure``, ``--ca-bundle``)."""
+    return tls_context(insecure=options.insecure, ca_bundle=options.ca_bundle)
+
+
 async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
     """Probe the endpoint and fix the run's set-up. Raises ``EndpointError``."""
     lanes = lane_count(options, plan)
     root, params = split_endpoint(options.endpoint)
-    headers = auth_headers(options)
+    headers = request_headers(options)
     metrics_url = (
         (options.metrics_url or default_metrics_url(options.endpoint))
         if options.scrape_metrics
         else None
     )
     async with make_http_client(
-        root, timeout_s=options.timeout_s, max_connections=4, headers=headers, params=params
+        root,
+        timeout_s=options.timeout_s,
+        max_connections=4,
+        headers=headers,
+        params=params,
+        tls=run_tls(options),
     ) as client:
         info = await probe(client, options.endpoint, metrics_url)
     model = options.model or (info.models[0] if info.models else None)
@@ -205,6 +222,7 @@ def http_client(setup: RunSetup, max_connections: int = 4) -> httpx.AsyncClient:
         max_connections=max_connections,
         headers=setup.headers,
         params=setup.params,
+        tls=run_tls(setup.options),
     )
 
 
@@ -216,6 +234,7 @@ def stream_client(setup: RunSetup) -> StreamClient:
         max_connections=setup.max_connections,
         headers=setup.headers,
         params=setup.params,
+        tls=run_tls(setup.options),
     )
 
 

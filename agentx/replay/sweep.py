@@ -20,28 +20,37 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import orjson
 
 from agentx.core.errors import UsageError
-from agentx.core.outputs import check_results_dir, write_atomic
+from agentx.core.outputs import check_results_dir, unique_dir, write_atomic
 from agentx.core.urls import redact_url
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.stop import stop_signals
 from agentx.report.sweep_view import render_sweep_html, render_table, sweep_point, sweep_svg
 from agentx.results.sweep import POINT_KEYS, SCHEMA, Sweep, SweepPoint
+from agentx.workload.source import open_source
 
 __all__ = [
     "POINT_KEYS",
     "SCHEMA",
     "SweepOptions",
     "SweepResult",
+    "default_sweep_dir",
     "parse_levels",
     "render_table",
     "run_sweep",
     "sweep_point",
 ]
+
+
+def default_sweep_dir() -> Path:
+    """``sweep`` without ``-o``: ``results/sweep-TIME`` (``-2``, ``-3``... when it exists), as
+    ``replay``'s ``results/replay-TIME``."""
+    return unique_dir(Path("results") / datetime.now().strftime("sweep-%Y%m%d-%H%M%S"))
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
@@ -108,6 +117,7 @@ def run_sweep(
     out = options.output_dir
     base = options.replay
     check_results_dir(out, force=options.force)  # before the first level, not after it
+    open_source(base.trace)  # a trace that cannot be read fails before any level starts
     for n in options.levels:
         check_results_dir(out / f"c{n}", force=options.force)
     data = Sweep(redact_url(base.endpoint), str(base.trace), base.model, ())

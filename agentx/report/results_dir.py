@@ -11,25 +11,35 @@ from pathlib import Path
 import orjson
 
 from agentx.core.errors import AgentxError, ShapeError
-from agentx.core.outputs import write_atomic
+from agentx.core.outputs import (
+    REPORT_FILE,
+    REQUESTS_FILE,
+    SUMMARY_FILE,
+    THEORY_FILE,
+    results_at,
+    write_atomic,
+)
 from agentx.core.record import RequestRecord
 from agentx.core.urls import redact_urls_deep
 from agentx.prefixcache.theory import TheoryRow
 from agentx.report.html import write_html
 from agentx.results.summary import SCHEMA, Summary
 
-SUMMARY = "summary.json"
-REQUESTS = "requests.parquet"
-THEORY = "theory.parquet"
-REPORT = "report.html"
+SUMMARY = SUMMARY_FILE
+REQUESTS = REQUESTS_FILE
+THEORY = THEORY_FILE
+REPORT = REPORT_FILE
 
 
 def load_summary(path: str | os.PathLike[str]) -> Summary:
-    """``DIR/summary.json`` (or the file itself), checked to be an ``agentx.summary/1``."""
+    """``DIR/summary.json`` (or the file itself), checked to be an ``agentx.summary/1``; any
+    other kind of path is refused saying what it is (:func:`not_results`)."""
     p = Path(path)
     f = p / SUMMARY if p.is_dir() else p
-    if not f.is_file():
-        raise AgentxError(f"{p}: no {SUMMARY} (not an agentx results directory)")
+    if not f.is_file() or (p.is_file() and p.name != SUMMARY and results_at(p) is not None):
+        raise not_results(p)
+    if p.is_file() and p.name != SUMMARY and not _has_json_head(p):
+        raise not_results(p)
     try:
         summary = orjson.loads(f.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -42,6 +52,53 @@ def load_summary(path: str | os.PathLike[str]) -> Summary:
         return Summary.from_json(redact_urls_deep(summary))
     except ShapeError as exc:
         raise ShapeError(f"{f}: not an {SCHEMA} summary ({exc})") from None
+
+
+def _has_json_head(path: Path) -> bool:
+    """Whether a file given for a summary starts as a JSON object (a trace does not)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    except OSError:
+        return False
+
+
+def not_results(p: Path) -> AgentxError:
+    """What ``p`` is, given where a results directory goes, and what to run instead."""
+    from agentx.core.examples import resolve_trace
+
+    if not p.exists():
+        bundled = resolve_trace(p)
+        if bundled != p and _trace_format(bundled) is not None:
+            return AgentxError(
+                f"no such directory: {p} ({p} names a bundled example trace: {_use_trace(p)})"
+            )
+        return AgentxError(f"no such directory: {p}")
+    inside = results_at(p)
+    if inside is not None and inside.directory != p:
+        return AgentxError(f"{p} is {inside.what}: agentx report {inside.directory}")
+    trace = _trace_format(p)
+    if trace is not None:
+        return AgentxError(f"{p} is a trace ({trace}), not a results directory: {_use_trace(p)}")
+    if p.is_dir():
+        return AgentxError(f"{p}: no {SUMMARY} (not an agentx results directory)")
+    return AgentxError(
+        f"{p} is a file, not a results directory (a directory holding {SUMMARY}, {REQUESTS})"
+    )
+
+
+def _use_trace(p: Path) -> str:
+    return f"agentx stats {p}, or agentx replay {p} --endpoint URL to make a results directory"
+
+
+def _trace_format(p: Path) -> str | None:
+    """The format of the trace ``p`` is, in words; ``None`` when it is none."""
+    from agentx.formats import FORMAT_NAMES, detect_format
+
+    try:
+        return FORMAT_NAMES[detect_format(p)]
+    except AgentxError:
+        return None
 
 
 def load_results(path: str | os.PathLike[str]) -> tuple[Summary, list[RequestRecord]]:

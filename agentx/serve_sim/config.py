@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from agentx.core.errors import UsageError
-from agentx.core.options import Panel, build, group, option
+from agentx.core.options import Panel, build, group, option, parse_tokens
 from agentx.prefixcache.engine import EngineParams
 from agentx.prefixcache.tokenizer import TOKENIZER
 
@@ -51,7 +51,12 @@ class SimConfig:
     and the server's own. :meth:`of` builds one from flat values (``kv_tokens=4096``)."""
 
     host: str = option(
-        "127.0.0.1", "--host", metavar="HOST", panel=Panel.SERVING, help="address to listen on"
+        "127.0.0.1",
+        "--host",
+        hidden=("--listen-host",),  # capture's old spelling: one name for both
+        metavar="HOST",
+        panel=Panel.SERVING,
+        help="address to listen on",
     )
     port: int = option(  # 0 = pick a free port
         8000,
@@ -67,13 +72,15 @@ class SimConfig:
     max_model_len: int = option(  # prompt + max_tokens must fit, as vLLM enforces
         131_072,
         "--max-model-len",
+        parse=parse_tokens,
         metavar="N",
         panel=Panel.SERVING,
-        help="max prompt + output tokens",
+        help="max prompt + output tokens (e.g. 128Ki, 1M)",
     )
     eos_tokens: int = option(  # 0 = off: max_tokens exactly
         0,
         "--eos-tokens",
+        parse=parse_tokens,
         metavar="N",
         panel=Panel.SERVING,
         help="natural answer length without ignore_eos (0 = off: exactly max_tokens)",
@@ -81,6 +88,7 @@ class SimConfig:
     default_max_tokens: int = option(
         256,
         "--default-max-tokens",
+        parse=parse_tokens,
         metavar="N",
         panel=Panel.SERVING,
         help="answer length when a request sets no max_tokens",

@@ -21,8 +21,6 @@ from agentx.simulate.options import (
     SimulateOptions,
     default_capacities,
     parse_count_list,
-    parse_token_list,
-    parse_tokens,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +37,6 @@ __all__ = [
     "default_capacities",
     "load_workload",
     "parse_count_list",
-    "parse_token_list",
-    "parse_tokens",
     "plot_svg",
     "render_table",
     "run_simulate",

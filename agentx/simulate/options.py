@@ -4,14 +4,22 @@ tokenizer; capacity lists and their parsing."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from agentx.core.errors import UsageError
-from agentx.core.options import Panel, build, coerce_choices, group, names, option
+from agentx.core.options import (
+    Panel,
+    build,
+    coerce_choices,
+    group,
+    names,
+    option,
+    parse_token_list,
+    parse_tokens,
+)
 from agentx.metrics.prometheus.capacity import KV_FROM
 from agentx.prefixcache.engine import EngineParams
 from agentx.prefixcache.tokenizer import TOKENIZER, TOKENIZER_SERVER
@@ -45,26 +53,6 @@ MAX_CAPACITY_TOKENS = 10**15  # a KV cache bigger than any machine's memory: a t
 MAX_BLOCK_SIZE = 1 << 20
 CURVE_POINTS = 48  # capacities of the plotted curve (the stack engine answers them for free)
 
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
-_NUMBER = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?)\s*([kmg]i?)?\s*$", re.IGNORECASE)
-
-
-def parse_tokens(text: str, flag: str = "--capacity-tokens") -> int:
-    """``"64K"`` -> 64000, ``"1.5M"`` -> 1500000, ``"64Ki"`` -> 65536, ``"1000"`` -> 1000."""
-    m = _NUMBER.match(text)
-    if m is None:
-        raise UsageError(f"{flag}: {text!r} is not a token count (e.g. 160000, 64K, 1.5M, 64Ki)")
-    value = float(m.group(1).replace("_", "")) * _SUFFIX[(m.group(2) or "").lower()]
-    return round(value)
-
-
-def parse_token_list(text: str, flag: str = "--capacity-tokens") -> tuple[int, ...]:
-    """A comma list of token counts, each with an optional suffix."""
-    items = [t for t in text.split(",") if t.strip()]
-    if not items:
-        raise UsageError(f"{flag}: give at least one capacity")
-    return tuple(parse_tokens(t, flag) for t in items)
-
 
 def parse_count_list(text: str, flag: str) -> tuple[int, ...]:
     """A comma list of positive integers (``--kv-blocks 96,128,192``)."""
@@ -90,14 +78,6 @@ def default_capacities(block_size: int, footprint_tokens: int) -> tuple[int, ...
     return tuple(sorted(set(out)))
 
 
-def _capacity_list(text: str) -> tuple[int, ...]:
-    return parse_token_list(text, "--capacity-tokens")
-
-
-def _offload_tokens(text: str) -> int:
-    return parse_tokens(text, "--offload-tokens")
-
-
 def _kv_blocks(text: str) -> tuple[int, ...]:
     return parse_count_list(text, "--kv-blocks")
 
@@ -111,7 +91,7 @@ class SimulateOptions:
     capacities_tokens: tuple[int, ...] | None = option(  # None: default_capacities()
         None,
         "--capacity-tokens",
-        parse=_capacity_list,
+        parse=parse_token_list,
         metavar="LIST",
         panel=Panel.CAPACITY,
         help="GPU KV capacities, comma list with K/M suffixes, e.g. 64K,160K,1M [default: 1-2-5 "
@@ -120,7 +100,7 @@ class SimulateOptions:
     offload_tokens: int | None = option(  # None: GPU-only points only
         None,
         "--offload-tokens",
-        parse=_offload_tokens,
+        parse=parse_tokens,
         metavar="N",
         panel=Panel.CAPACITY,
         help="also simulate each capacity with a CPU/DRAM offload tier of N tokens (e.g. 2M)",

@@ -17,8 +17,6 @@ from agentx.simulate.options import (
     Timeline,
     default_capacities,
     parse_count_list,
-    parse_token_list,
-    parse_tokens,
 )
 from agentx.simulate.stack import kvcache_simulate, stack_simulate
 from agentx.simulate.workload import Workload, load_workload
@@ -176,8 +174,6 @@ __all__ = [
     "Timeline",
     "default_capacities",
     "parse_count_list",
-    "parse_token_list",
-    "parse_tokens",
     "run_simulate",
     "simulate_workload",
 ]

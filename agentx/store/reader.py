@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from agentx.core.errors import TraceError
 from agentx.core.models import Exchange
+from agentx.core.outputs import check_not_results
 from agentx.core.progress import Progress
 from agentx.store.codec import DeltaDecoder, Row
 from agentx.store.dataset import trace_files
@@ -179,6 +180,7 @@ def open_trace(path: str | os.PathLike[str]) -> TraceInfo:
     known version, recovering files whose writer died. A dataset's info is its first file's,
     with ``num_rows`` and ``files`` covering all of them."""
     p = Path(path)
+    check_not_results(p)
     if p.is_dir():
         recover(p)
     files = [_open_file(f) for f in trace_files(p)]

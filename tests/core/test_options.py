@@ -1,14 +1,25 @@
 """Options declared once on their dataclass fields: flat values in and out, one name per flag
-across embedded groups, presets and profiles naming real options, choices as StrEnums."""
+across embedded groups, presets and profiles naming real options, choices as StrEnums, one
+token-count parser for every flag that takes a token count."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentx.core.errors import UsageError
-from agentx.core.options import build, command_args, declared, flat, names
+from agentx.core.options import (
+    build,
+    command_args,
+    declared,
+    flat,
+    names,
+    parse_token_list,
+    parse_tokens,
+)
 from agentx.metrics.cost import CostInputs
 from agentx.replay.options import ReplayOptions
 from agentx.schedule.options import ScheduleOptions, SpawnJoin
@@ -75,3 +86,47 @@ def test_flat_values_of_a_filtered_group_are_the_ones_it_takes() -> None:
     assert values["block_size"] == 64 and values["decode_tps"] == 100.0
     assert list(values) == list(names(SimulateOptions))
     assert build(SimulateOptions, values) == o
+
+
+# -- token counts: one parser for every flag that takes one --------------------------------------
+
+
+def test_parse_tokens() -> None:
+    assert parse_tokens("64K") == 64_000 and parse_tokens("1.5M") == 1_500_000
+    assert parse_tokens("64Ki") == 65_536 and parse_tokens("160_000") == 160_000
+    assert parse_token_list("16,64k, 1M") == (16, 64_000, 1_000_000)
+    for bad in ("", "x", "-5", "1T", "1e6"):
+        with pytest.raises(ValueError, match="token count"):
+            parse_token_list(bad)
+
+
+@given(st.integers(0, 10**12))
+def test_parse_tokens_round_trips_integers(n: int) -> None:
+    assert parse_tokens(str(n)) == n and parse_tokens(n) == n
+
+
+# every flag whose field counts tokens (a KV capacity, a context, an answer length)
+TOKEN_FIELDS = {
+    SimConfig: {
+        "kv_tokens",
+        "offload_tokens",
+        "max_model_len",
+        "eos_tokens",
+        "default_max_tokens",
+    },
+    SimulateOptions: {"capacities_tokens", "offload_tokens"},
+}
+
+
+@pytest.mark.parametrize("cls", list(TOKEN_FIELDS), ids=lambda c: c.__name__)
+def test_every_token_count_flag_reads_suffixes_with_the_one_parser(cls: type) -> None:
+    flags = {d.name: d.flag for d in declared(cls)}
+    counted = {n for n in flags if n.endswith("_tokens") or n == "max_model_len"}
+    assert counted == TOKEN_FIELDS[cls]  # a new token-count flag is listed here
+    for name in counted:
+        flag = flags[name]
+        assert flag.parse in (parse_tokens, parse_token_list), name
+        one = flag.value("1M")
+        assert one in (1_000_000, (1_000_000,)) and flag.value("2Ki") in (2048, (2048,))
+        with pytest.raises(UsageError, match=f"^{flag.name}: '1X' is not a token count"):
+            flag.value("1X")

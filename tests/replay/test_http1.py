@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +15,8 @@ from agentx.core.record import ERR_PROTOCOL, ERR_RESET
 from agentx.replay.client import make_stream_client, stream_request
 from agentx.replay.http1.errors import ConnectionClosed, MalformedResponse
 from agentx.replay.http1.pool import StreamClient
+
+from .tls import self_signed
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'
@@ -245,48 +245,9 @@ async def test_request_line_headers_and_query() -> None:
     assert request.endswith("content-length: 2\r\n\r\n{}")
 
 
-def _self_signed(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = tmp / "cert.pem"
-    key_pem = tmp / "key.pem"
-    cert_pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_pem.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server.load_cert_chain(cert_pem, key_pem)
-    client = ssl.create_default_context(cafile=str(cert_pem))
-    return server, client
-
-
 async def test_tls(tmp_path: Path) -> None:
-    server_ctx, client_ctx = _self_signed(tmp_path)
+    server_ctx, ca = self_signed(tmp_path)
+    client_ctx = ssl.create_default_context(cafile=str(ca))
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

@@ -23,8 +23,6 @@ from agentx.prefixcache.hashing import chain_ids
 from agentx.simulate import (
     SimulateOptions,
     default_capacities,
-    parse_token_list,
-    parse_tokens,
     simulate_workload,
 )
 from agentx.simulate.stack import Fenwick, kvcache_simulate, stack_simulate
@@ -259,20 +257,6 @@ def test_pinning_protects_running_requests() -> None:
 
 
 # -- parsing and defaults -----------------------------------------------------------------------
-
-
-def test_parse_tokens() -> None:
-    assert parse_tokens("64K") == 64_000 and parse_tokens("1.5M") == 1_500_000
-    assert parse_tokens("64Ki") == 65_536 and parse_tokens("160_000") == 160_000
-    assert parse_token_list("16,64k, 1M") == (16, 64_000, 1_000_000)
-    for bad in ("", "x", "-5", "1T", "1e6"):
-        with pytest.raises(UsageError):
-            parse_token_list(bad)
-
-
-@given(st.integers(0, 10**12))
-def test_parse_tokens_round_trips_integers(n: int) -> None:
-    assert parse_tokens(str(n)) == n
 
 
 @given(st.sampled_from([1, 4, 16, 64, 512]), st.integers(1, 10**9))

@@ -106,7 +106,7 @@ def is_loopback(host: str) -> bool:
 
 
 def exposure_warning(config: CaptureConfig, port: int | None) -> str | None:
-    """What to tell the user whose proxy listens beyond this machine (``--listen-host``)."""
+    """What to tell the user whose proxy listens beyond this machine (``--host``)."""
     host = config.listen_host
     if is_loopback(host):
         return None
@@ -115,5 +115,5 @@ def exposure_warning(config: CaptureConfig, port: int | None) -> str | None:
     return (
         f"agentx capture: warning: listening on {where} (port {port}): anyone who can reach "
         f"this machine can send requests through the proxy {reach}, and they are recorded; "
-        "use --listen-host 127.0.0.1 unless you need that"
+        "use --host 127.0.0.1 unless you need that"
     )

@@ -35,11 +35,12 @@ TOKENIZER = flag(
     "(the endpoint's /tokenize) [default: cl100k_base]",
 )
 TOKENIZER_SERVER = flag(
-    "--endpoint",
+    "--tokenizer-url",
+    hidden=("--endpoint",),  # its old name; replay's --endpoint is the server under test
     metavar="URL",
     panel=Panel.TOKENIZER,
     show_default=False,
-    help="the server for --tokenizer server",
+    help="the server whose /tokenize counts for --tokenizer server",
 )
 
 
@@ -73,7 +74,7 @@ def resolve_tokenizer(
         return Cl100kTokenizer()
     if spec == SERVER:
         if not server_url:
-            raise UsageError("--tokenizer server needs a server: pass --endpoint (or --server-url)")
+            raise UsageError("--tokenizer server needs a server: pass --tokenizer-url URL")
         from agentx.prefixcache.tokenizer.server import ServerTokenizer
 
         return ServerTokenizer(server_url, model=model, to_chat=to_chat)
