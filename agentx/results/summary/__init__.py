@@ -32,6 +32,7 @@ from agentx.results.base import (
     texts,
 )
 from agentx.results.summary.cost import Cost
+from agentx.results.summary.errors import Errors
 from agentx.results.summary.rollups import Rollups
 from agentx.results.summary.run import (
     Arrivals,
@@ -344,6 +345,7 @@ class Summary:
     tokenizer: str | None = None
     bottleneck: Bottleneck | None = None
     warnings: tuple[str, ...] = ()
+    errors: Errors | None = None  # by kind, with the first message (a run that records them)
 
     def to_json(self) -> Json:
         out: Json = {
@@ -364,6 +366,10 @@ class Summary:
             "slo": self.slo.to_json(),
             "windows": self.windows.to_json(),
             "errors_by_type": dict(self.errors_by_type),
+        }
+        if self.errors is not None:
+            out["errors"] = self.errors.to_json()
+        out |= {
             "rollups": self.rollups.to_json(),
             "server": None if self.server is None else self.server.to_json(),
             "cost": None if self.cost is None else self.cost.to_json(),
@@ -390,8 +396,8 @@ class Summary:
         """An ``agentx.summary/1`` object; :class:`agentx.core.errors.ShapeError` when it is
         not one or a field has the wrong type."""
         d = schema_obj(v, SCHEMA)
-        server, cost, clock, gates, verdict = (
-            opt_obj(d, k) for k in ("server", "cost", "clock", "gates", "bottleneck")
+        server, cost, clock, gates, verdict, errors = (
+            opt_obj(d, k) for k in ("server", "cost", "clock", "gates", "bottleneck", "errors")
         )
         merged = d.get("merged_from")
         return cls(
@@ -428,4 +434,5 @@ class Summary:
             tokenizer=text(d, "tokenizer"),
             bottleneck=None if verdict is None else Bottleneck.from_json(verdict),
             warnings=texts(d, "warnings"),
+            errors=None if errors is None else Errors.from_json(errors),
         )
