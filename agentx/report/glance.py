@@ -59,8 +59,8 @@ def headline(summary: Summary) -> list[tuple[str, str]]:
         ),
         (
             "interactivity",
-            f"TTFT p50 {ms(lat.ttft.p50)} · ITL p50 {ms(lat.itl.p50)} · "
-            f"{num(per_user)} tok/s per user (p50)",
+            f"TTFT p50 {ms(lat.ttft.p50)} · ITL p50 {ms(lat.itl.p50)} · per user p50 "
+            + (NA if per_user is None else f"{num(per_user)} tok/s"),
         ),
     ]
 

@@ -93,7 +93,8 @@ class TestWhatALeads:
     def test_the_headline_comes_before_the_tables(self) -> None:
         out = text(render_summary(typed()))
         hit = out.index("hit rate       73.4% reported · 61.0% /metrics · 73.4% theoretical")
-        assert hit < out.index("throughput     ") < out.index("interactivity  TTFT p50 165 ms")
+        interactivity = "interactivity  TTFT p50 165 ms · ITL p50 20.0 ms · per user p50 51.6 tok/s"
+        assert hit < out.index("throughput     ") < out.index(interactivity)
         assert hit < out.index("| cache & throughput") < out.index("| latency")
         table = out[out.index("| cache & throughput") :]
         assert table.index("hit rate: reported") < table.index("output tokens/s")
