@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
-from rich.console import Console, ConsoleDimensions, RenderableType
+from rich.console import Console, RenderableType
 from rich.segment import Segment
 
 from agentx import DISTRIBUTION, __version__
@@ -35,21 +35,18 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-PIPE_WIDTH = 500  # columns of output to a pipe or a file: wide tables are never cut
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 
 
 class PipeConsole(Console):
-    """A terminal gets rich's own layout. A pipe or a file gets lines as wide as they need (not
-    rich's 80-column default, which cuts table headers) and no trailing padding."""
+    """A terminal gets rich's own layout. A pipe or a file gets text wrapped at ``COLUMNS`` (80
+    when it is not set), no trailing padding, and tables whole: a table wider than that
+    (:mod:`agentx.core.tables`) is printed at its own width rather than cut."""
 
-    def _size(self) -> ConsoleDimensions:
-        size = Console.size.fget(self)  # type: ignore[attr-defined]
-        if self._width is None and not self.is_terminal and "COLUMNS" not in self._environ:
-            return ConsoleDimensions(PIPE_WIDTH, size.height)
-        return size  # type: ignore[no-any-return]
-
-    size = property(_size, Console.size.fset)  # type: ignore[attr-defined]
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal:
+            kwargs.setdefault("crop", False)
+        super().print(*objects, **kwargs)
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         text = super()._render_buffer(buffer)

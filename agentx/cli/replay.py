@@ -44,9 +44,9 @@ def replay(
         result = run_replay(options)
     except AgentxError as exc:
         fail(exc)
-    for warning in result.warnings:
-        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-    if json_out:
+    if json_out:  # else the report below prints each warning
+        for warning in dict.fromkeys(result.warnings):
+            err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
         print_json(result.summary.to_json())
     else:
         from agentx.report import render_summary

@@ -172,7 +172,7 @@ def _report(options: ReportOptions, json_out: bool) -> None:
         result = build_report(options)
     except AgentxError as exc:
         fail(exc)
-    for warning in result.warnings:
+    for warning in result.stderr_warnings(json_out):
         err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if json_out:
         print_json(result.data.to_json())

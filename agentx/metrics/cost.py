@@ -40,6 +40,9 @@ from agentx.results.summary.cost import Cost, HourPartsPaid, PricesPaid, TokenMi
 SECONDS_PER_HOUR = 3600.0
 PER_MILLION = 1e6
 PRICE_KEYS = ("input", "cached", "output")
+# revenue after the licence fee below this share of the hour's cost is more likely a unit or a
+# typing slip (a price per token, a cost per day) than a deployment: the cost block says so
+SANE_REVENUE_SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +343,22 @@ def breakeven_utilization(
     return usd_per_hour / net if net > 0 else None
 
 
+def price_sanity_note(usd_per_hour: float | None, net_revenue_usd_per_hour: float) -> str | None:
+    """A note when the revenue after the licence fee covers less than
+    :data:`SANE_REVENUE_SHARE` of the hour's cost (a margin below -900 %); none without a cost
+    or without revenue (no tokens measured: no margin either)."""
+    if not usd_per_hour or net_revenue_usd_per_hour <= 0:
+        return None
+    if net_revenue_usd_per_hour >= SANE_REVENUE_SHARE * usd_per_hour:
+        return None
+    share = net_revenue_usd_per_hour / usd_per_hour
+    return (
+        f"price far below cost: the revenue after the licence fee covers {100 * share:.2g}% of "
+        "the hour's cost at the measured token rates; check --price / --price-preset and "
+        "--gpu-hour-cost / --gpus (and that this server's throughput is the deployment's)"
+    )
+
+
 def cost_summary(options: CostOptions, summary: Summary) -> Cost:
     """The ``cost`` block of a run's summary (keys carry their unit)."""
     mix = token_mix(summary)
@@ -376,16 +395,19 @@ def cost_summary(options: CostOptions, summary: Summary) -> Cost:
     revenue = revenue_usd_per_hour(mix, prices, u)
     lic = options.license_fraction
     profit = None if hour is None else revenue * (1.0 - lic) - hour
+    notes = []
+    if mix.cached_fraction is None:
+        notes.append(
+            "the server reported no cached tokens: every input token is priced as uncached"
+        )
+    if (line := price_sanity_note(hour, revenue * (1.0 - lic))) is not None:
+        notes.append(line)
     return dataclasses.replace(
         cost,
         price_usd_per_million_tokens=PricesPaid(
             prices.input, prices.cached, prices.output, prices.name
         ),
-        notes=(
-            ("the server reported no cached tokens: every input token is priced as uncached",)
-            if mix.cached_fraction is None
-            else ()
-        ),
+        notes=tuple(notes),
         revenue_usd_per_hour=revenue,
         revenue_usd_per_gpu_hour=revenue / gpus,
         license_usd_per_hour=revenue * lic,

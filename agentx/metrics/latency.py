@@ -5,7 +5,10 @@ Definitions (``docs/metrics.md``):
 - TTFT: first chunk carrying any generated token (content, reasoning or tool-call delta).
 - TTFC: first content token. E2E: last byte. ITL: the gaps between token-carrying chunks, pooled
   over requests for the run's distribution (as ``vllm bench serve`` does).
-- TPOT = (e2e - ttft) / (completion_tokens - 1), for requests with at least 2 output tokens.
+- TPOT = (e2e - ttft) / (completion_tokens - 1), for requests with at least 2 output tokens,
+  unless their token-carrying chunks all arrived at one instant (every inter-token gap 0 ns, as
+  from a server that answers at once): their decode time is below the client clock's
+  resolution, so TPOT and per-user speed are unknown for them, not 0 ms and millions of tok/s.
 - Per-user output tokens/s = completion_tokens / (e2e - ttft), same requests.
 
 Only successful requests carry latency figures; a failed request counts as an error instead.
@@ -70,11 +73,19 @@ def mean_itl_ms(r: RequestRecord) -> float | None:
     return sum(gaps) / len(gaps) if gaps else None
 
 
+def decode_measured(r: RequestRecord) -> bool:
+    """Was the request's decode time measured? Not when its token-carrying chunks all arrived
+    at one instant (gaps recorded, every one 0 ns): the time after the first token is then
+    transport, not decoding."""
+    return len(r.itl_ns) == 0 or int(r.itl_ns.ns.sum()) > 0
+
+
 def _decode_ns(r: RequestRecord) -> int | None:
-    """Time from the first generated token to the end, for requests with >= 2 output tokens."""
+    """Time from the first generated token to the end, for requests with >= 2 output tokens
+    whose decode time was measured (:func:`decode_measured`)."""
     if not r.ok or r.ttft_ns is None or r.e2e_ns is None or r.completion_tokens is None:
         return None
-    if r.completion_tokens < 2:
+    if r.completion_tokens < 2 or not decode_measured(r):
         return None
     return r.e2e_ns - r.ttft_ns
 

@@ -11,9 +11,11 @@ A late event loop is always the client's own delay — a server cannot make it l
 
 - **client** when a process used nearly a whole core (``>= 90 %``), or when requests left late
   (dispatch lag p99 ``>= 50 ms``) *and* the loop itself woke late (p99 ``>= 25 ms``). The cause
-  is named from the late ticks: ``cpu`` (it ran most of the time: its own work), ``starved``
-  (it waited for a CPU more than it ran: other processes hold the machine's cores), or
-  ``blocked`` (it neither ran nor waited: synchronous I/O or another thread holding the GIL);
+  is named from the late ticks: ``blocked`` when it neither ran nor waited for a CPU most of
+  that time (synchronous I/O, another thread holding the GIL); else ``starved`` when it waited
+  for a CPU at least as long as it ran (other processes hold the machine's cores); else ``cpu``
+  (it ran most of the runnable time: its own work). The client is called CPU-saturated only when
+  its busiest process used ``>= 90 %`` of a core (``Bottleneck.cpu_saturated``);
 - **server** otherwise, when the server queued requests (waiting ``> 0`` in at least a fifth of
   the scrapes) or TTFT rose over the run (the last quarter's median ``>= 3x`` the first's and
   ``+100 ms``);
@@ -30,14 +32,14 @@ from dataclasses import dataclass
 from agentx.core.percentiles import percentiles
 from agentx.core.record import RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
-from agentx.results.summary.run import Bottleneck
+from agentx.results.summary.run import SATURATED_CPU_PERCENT, Bottleneck
 
 TICK_S = 0.1
-SATURATED_CPU_PERCENT = 90.0  # of one core, per client process
 SATURATED_LAG_P99_MS = 50.0
 LOOP_LATE_P99_MS = 25.0
 LATE_TICK_S = 0.02  # a tick that woke this late counts as the loop being behind
 RAN_WHEN_LATE = 0.7  # running share of the late ticks that makes the cause the client's own work
+RUNNABLE_WHEN_LATE = 0.5  # ran + waited below this share of the late ticks: blocked
 SERVER_WAITING_SHARE = 0.2  # share of scrapes with requests waiting at the server
 TTFT_GROWTH = 3.0
 TTFT_GROWTH_MIN_MS = 100.0
@@ -95,12 +97,16 @@ def warning(v: Bottleneck) -> str | None:
     if v.bottleneck == "client":
         ran, waited = v.loop_ran_when_late or 0.0, v.loop_waited_when_late or 0.0
         why = {
-            "cpu": f"it was busy {ran:.0%} of the time it ran late: add --workers or lower "
-            "--concurrency",
-            "starved": f"it waited for a CPU {waited:.0%} of the time it ran late (and ran "
+            "cpu": (
+                "it was CPU-saturated: add --workers or lower --concurrency"
+                if v.cpu_saturated
+                else f"it ran {ran:.0%} of the time it was late (waited for a CPU "
+                f"{waited:.0%}): its own work, in bursts; add --workers or lower --concurrency"
+            ),
+            "starved": f"it waited for a CPU {waited:.0%} of the time it was late (and ran "
             f"{ran:.0%}): other processes hold this machine's cores",
-            "blocked": f"it neither ran nor waited for a CPU most of the time it ran late "
-            f"(ran {ran:.0%}, waited {waited:.0%}): blocked in I/O or by another thread",
+            "blocked": f"it was off the CPU most of the time it was late (ran {ran:.0%}, "
+            f"waited for a CPU {waited:.0%}): blocked in I/O or by another thread",
         }.get(v.cause or "", "its event loop fell behind")
         return f"the client delayed its own requests ({client}): {why}"
     if v.bottleneck == "server":
@@ -145,7 +151,9 @@ def _client_cause(cpu_percent_max: float, ran: float | None, waited: float | Non
         return "cpu"
     if ran >= RAN_WHEN_LATE:
         return "cpu"
-    return "starved" if waited >= ran and ran + waited >= 0.5 else "blocked"
+    if ran + waited < RUNNABLE_WHEN_LATE:
+        return "blocked"
+    return "starved" if waited >= ran else "cpu"
 
 
 def judge(

@@ -11,8 +11,8 @@ cost options, cost per million output tokens against per-user tokens/s.
 Levels run in the order given, against the same server. Before each level the server's prefix
 cache is reset where the server allows it (``--reset-cache``, the default: vLLM with
 ``VLLM_SERVER_DEV_MODE=1``, SGLang, serve-sim); where it does not, the level's summary carries a
-warning that it may find the previous level's blocks. The default per-lane salt (``--salt``)
-also keeps sessions from sharing cache across lanes and levels.
+warning that it may find the previous level's blocks. The default cache-bust marker per tree
+instance (``--salt``) also keeps sessions from sharing cache across lanes and levels.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from agentx.core.outputs import check_results_dir, unique_dir, write_atomic
 from agentx.core.urls import redact_url
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.stop import stop_signals
+from agentx.report.html import page_source
 from agentx.report.sweep_view import render_sweep_html, render_table, sweep_point, sweep_svg
 from agentx.results.sweep import POINT_KEYS, SCHEMA, Sweep, SweepPoint
 from agentx.workload.source import open_source
@@ -164,4 +165,4 @@ def write_sweep(out: Path, data: Sweep) -> None:
     summary = orjson.dumps(data.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     write_atomic(out / "sweep.json", summary, force=True)
     write_atomic(out / "sweep.svg", sweep_svg(data), force=True)
-    write_atomic(out / "sweep.html", render_sweep_html(data), force=True)
+    write_atomic(out / "sweep.html", render_sweep_html(data, page_source(out)), force=True)

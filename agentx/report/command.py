@@ -13,10 +13,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 
 from agentx.core.errors import AgentxError, ShapeError, UsageError
-from agentx.core.outputs import check_output, check_results_dir
+from agentx.core.outputs import check_results_dir
 from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
@@ -25,7 +25,8 @@ from agentx.report.charts import Run, latency_cdfs, summary_charts
 from agentx.report.compare import compare
 from agentx.report.compare_page import render_compare_html
 from agentx.report.fmt import config_warnings
-from agentx.report.html import render_html, write_page
+from agentx.report.glance import warnings
+from agentx.report.html import check_page, page_source, render_html, write_page
 from agentx.report.render import render_compare, render_summary
 from agentx.report.results_dir import load_results, load_summary
 from agentx.report.sweep_view import (
@@ -70,6 +71,13 @@ class Report:
     written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
     warnings: tuple[str, ...] = field(default=())
     slo_failed: bool = False  # a merge re-checked the --slo and a check failed
+    shown: tuple[str, ...] = ()  # the warnings the renderable prints itself
+
+    def stderr_warnings(self, json_out: bool) -> tuple[str, ...]:
+        """The warnings for stderr, each once: all of them under ``--json`` (stdout is data),
+        else those the renderable does not print."""
+        held = () if json_out else self.shown
+        return tuple(w for w in dict.fromkeys(self.warnings) if w not in held)
 
 
 def _merged(o: ReportOptions) -> tuple[Summary, list[RequestRecord], tuple[str, ...]]:
@@ -100,11 +108,16 @@ def _load(path: Path, o: ReportOptions) -> tuple[Summary, list[RequestRecord]]:
 SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
 
 
+def _source(o: ReportOptions) -> str:
+    """The marker of the pages this report writes: the results directories it reads."""
+    return page_source(o.results_dir, *o.more_dirs)
+
+
 def build_report(o: ReportOptions) -> Report:
     """Load (or merge), recompute, write the files asked for, and return what to show. A
     summary with a field of the wrong type is one :class:`AgentxError` line, not a traceback."""
     if o.html_path is not None:
-        check_output(o.html_path, force=o.force)  # before the work, not after it
+        check_page(o.html_path, _source(o), force=o.force)  # before the work, not after it
     if o.output_dir is not None:
         check_results_dir(o.output_dir, force=o.force)
     try:
@@ -133,14 +146,26 @@ def _build(o: ReportOptions) -> Report:
     written: list[Path] = [o.output_dir] if o.output_dir is not None else []
     if o.base_dir is None:
         if o.html_path is not None:
-            write_page(render_html(summary), o.html_path, force=o.force)
+            source = _source(o)
+            write_page(
+                render_html(summary, source=source), o.html_path, force=o.force, source=source
+            )
             written.append(o.html_path)
         written += _exports(o, summary_charts(summary), summary, records)
-        return Report(summary, render_summary(summary), tuple(written), merged, slo_failed)
+        return Report(
+            summary,
+            render_summary(summary),
+            tuple(written),
+            merged,
+            slo_failed,
+            shown=tuple(warnings(summary)),
+        )
     base, _ = _load(o.base_dir, ReportOptions(o.base_dir, cost=o.cost, percentiles=o.percentiles))
     cmp = compare(base, summary)
     if o.html_path is not None:
-        write_page(render_compare_html(base, summary, cmp), o.html_path, force=o.force)
+        source = _source(o)
+        html = render_compare_html(base, summary, cmp, source=source)
+        write_page(html, o.html_path, force=o.force, source=source)
         written.append(o.html_path)
     charts = {
         **summary_charts(summary),
@@ -152,10 +177,11 @@ def _build(o: ReportOptions) -> Report:
     written += _exports(o, charts, summary, records)
     return Report(
         cmp,
-        Group(render_summary(summary), render_compare(cmp)),
+        render_compare(cmp),  # the comparison alone: the new run has its own report
         tuple(written),
         (*merged, *config_warnings(cmp)),
         slo_failed,
+        shown=tuple(config_warnings(cmp)),
     )
 
 
@@ -190,7 +216,8 @@ def _sweep_report(o: ReportOptions) -> Report:
     data = dataclasses.replace(data, points=tuple(points))
     written: list[Path] = []
     if o.html_path is not None:
-        write_page(render_sweep_html(data), o.html_path, force=o.force)
+        source = _source(o)
+        write_page(render_sweep_html(data, source), o.html_path, force=o.force, source=source)
         written.append(o.html_path)
     if o.png_dir is not None:
         written += export.write_pngs(sweep_charts(data), o.png_dir)

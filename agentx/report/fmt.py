@@ -1,4 +1,5 @@
-"""Number formatting shared by the terminal and HTML reports. Unknown renders as ``n/a``."""
+"""Number formatting shared by the terminal and HTML reports, and the tables' rows they share
+(latency, cost, the comparison's cells and verdict line). Unknown renders as ``n/a``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentx.core.percentiles import P, key
+from agentx.report.compare import Verdict, headline_rows, key_label, verdict
 from agentx.results.compare import Comparison, MetricRow
 from agentx.results.summary import Summary
 
@@ -43,17 +45,6 @@ def count(v: int | float | None) -> str:
 
 def seconds(v: float | None) -> str:
     return NA if v is None else f"{v:,.1f} s"
-
-
-def warnings(summary: Summary) -> list[str]:
-    """The run's warnings (written by the replay engine), or a saturation note without them."""
-    out = list(summary.warnings)
-    if not out and summary.client.saturated:
-        out.append(
-            "the client was CPU-saturated; latencies include client delay "
-            "(add --workers or lower --concurrency)"
-        )
-    return out
 
 
 # (label, distribution, formatter) of the latency table, terminal and HTML alike
@@ -110,10 +101,13 @@ def cost_rows(summary: Summary) -> list[tuple[str, str]]:
     rows.append(("cost per accelerator-hour", usd(c.usd_per_gpu_hour) + detail))
     rows.append(
         (
-            "accelerators x utilisation",
-            f"{c.gpus} x {pct(c.utilization)} = {usd(c.usd_per_hour)}/h",
+            "deployment cost",
+            f"{c.gpus} x {usd(c.usd_per_gpu_hour)} = {usd(c.usd_per_hour)}/h"
+            if c.usd_per_hour is not None
+            else NA,
         )
     )
+    rows.append(("utilisation (share of the hour under this load)", pct(c.utilization)))
     for kind, v in (
         ("input", c.usd_per_million_input_tokens),
         ("output", c.usd_per_million_output_tokens),
@@ -175,6 +169,52 @@ def compare_cells(row: MetricRow) -> tuple[str, str, str, str]:
         d = ("+" if delta > 0 else "") + f(delta)
     ratio = NA if row.ratio is None else f"{row.ratio:.2f}x"
     return f(row.base), f(row.new), d, ratio
+
+
+UP, DOWN, LEVEL = "▲", "▼", "="
+COMPARE_LEGEND = (
+    "▲/▼ the figure rose/fell · better/worse: by more than 1% · ratio = new / base · "
+    "the theoretical hit rate is the trace's, never better or worse"
+)
+
+
+def change(row: MetricRow) -> str:
+    """The change of a row in an arrow and a word (``▲ worse``, ``▼ better``, ``= same``): it
+    reads without colour and through a pipe."""
+    if row.change is None or row.delta is None:
+        return NA
+    if row.change == "same":
+        return f"{LEVEL} same"
+    return f"{UP if row.delta > 0 else DOWN} {row.change}"
+
+
+def _moved(row: MetricRow) -> str:
+    """How far a headline figure moved: points for a rate, per cent of the base otherwise."""
+    delta = row.delta or 0.0
+    if _fmt_for(row.key) is pct:
+        return f"{100 * delta:+.1f} pt"
+    if row.ratio is not None:
+        return f"{100 * (row.ratio - 1):+.0f}%"
+    return compare_cells(row)[2]
+
+
+def verdict_line(cmp: Comparison) -> str:
+    """The comparison in one line: the verdict over the headline figures, how many moved which
+    way, and the two largest moves (``worse (4 worse, 0 better, 3 same of 7 headline figures):
+    TTFT p99 ▲ +60%, ...``)."""
+    v = verdict(cmp)
+    if v is Verdict.UNKNOWN:
+        return "unknown: no headline figure is known in both runs"
+    rows = [r for r in headline_rows(cmp) if r.better != "neutral"]
+    n = {c: sum(1 for r in rows if r.change == c) for c in ("better", "worse", "same")}
+    line = (
+        f"{v} ({n['worse']} worse, {n['better']} better, {n['same']} same of "
+        f"{sum(n.values())} headline figures)"
+    )
+    moved = [r for r in rows if r.change in ("better", "worse")]
+    moved.sort(key=lambda r: abs((r.ratio or 2.0) - 1), reverse=True)  # no ratio: from 0
+    shown = [f"{key_label(r.key)} {change(r).split()[0]} {_moved(r)}" for r in moved[:2]]
+    return line + (f": {', '.join(shown)}" if shown else "")
 
 
 def config_warnings(cmp: Comparison) -> list[str]:

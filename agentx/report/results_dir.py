@@ -22,7 +22,7 @@ from agentx.core.outputs import (
 from agentx.core.record import RequestRecord
 from agentx.core.urls import redact_urls_deep
 from agentx.prefixcache.theory import TheoryRow
-from agentx.report.html import write_html
+from agentx.report.html import page_source, write_html
 from agentx.results.summary import SCHEMA, Summary
 
 SUMMARY = SUMMARY_FILE
@@ -136,4 +136,4 @@ def write_results(
         raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
     summary_json = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     write_atomic(out_dir / SUMMARY, summary_json, force=True)
-    write_html(summary, out_dir / REPORT)
+    write_html(summary, out_dir / REPORT, source=page_source(out_dir))

@@ -192,9 +192,9 @@ def title(data: Sweep) -> str:
 
 def render_table(data: Sweep) -> Any:
     """A rich table: one row per level."""
-    from rich.table import Table
+    from agentx.core.tables import Table
 
-    t = Table(title=title(data), header_style="bold", show_edge=False)
+    t = Table(title=title(data))
     cols = columns(data)
     for head, _, _ in cols:
         t.add_column(head, justify="right")
@@ -203,7 +203,7 @@ def render_table(data: Sweep) -> Any:
     return t
 
 
-def render_sweep_html(data: Sweep) -> str:
+def render_sweep_html(data: Sweep, source: str | None = None) -> str:
     """The sweep's page: its charts, its table, and a link to each level's own report."""
     cols = columns(data)
     rows = []
@@ -221,4 +221,4 @@ def render_sweep_html(data: Sweep) -> str:
         + "<p class='note'>Each level is an ordinary replay: its results directory holds "
         "summary.json, requests.parquet and report.html.</p>"
     )
-    return page("agentx sweep", body)
+    return page("agentx sweep", body, source)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
-
+from agentx.core.tables import Table
 from agentx.results.scrub import RuleCount, ScrubReport
 
 

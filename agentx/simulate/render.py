@@ -39,6 +39,8 @@ def _replay_table(d: ReplaySimulation) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from agentx.core.tables import Table as Figures
+
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
@@ -62,7 +64,7 @@ def _replay_table(d: ReplaySimulation) -> Any:
         "theoretical hit rate",
         f"{_pct(d.theoretical_hit_rate)} (unbounded, block size {d.block_size})",
     )
-    table = Table(show_edge=False, header_style="bold")
+    table = Figures()
     for col in ("GPU capacity (tokens)", "blocks", "offload", "hit rate", "GPU", "evicted"):
         table.add_column(col, justify="right")
     for p in d.points:
@@ -88,6 +90,8 @@ def render_table(result: SimulateResult) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
+
+    from agentx.core.tables import Table as Figures
 
     d = result.data
     if isinstance(d, ReplaySimulation):
@@ -122,7 +126,7 @@ def render_table(result: SimulateResult) -> Any:
     if offload:
         head.add_row("offload tier", f"{human_tokens(offload)} tokens, {m.offload_policy}")
 
-    table = Table(show_edge=False, header_style="bold")
+    table = Figures()
     table.add_column("GPU capacity (tokens)", justify="right")
     table.add_column("GPU only", justify="right")
     if offload:

@@ -60,7 +60,8 @@ class WorkloadOptions:
         True,
         "--salt/--no-salt",
         panel=Panel.REQUESTS,
-        help="cache-bust marker per tree (a session and its subagents) in the first user message",
+        help="cache-bust marker per tree instance (a session and its subagents) in the first user "
+        "message",
     )
     api: ApiMode = option(
         ApiMode.CHAT,

@@ -161,6 +161,8 @@ def render_table(result: Stats) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from agentx.core.tables import Table as Figures
+
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
@@ -184,7 +186,7 @@ def render_table(result: Stats) -> Any:
     if result.non_model_rows:
         head.add_row("not counted", f"{result.non_model_rows:,} non-model rows")
 
-    dist = Table(title=None, show_edge=False, header_style="bold")
+    dist = Figures()
     dist.add_column("per request")
     for col in STATS:
         dist.add_column(col, justify="right")

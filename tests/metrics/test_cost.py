@@ -24,6 +24,7 @@ from agentx.metrics.cost import (
     load_price_presets,
     parse_price,
     preset_prices,
+    price_sanity_note,
 )
 from agentx.results.summary import Cache, Summary, Throughput, TokenTotals
 
@@ -117,6 +118,23 @@ class TestHandComputed:
         assert c["usd_per_million_output_tokens"] is None
         assert c["revenue_usd_per_hour"] == 0.0
         assert c["gross_margin"] is None and c["breakeven_utilization"] is None
+
+    def test_a_price_far_below_the_cost_gets_a_sanity_note(self) -> None:
+        # a tiny CPU model at GPU prices: 20 tok/s in, 2 tok/s out on 8 x $2.10
+        c = block(
+            CostOptions(usd_per_gpu_hour=2.1, gpus=8, utilization=0.6, prices=SONNET),
+            run(input_tps=20.0, output_tps=2.0, cached=1000),
+        )
+        assert c["gross_margin"] < -9
+        (note,) = c["notes"]
+        assert note.startswith("price far below cost: the revenue after the licence fee covers ")
+        assert "check --price / --price-preset and --gpu-hour-cost / --gpus" in note
+        assert block(EXAMPLE, run())["notes"] == []  # a plausible deployment: no note
+
+    def test_the_note_is_at_a_tenth_of_the_cost(self) -> None:
+        assert price_sanity_note(16.0, 1.7) is None  # margin about -840 %
+        assert price_sanity_note(16.0, 1.5) is not None  # about -970 %
+        assert price_sanity_note(None, 1.0) is None and price_sanity_note(16.0, 0.0) is None
 
     def test_unprofitable_even_when_full(self) -> None:
         c = block(

@@ -10,6 +10,7 @@ import pytest
 from agentx import __version__
 from agentx.core.percentiles import STATS
 from agentx.core.record import ERR_NO_USAGE, ERR_RESET, ERR_TIMEOUT, RequestRecord
+from agentx.metrics import latency
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
@@ -141,6 +142,22 @@ class TestPerUserTokensPerSecond:
     def test_single_token_reply_is_left_out(self) -> None:
         r = rec(ttft_ns=200 * MS, e2e_ns=200 * MS, completion_tokens=1)
         assert summarize([r])["per_user_output_tokens_per_s"]["max"] is None
+
+    def test_tokens_that_all_arrived_at_one_instant_have_no_decode_time(self) -> None:
+        # a server that answers at once: 95 tokens in chunks that share one read's instant, then
+        # the usage chunk 2.8 us later: 34 million tok/s per user is not a measurement
+        instant = rec(
+            ttft_ns=70 * MS, e2e_ns=70 * MS + 2_800, completion_tokens=95, itl_ns=(0,) * 94
+        )
+        assert not latency.decode_measured(instant)
+        s = summarize([instant])
+        assert s["per_user_output_tokens_per_s"]["max"] is None
+        assert s["latency_ms"]["tpot"]["max"] is None
+        assert s["latency_ms"]["itl"]["max"] == 0.0  # the gaps themselves were measured: 0
+        streamed_too = streamed(100, [0, 20], completion_tokens=3)  # one gap of 0 is fine
+        assert latency.decode_measured(streamed_too)
+        s = summarize([instant, streamed_too])
+        assert s["per_user_output_tokens_per_s"]["max"] == pytest.approx(150.0)
 
 
 class TestDispatchLag:

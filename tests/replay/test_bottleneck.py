@@ -49,6 +49,7 @@ IDLE = [Tick(0.001, 0.05, 0.0)] * 50
 BUSY_AND_LATE = [*[Tick(0.3, 0.97, 0.02)] * 10, *IDLE]
 STARVED = [*[Tick(0.3, 0.1, 0.8)] * 10, *IDLE]
 BLOCKED = [*[Tick(0.3, 0.05, 0.0)] * 10, *IDLE]
+RAN_AND_WAITED = [*[Tick(0.3, 0.50, 0.46)] * 10, *IDLE]  # runnable 96 % of the late time
 
 
 def test_an_idle_client_is_never_named_even_with_late_sends() -> None:
@@ -72,6 +73,22 @@ def test_a_client_whose_loop_ran_late_is_named_with_the_cause() -> None:
     v = judge(lagged(200), 3.0, BLOCKED, None)
     assert (v.bottleneck, v.cause) == ("client", "blocked")
     assert (warning(v) or "").startswith("the client delayed its own requests")
+
+
+def test_a_loop_that_ran_or_waited_most_of_the_time_is_not_blocked() -> None:
+    v = judge(lagged(200), 50.9, RAN_AND_WAITED, None)
+    assert (v.bottleneck, v.cause) == ("client", "cpu")
+    line = warning(v) or ""
+    assert "it ran 50% of the time it was late (waited for a CPU 46%)" in line
+    assert "in bursts" in line and "blocked" not in line and "saturated" not in line.lower()
+    assert not v.cpu_saturated  # 51 % of a core is not saturated, whatever held the loop
+
+
+def test_saturated_only_near_a_whole_core() -> None:
+    v = judge(lagged(200), 95.0, BUSY_AND_LATE, None)
+    assert v.cpu_saturated and "it was CPU-saturated" in (warning(v) or "")
+    for cpu in (7.5, 50.9, 89.9):
+        assert not judge(lagged(200), cpu, BUSY_AND_LATE, None).cpu_saturated
 
 
 def test_ttft_growth_names_the_server() -> None:

@@ -222,3 +222,18 @@ def test_open_loop_usage_errors_exit_2(trace: Path, bad: list[str]) -> None:
     code, _, stderr = run(str(trace), "--endpoint", "http://127.0.0.1:9", *bad)
     assert code == 2, stderr
     assert "agentx: error:" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_each_warning_is_printed_once(
+    server: FaultServer, trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentx.replay import bottleneck
+
+    monkeypatch.setattr(bottleneck, "SATURATED_CPU_PERCENT", -1.0)  # any CPU use: a warning
+    base = [str(trace), "--endpoint", server.url, "--time-scale", "0", "--no-metrics"]
+    result = CliRunner().invoke(app, ["replay", *base, "-o", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("the client delayed its own requests") == 1, result.output
+    result = CliRunner().invoke(app, ["replay", *base, "-o", str(tmp_path / "b"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("the client delayed its own requests") == 1  # stdout: JSON

@@ -119,9 +119,14 @@ def test_percentiles_are_those_of_the_concatenated_rows(runs: dict[str, Any]) ->
     ok = [r for r in lat.measured(rows) if r.ok]
     latency = runs["merged"]["latency_ms"]
     for key, fn in (("ttft", lat.ttft_ms), ("e2e", lat.e2e_ms), ("tpot", lat.tpot_ms)):
-        assert latency[key] == pytest.approx(percentiles(lat.known(fn, ok)).to_json(), rel=1e-12), (
-            key
-        )
+        want = percentiles(lat.known(fn, ok)).to_json()
+        # unknown exactly where the rows leave it unknown (TPOT of tokens that arrived at once)
+        assert {k for k, v in latency[key].items() if v is None} == {
+            k for k, v in want.items() if v is None
+        }, key
+        known = {k: v for k, v in want.items() if v is not None}
+        got = {k: v for k, v in latency[key].items() if v is not None}
+        assert got == pytest.approx(known, rel=1e-12), key
     assert latency["itl"] == pytest.approx(percentiles(lat.pooled_itl_ms(ok)).to_json(), rel=1e-12)
     merged_rows = read_requests(runs["dir"] / "merged" / "requests.parquet")
     assert sorted(r.request_id for r in merged_rows) == sorted(r.request_id for r in rows)

@@ -168,13 +168,15 @@ class Browser:
                 report.requests.append(str(p.get("request", {}).get("url")))
         return loaded
 
-    async def open(self, page: Path, width: int, screenshot: Path | None = None) -> PageReport:
-        """Load ``page`` in a ``width``-pixel viewport; a full-page screenshot if asked."""
+    async def open(
+        self, page: Path, width: int, screenshot: Path | None = None, height: int = 900
+    ) -> PageReport:
+        """Load ``page`` in a ``width`` x ``height`` viewport; a full-page screenshot if asked."""
         report = PageReport()
         self._drain(PageReport())  # forget the previous page's stragglers
         await self.send(
             "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600},
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
         )
         await self.send("Page.navigate", {"url": page.resolve().as_uri()})
         for _ in range(600):
@@ -208,3 +210,29 @@ class Browser:
             screenshot.write_bytes(base64.b64decode(shot["data"]))
             report.screenshot = screenshot
         return report
+
+    async def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the open page."""
+        value = await self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True}
+        )
+        return value["result"].get("value")
+
+    async def first_screen(self, selector: str) -> bool:
+        """Is the element ``selector`` wholly inside the viewport as the page loaded (scrolled
+        to the top), drawn and not folded away?"""
+        await self.evaluate("window.scrollTo(0, 0)")
+        js = (
+            f"(() => {{ const e = document.querySelector({selector!r}); if (!e) return false;"
+            " const r = e.getBoundingClientRect(), s = getComputedStyle(e);"
+            " return e.offsetParent !== null && s.visibility !== 'hidden' && r.width > 0"
+            " && r.height > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight"
+            " && r.right <= window.innerWidth; })()"
+        )
+        return bool(await self.evaluate(js))
+
+    async def viewport_screenshot(self, path: Path) -> None:
+        """The viewport as it is, as a PNG."""
+        shot = await self.send("Page.captureScreenshot", {"format": "png"})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))

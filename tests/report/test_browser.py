@@ -1,6 +1,7 @@
 """The HTML reports in a real headless Chromium: a run's report, a comparison and a sweep page load
 with no console error, no script exception and no network request, do not overflow a phone-sized
-viewport, and leave screenshots in ``artifacts/browser/`` (git-ignored; CI keeps them).
+viewport, show the hit rate and the failed requests on the first screen, and leave screenshots in
+``artifacts/browser/`` (git-ignored; CI keeps them).
 
 Chromium is Debian's package (``scripts/install_chromium.sh``, run by ``.ci/run``). Without it
 the test skips with the reason, except under ``CI=true`` where it fails: CI must run it.
@@ -94,6 +95,55 @@ async def test_reports_in_chromium(chromium: str, tmp_path: Path) -> None:
                 assert rep.requests and rep.requests[0].startswith("file:")  # it did load
                 assert shot.read_bytes().startswith(b"\x89PNG")
     assert problems == []
+
+
+FIRST_SCREEN = (1280, 800)  # a laptop's viewport at load
+
+
+def _failing(path: Path, errors: int) -> Path:
+    """The sample run with ``errors`` of its 48 measured requests failed, and their messages."""
+    s = summary()
+    s["requests"].update(total=48, ok=48 - errors, errors=errors)
+    s["errors_by_type"] = {"http": errors} if errors else {}
+    if errors:
+        message = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser'
+        by_kind = [{"kind": "http", "status": 400, "count": errors, "message": message}]
+        s["errors"] = {"by_kind": by_kind}
+    path.mkdir(parents=True)
+    (path / "summary.json").write_bytes(orjson.dumps(s))
+    write_requests(path / "requests.parquet", records())
+    return path
+
+
+async def test_the_first_screen_shows_the_hit_rate_and_the_errors(
+    chromium: str, tmp_path: Path
+) -> None:
+    """At load, without scrolling: the hit rate, the run's configuration and, when requests
+    failed, the errors card (a page with a long warning and cost cards included)."""
+    pages = {}
+    for name, errors in (("clean", 0), ("some", 3), ("most", 38)):
+        run = _failing(tmp_path / name, errors)
+        pages[name] = tmp_path / f"{name}.html"
+        r = runner.invoke(app, ["report", str(run), "--html", str(pages[name]), *COST])
+        assert r.exit_code == 0, r.output
+    width, height = FIRST_SCREEN
+    async with Browser(chromium) as browser:
+        for name, page in pages.items():
+            await browser.open(page, width, height=height)
+            shot = ARTIFACTS / "browser" / f"first-screen-{name}.png"
+            await browser.viewport_screenshot(shot)
+            assert await browser.first_screen("#hit-rate"), name
+            assert await browser.first_screen("#config"), name
+            card = await browser.evaluate("document.getElementById('errors').className")
+            if name == "clean":
+                assert card == "card"
+                continue
+            assert await browser.first_screen("#errors"), name
+            assert card == ("card bad" if name == "most" else "card err")
+            assert await browser.first_screen(".errors"), name  # the first message
+        # and the check can fail: the page's last section is there, below the fold
+        assert await browser.evaluate("document.querySelector('details') !== null")
+        assert not await browser.first_screen("details")
 
 
 async def test_the_driver_sees_errors_and_requests(chromium: str, tmp_path: Path) -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from agentx.report import compare as compare_runs
-from agentx.results.compare import SCHEMA
+from agentx.report.compare import (
+    KEYS,
+    Verdict,
+    headline_rows,
+    key_label,
+    other_rows,
+    verdict,
+)
+from agentx.report.fmt import verdict_line
+from agentx.results.compare import SCHEMA, Comparison
 from agentx.results.summary import Summary
 
 from .sample import summary
@@ -64,3 +73,44 @@ class TestCompare:
         base, new = summary(), summary()
         new["cache"]["theoretical_hit_rate"] = 0.1
         assert rows(base, new)["cache.theoretical_hit_rate"]["change"] == "changed"
+
+
+def comparison(base: dict, new: dict) -> Comparison:  # type: ignore[type-arg]
+    return compare_runs(Summary.from_json(base), Summary.from_json(new))
+
+
+class TestHeadlineAndVerdict:
+    def test_the_headline_leads_with_the_hit_rates(self) -> None:
+        keys = [r.key for r in headline_rows(comparison(summary(), summary()))]
+        assert keys[:3] == [
+            "cache.reported_hit_rate",
+            "cache.server_metrics_hit_rate",
+            "cache.theoretical_hit_rate",
+        ]
+        assert keys[3:7] == [f"latency_ms.{m}.{p}" for m in ("ttft", "itl") for p in ("p50", "p99")]
+        assert "throughput.output_tokens_per_s" in keys
+        rest = [r.key for r in other_rows(comparison(summary(), summary()))]
+        assert not set(keys) & set(rest) and "latency_ms.ttfc.mean" in rest
+
+    def test_every_key_has_a_label(self) -> None:
+        for key, _, _ in KEYS:
+            assert key_label(key) != key, key
+        assert key_label("latency_ms.ttfc.mean") == "TTFC mean"
+
+    def test_verdicts(self) -> None:
+        assert verdict(comparison(summary(), summary(slow=2.0))) is Verdict.WORSE
+        assert verdict(comparison(summary(slow=2.0), summary())) is Verdict.BETTER
+        assert verdict(comparison(summary(), summary())) is Verdict.SAME
+        base, new = summary(), summary(slow=2.0)
+        new["cache"]["reported_hit_rate"] = 0.95  # slower but more hits
+        assert verdict(comparison(base, new)) is Verdict.MIXED
+
+    def test_the_theoretical_hit_rate_never_decides(self) -> None:
+        base, new = summary(), summary()
+        new["cache"]["theoretical_hit_rate"] = 0.1
+        assert verdict(comparison(base, new)) is Verdict.SAME
+
+    def test_the_verdict_line_names_the_largest_moves(self) -> None:
+        line = verdict_line(comparison(summary(), summary(slow=2.0)))
+        assert line.startswith("worse (") and "0 better" in line
+        assert "▲ +100%" in line  # TTFT and ITL doubled

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.report import render_html, write_html
+from agentx.report.html import page_source, source_of
 from agentx.report.svg import nice_ticks
 from agentx.results.summary import Summary
 
@@ -154,3 +155,54 @@ class TestTicks:
         assert nice_ticks(0, 195) == [0, 50, 100, 150, 200]
         ticks = nice_ticks(3, 3)
         assert ticks[0] <= 3 <= ticks[-1]
+
+
+def with_errors(failed: int, total: int = 48, **extra: object) -> Summary:
+    s = summary()
+    s["requests"].update(total=total, ok=total - failed, errors=failed)
+    s["errors_by_type"] = {"http": failed} if failed else {}
+    s.update(extra)
+    return Summary.from_json(s)
+
+
+def errors_card(page: Page) -> str:
+    (cls,) = [a.get("class") or "" for t, a in page.tags if t == "div" and a.get("id") == "errors"]
+    return cls
+
+
+class TestFirstScreen:
+    def test_the_errors_card_stands_out_at_any_error_and_is_red_when_most_failed(self) -> None:
+        assert errors_card(parse(render_html(with_errors(0)))) == "card"
+        assert errors_card(parse(render_html(with_errors(1)))) == "card err"
+        assert errors_card(parse(render_html(with_errors(24)))) == "card err"  # half: not most
+        assert errors_card(parse(render_html(with_errors(38)))) == "card bad"
+
+    def test_the_errors_card_leads_when_requests_failed(self) -> None:
+        html = render_html(with_errors(38))
+        assert html.index('id="errors"') < html.index('id="hit-rate"')
+        html = render_html(with_errors(0))
+        assert html.index('id="hit-rate"') < html.index('id="errors"')
+
+    def test_the_commonest_errors_with_their_message(self) -> None:
+        kinds = [
+            {"kind": "http", "status": 404, "count": 48, "message": "The model `x` <does not>"}
+        ]
+        page = parse(render_html(with_errors(48, errors={"by_kind": kinds})))
+        assert ["http 404 x48", "The model `x` <does not>"] in page.rows
+
+    def test_the_configuration_is_visible_near_the_top(self) -> None:
+        s = summary()
+        s["config"] = {"concurrency": 8, "lanes": 5, "time_scale": 0.0, "api": "chat"}
+        html = render_html(Summary.from_json(s))
+        assert html.index("id='config'") < html.index("<h2>")  # in the header, before sections
+        assert "concurrency <b>8 (5 lanes ran)</b>" in html
+        options = html[html.index("<h2>Run configuration</h2>") :]
+        assert options.index("<td>time_scale</td><td>0.0</td>") < options.index("<details>")
+
+    def test_pages_carry_the_marker_of_their_results(self, tmp_path: Path) -> None:
+        source = page_source(tmp_path / "run")
+        path = tmp_path / "r.html"
+        write_html(typed(), path, source=source)
+        assert source_of(path) == source == page_source(tmp_path / "." / "run")
+        assert source_of(tmp_path / "missing.html") is None
+        assert str(tmp_path) not in path.read_text().split("<style>")[0]

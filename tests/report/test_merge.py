@@ -351,3 +351,14 @@ def test_the_shards_cost_and_percentile_options_carry_over(tmp_path: Path) -> No
     s = merge_results([a, b]).summary.to_json()
     assert s["cost"] is not None and s["cost"]["usd_per_hour"] == 2.0
     assert "p95" in s["latency_ms"]["ttft"]
+
+
+def test_each_warning_is_printed_once(tmp_path: Path) -> None:
+    a = shard_dir(tmp_path / "a", "0/3", shard_records(0, 0, [100]))
+    c = shard_dir(tmp_path / "c", "2/3", shard_records(2, 0, [100]))
+    for command in (["merge"], ["report"]):
+        r = runner.invoke(app, [*command, str(a), str(c)])
+        assert r.exit_code == 0, r.output
+        assert r.output.count("merging 2 of 3 shards: 1/3 missing") == 1, r.output
+        r = runner.invoke(app, [*command, str(a), str(c), "--json"])
+        assert r.stderr.count("merging 2 of 3 shards") == 1  # stdout is the merged summary

@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 from agentx.cli import app
 from agentx.metrics import latency
 from agentx.report import load_results
+from agentx.report.results_dir import write_results
 from agentx.store.results import write_requests
 
-from .sample import records, summary
+from .sample import records, summary, typed
 
 
 def results_dir(path: Path, s: dict[str, Any], slow: float = 1.0) -> Path:
@@ -59,7 +60,8 @@ class TestReportCommand:
         ttft = next(m for m in cmp["metrics"] if m["key"] == "latency_ms.ttft.p50")
         assert ttft["ratio"] == pytest.approx(2.0) and ttft["change"] == "worse"
         r = runner.invoke(app, ["report", str(new), "--compare", str(base)])
-        assert r.exit_code == 0 and "latency_ms.ttft.p50" in r.output and "2.00x" in r.output
+        assert r.exit_code == 0 and "TTFT p50" in r.output and "2.00x" in r.output
+        assert "▲ worse" in r.output and "verdict: worse" in r.output
 
     def test_html(self, runs: tuple[Path, Path], tmp_path: Path) -> None:
         base, _ = runs
@@ -146,8 +148,8 @@ class TestCompareHtml:
         r = runner.invoke(app, ["report", str(new), "--compare", str(base), "--html", str(out)])
         assert r.exit_code == 0, r.output
         html = out.read_text()
-        assert "agentx comparison" in html and "New vs base" in html
-        assert "latency_ms.<wbr>ttft.<wbr>p50" in html and "2.00x" in html
+        assert "agentx comparison" in html and "verdict: worse" in html
+        assert "<td><span class='worse'>TTFT p50</span></td>" in html and "2.00x" in html
         assert "TTFT distribution (CDF)" in html and 'stroke-dasharray="6 4"' in html  # base
         own = tmp_path / "own.html"
         runner.invoke(app, ["report", str(new), "--html", str(own)])
@@ -161,9 +163,11 @@ class TestCompareHtml:
         html = tmp_path / "c.html"
         r = runner.invoke(app, ["report", str(new), "--compare", str(base), "--html", str(html)])
         assert r.exit_code == 0
-        assert "configured differently" in r.stderr and "config.concurrency 3 -> 8" in r.stderr
+        assert "configured differently" in r.stdout and "config.concurrency 3 -> 8" in r.stdout
+        assert r.output.count("configured differently") == 1  # once: in the report, not stderr
         assert "configured differently" in html.read_text()
         r = runner.invoke(app, ["report", str(new), "--compare", str(base), "--json"])
+        assert r.stderr.count("configured differently") == 1  # stdout is the JSON
         diffs = json.loads(r.stdout)["config_differences"]
         assert diffs == [{"key": "config.concurrency", "base": 3, "new": 8}]
 
@@ -223,3 +227,45 @@ def test_results_written_before_the_cdfs_get_them_from_the_records(tmp_path: Pat
     r = runner.invoke(app, ["report", str(d), "--json"])
     curves = json.loads(r.stdout)["rollups"]["latency_quantiles_ms"]
     assert curves["ttft"] == summary()["rollups"]["latency_quantiles_ms"]["ttft"]
+
+
+class TestOwnPages:
+    def test_its_own_page_is_rewritten_without_force(self, runs: tuple[Path, Path]) -> None:
+        base, new = runs
+        page = base.parent / "report.html"
+        assert runner.invoke(app, ["report", str(base), "--html", str(page)]).exit_code == 0
+        first = page.read_text()
+        r = runner.invoke(app, ["report", str(base), "--html", str(page)])
+        assert r.exit_code == 0, r.output
+        assert page.read_text() == first
+        r = runner.invoke(app, ["report", str(new), "--html", str(page)])  # another run's
+        assert r.exit_code == 2 and "agentx's page of other results" in r.output
+        assert page.read_text() == first
+        assert (
+            runner.invoke(app, ["report", str(new), "--html", str(page), "--force"]).exit_code == 0
+        )
+
+    def test_a_users_file_is_never_replaced_without_force(self, runs: tuple[Path, Path]) -> None:
+        base, _ = runs
+        mine = base.parent / "mine.html"
+        mine.write_text("<!DOCTYPE html><p>my notes</p>")
+        r = runner.invoke(app, ["report", str(base), "--html", str(mine)])
+        assert r.exit_code == 2 and "already exists: pass --force" in r.output
+        assert mine.read_text() == "<!DOCTYPE html><p>my notes</p>"
+
+    def test_the_page_a_run_wrote_in_its_directory(self, tmp_path: Path) -> None:
+        run_dir = tmp_path / "run"
+        write_results(run_dir, typed(), records())  # as replay writes it: report.html inside
+        page = run_dir / "report.html"
+        r = runner.invoke(app, ["report", str(run_dir), "--html", str(page), "--percentiles", "95"])
+        assert r.exit_code == 0, r.output
+        assert "p95" in page.read_text()
+
+
+class TestTerminalCompare:
+    def test_the_comparison_alone(self, runs: tuple[Path, Path]) -> None:
+        base, new = runs
+        r = runner.invoke(app, ["report", str(new), "--compare", str(base)])
+        assert r.exit_code == 0
+        assert r.stdout.startswith("base ") and "verdict: " in r.stdout
+        assert "cache & throughput" not in r.stdout and "| latency " not in r.stdout

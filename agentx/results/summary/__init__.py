@@ -322,7 +322,8 @@ class Windows:
 @dataclass(frozen=True, slots=True)
 class Summary:
     """One run (or a merge of shards). The blocks after ``slo`` are agentx's own: ``windows``,
-    ``errors_by_type``, ``errors`` (by kind, with the first message), ``rollups``, ``server``, ``cost``, ``clock``, ``config`` (the run's
+    ``errors_by_type``, ``errors`` (by kind, with the first message and a hint), ``rollups``,
+    ``server``, ``cost``, ``clock``, ``config`` (the run's
     options, never the API key), ``agentx_version`` (who measured it); a merge adds
     ``merged_from``; the replay engine adds ``gates``, ``tokenizer`` (whose tokens the
     theoretical figures count) and ``bottleneck``; ``warnings`` when there are any."""

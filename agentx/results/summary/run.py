@@ -50,6 +50,9 @@ class GateReport:
         return cls(num(d, "failed_ratio"), num(d, "coverage"), texts(d, "reasons"))
 
 
+SATURATED_CPU_PERCENT = 90.0  # of one core: a client process this busy is saturated
+
+
 @dataclass(frozen=True, slots=True)
 class Bottleneck:
     """Who set the pace, client or server, and the figures that decided it
@@ -81,6 +84,13 @@ class Bottleneck:
             "ttft_p50_first_ms": self.ttft_p50_first_ms,
             "ttft_p50_last_ms": self.ttft_p50_last_ms,
         }
+
+    @property
+    def cpu_saturated(self) -> bool:
+        """The client held the run back and its busiest process used nearly a whole core: the
+        one case a report calls the client CPU-saturated (a client late for another reason,
+        or busy only in bursts, is the bottleneck without being saturated)."""
+        return self.bottleneck == "client" and self.client_cpu_percent_max >= SATURATED_CPU_PERCENT
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Bottleneck:
