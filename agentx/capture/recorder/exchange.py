@@ -135,6 +135,7 @@ class ExchangeBuilder:
                 start_ns,
                 hint=hint,
                 client_key=client_key,
+                agent=flow.agent,
                 explicit_parent=explicit,
                 subagent=bool(hdrs.get("x-claude-code-agent-id")),
             )
