@@ -134,7 +134,7 @@ def run_capture(
         report(warning)
     exit_code = 0
     show_status = config.status if config.status is not None else con.is_terminal
-    agent_config = AgentConfig()
+    agent_config = AgentConfig(report)
     try:
         with _signals({signal.SIGINT: on_int, signal.SIGTERM: on_term}):
             if on_ready is not None:
