@@ -18,7 +18,7 @@ from agentx.apis import Api
 from agentx.apis.assemble import error_text
 from agentx.apis.bodies import conversation
 from agentx.apis.registry import classify, family
-from agentx.capture.agents import detect_agent
+from agentx.capture.agents import detect_agent, parent_session_header
 from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
@@ -138,6 +138,7 @@ class ExchangeBuilder:
                 agent=flow.agent,
                 explicit_parent=explicit,
                 subagent=bool(hdrs.get("x-claude-code-agent-id")),
+                parent_hint=parent_session_header(hdrs),
             )
             if api == Api.OPENAI_RESPONSES:
                 flow.resolved_input = conversation(api, body)

@@ -142,7 +142,11 @@ class Sessions:
         agent: str | None = None,
         explicit_parent: str | None = None,
         subagent: bool = False,
+        parent_hint: str | None = None,
     ) -> Placement:
+        """``hint``: the session id the agent sent; ``parent_hint``: the session it says a new
+        session was spawned from (a subagent's); ``subagent``: the agent said the request is a
+        subagent's."""
         items = conversation(api, body)
         chain = chain_hashes(items)
         sig = digest(
@@ -171,10 +175,19 @@ class Sessions:
             and not utility
             and hint not in self._sessions
             and hint not in self._joined
-        ):
-            spawner = self._calls.spawning(api, agent, items, self._nodes.__contains__)
-            if spawner is not None:  # a subagent under a session id of its own
-                self._joined[hint] = spawner.session_id
+        ):  # a new session id: a subagent's own, spawned by a tool call of another session?
+            known = self._nodes.__contains__
+            if parent_hint and parent_hint != hint:
+                caller = self._joined.get(parent_hint, parent_hint)
+                self._joined[hint] = caller
+                subagent = True
+                spawner = self._calls.spawning(
+                    api, agent, items, known, caller
+                ) or self._calls.in_session(caller, items)
+            else:
+                spawner = self._calls.spawning(api, agent, items, known)
+                if spawner is not None:
+                    self._joined[hint] = spawner.session_id
 
         # a known agent's requests of one API family: an unknown one's, by client alone
         fallback = (client_key, api, agent) if agent else (client_key, "", "")
@@ -216,7 +229,7 @@ class Sessions:
             elif items and is_compaction(sess.texts, items):
                 flags.append(FLAG_COMPACTION)
             elif (spawner := self._calls.in_session(session_id, items)) is not None or subagent:
-                flags.append(FLAG_SUBAGENT)  # subagent: the agent said so (x-claude-code-agent-id)
+                flags.append(FLAG_SUBAGENT)  # or the agent said so (a header)
             if spawner is not None and spawner.request_id in self._nodes:
                 # the spawning turn is the subagent's parent (another thread): it starts then
                 spawner.taken = True

@@ -6,7 +6,8 @@ A subagent's first prompt is an argument of the tool call that spawned it. Claud
 tool call of the session that the first prompt holds (or is part of). opencode's and Kilo's
 ``task`` tool run the subagent under a session id of its own: a new session whose first prompt
 is *exactly* the ``prompt`` (or ``description``) of a recent tool call of the same agent and
-API family, each call linked once.
+API family, each call linked once (Kilo also names the caller's session in a header, and its
+subagent's first message holds the prompt as its first text block).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from agentx.capture.sessions.conversation import first_user_text, text_of
+from agentx.capture.sessions.conversation import first_user_parts, first_user_text, text_of
 from agentx.core.models import JSON
 
 MIN_PROMPT_CHARS = 16  # shorter tool arguments ("ls", a path) say nothing of a subagent
@@ -104,18 +105,27 @@ class ToolCalls:
         return None
 
     def spawning(
-        self, api: str, agent: str | None, items: list[JSON], known: Callable[[str], bool]
+        self,
+        api: str,
+        agent: str | None,
+        items: list[JSON],
+        known: Callable[[str], bool],
+        session_id: str | None = None,
     ) -> ToolCall | None:
-        """The most recent tool call not linked yet, of the same agent and API family and of
-        a request still ``known``, whose ``prompt`` or ``description`` is exactly the first
-        prompt of ``items``."""
-        needle = first_user_text(items).strip()
-        if len(needle) < MIN_PROMPT_CHARS:
+        """The most recent tool call not linked yet, of the same agent and API family, of a
+        request still ``known`` (and of ``session_id``, if given), whose ``prompt`` or
+        ``description`` is exactly the first prompt of ``items``, or its first text block
+        (Kilo appends its environment details as a second one)."""
+        parts = first_user_parts(items)
+        needles = {n for n in ("\n".join(parts).strip(), *parts[:1]) if n.strip()}
+        needles = {n.strip() for n in needles if len(n.strip()) >= MIN_PROMPT_CHARS}
+        if not needles:
             return None
         for call in reversed(self._prompted):
             if (
                 not call.taken
-                and needle in call.prompts
+                and not needles.isdisjoint(call.prompts)
+                and (session_id is None or call.session_id == session_id)
                 and call.api == api
                 and call.agent == agent
                 and known(call.request_id)
