@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from agentx.apis import Api
-from agentx.capture.recorder import Recorder
+from agentx.capture.recorder import Recorder, summary_line
 from agentx.capture.recorder.events import (
     Event,
     FlowError,
@@ -16,7 +16,7 @@ from agentx.capture.recorder.events import (
     ResponseEnd,
     ResponseHeaders,
 )
-from agentx.core.flags import FLAG_NON_MODEL, FLAG_PARTIAL
+from agentx.core.flags import FLAG_NO_RESPONSE, FLAG_NON_MODEL, FLAG_PARTIAL
 from agentx.core.models import Exchange
 from agentx.store import TraceWriter, read_trace
 
@@ -96,6 +96,29 @@ def test_a_broken_stream_is_a_partial_row_and_other_traffic_is_flagged(tmp_path:
     assert FLAG_PARTIAL in broken.flags and broken.error == "connection reset"
     other = by_path["/v1/models"]
     assert other.api == Api.OTHER and FLAG_NON_MODEL in other.flags
+
+
+def test_partial_counts_model_calls_only(tmp_path: Path) -> None:
+    """Telemetry the agent abandons (a non-model row with no response) is no partial model call."""
+    path = tmp_path / "t.parquet"
+    rec = Recorder(TraceWriter(path), resolve_processes=False)
+    for ev in (
+        _request("f1", 0),
+        _request("f2", 1 * MS, path="/batch/"),
+        ResponseHeaders("f1", 5 * MS, 200, "text/event-stream", None),
+        ResponseData("f1", 7 * MS, _chunk({"choices": [{"index": 0, "delta": {"content": "x"}}]})),
+        FlowError("f1", 8 * MS, "connection reset"),
+        FlowError("f2", 9 * MS, "connection reset"),
+    ):
+        rec.process(ev)
+    stats = rec.close()
+    rows = {ex.path: ex for ex in read_trace(path)}
+    assert (
+        FLAG_NO_RESPONSE in rows["/batch/"].flags
+        and FLAG_PARTIAL in rows["/v1/chat/completions"].flags
+    )
+    assert (stats.requests, stats.other, stats.partial) == (1, 1, 1)
+    assert "1 partial" in summary_line(stats)
 
 
 def test_other_traffic_dropped_by_option_leaves_no_row_and_no_state(tmp_path: Path) -> None:
