@@ -120,7 +120,8 @@ class Sessions:
         # (client, API family, agent) -> (session, last start) of requests without a session id
         # (the family and agent are "" when the agent is not known)
         self._fallback: dict[tuple[str, str, str], tuple[str, int]] = {}
-        self._client: dict[str, str] = {}  # client -> its latest session (for non-model rows)
+        # client -> the session of its latest request without a session id (for its non-model rows)
+        self._client: dict[str, str] = {}
         self._joined: dict[str, str] = {}  # a subagent's own session id -> its caller's session
         self._recent: deque[_Recent] = deque(maxlen=RECENT_BODIES)
         self._calls = ToolCalls()
@@ -200,7 +201,7 @@ class Sessions:
         sess = self._sessions.setdefault(session_id, _Session())
         if not hint:
             self._fallback[fallback] = (session_id, start_ns)
-        self._client[client_key] = session_id
+            self._client[client_key] = session_id
         sess.last_ns = start_ns
         sess.tools_seen = sess.tools_seen or tools
 
@@ -328,7 +329,7 @@ class Sessions:
         return sess is not None and sess.tools_seen
 
     def current_session(self, client_key: str) -> str | None:
-        """The session a client's latest model call went to (for its non-model rows)."""
+        """The session a client without a session id is in now (for its non-model rows)."""
         return self._client.get(client_key)
 
     def _fallback_session(self, key: tuple[str, str, str], start_ns: int) -> str:
