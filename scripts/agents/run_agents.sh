@@ -53,6 +53,7 @@ SIM_PID=
 cleanup() {
   [ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null || true
   [ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null || true
+  rm -rf "$WORK"  # the agents' working directories and HOMEs
 }
 trap cleanup EXIT
 
