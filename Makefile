@@ -48,7 +48,7 @@ vllm-stop:
 chromium:
 	bash scripts/install_chromium.sh
 
-# real coding agents (Claude Code, Codex from npm) captured through agentx; see docs/agents.md
+# real coding agents (nine, from npm and PyPI) captured through agentx; see docs/agents.md
 agents: setup
 	bash scripts/agents/run_agents.sh
 

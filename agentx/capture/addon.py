@@ -34,6 +34,19 @@ from agentx.store import TraceWriter
 log = logging.getLogger("agentx.capture")
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def target_host(scheme: str, host: str, port: int) -> str | None:
+    """Where the proxy sends a request: ``host``, or ``host:port`` when the port is not the
+    scheme's default (``[v6]:port`` for an IPv6 address)."""
+    if not host:
+        return None
+    if port == _DEFAULT_PORTS.get(scheme):
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _safe[F: Callable[..., None]](fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -152,6 +165,7 @@ class CaptureAddon:
                 raw_body=req.raw_content or b"",
                 peer=(str(peer[0]), int(peer[1])) if peer else None,
                 conn_id=flow.client_conn.id,
+                host=target_host(req.scheme, req.host, req.port),
             )
         )
 
@@ -206,6 +220,7 @@ class CaptureAddon:
                 headers=flow.request.headers.fields,
                 peer=(str(peer[0]), int(peer[1])) if peer else None,
                 conn_id=flow.client_conn.id,
+                host=target_host(flow.request.scheme, flow.request.host, flow.request.port),
             )
         )
         if not self._standalone:  # mitmproxy keeps every message; the recorder has them

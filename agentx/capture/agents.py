@@ -4,14 +4,19 @@ One table, :data:`AGENTS`, checked against the recorded headers of every agent i
 ``tests/capture/fixtures/agents/`` (one fixture per agent and version, captured by
 ``scripts/agents/run_agents.sh``). An agent is recognised, in order, by
 
-1. a substring of its ``User-Agent`` (``claude-cli/``, ``GeminiCLI-tui/``, ``QwenCode/``...);
-2. a header value (``originator: codex_exec``, ``x-app: cli``);
-3. the command line of the process that owns the connection (``/proc``, Linux, loopback
-   only): the only sign of agents that send nothing of their own (aider sends the OpenAI
-   Python SDK's User-Agent, pi's OpenAI-compatible providers the OpenAI JS SDK's).
+1. the command line of the process that owns the connection (``/proc``, Linux, loopback
+   only), when it names an agent: the only sign of agents that send nothing of their own
+   (aider sends the OpenAI Python SDK's User-Agent, pi's OpenAI-compatible providers the
+   OpenAI JS SDK's, cline the AI SDK's), and the truer one where an agent's requests carry
+   another's User-Agent (Kilo, a fork of opencode, sends some of its own as ``opencode/``);
+2. a substring of its ``User-Agent`` (``claude-cli/``, ``GeminiCLI-tui/``, ``Kilo-Code/``...);
+3. a header value (``originator: codex_exec``, ``x-app: cli``).
 
-Session ids come from :data:`SESSION_HEADERS` (the first one present wins); the ids some agents
-put in the body (Anthropic ``metadata.user_id``, Responses ``prompt_cache_key``) are read by
+Session ids come from :data:`SESSION_HEADERS` (the first one present wins), without the prefix
+of :data:`SESSION_PREFIXES` an agent puts before its session id on side calls (Kilo's title
+call: ``title-ses_...``); the session a subagent's own session id was spawned from, from
+:data:`PARENT_SESSION_HEADERS`. The ids some agents put in the body (Anthropic
+``metadata.user_id``, Responses ``prompt_cache_key``) are read by
 :func:`agentx.capture.sessions.ids.session_hint`.
 """
 
@@ -30,6 +35,8 @@ class Agent:
     programs: tuple[str, ...] = ()  # basenames of the executable or script in the command line
     packages: tuple[str, ...] = ()  # substrings of the script's path (its npm package)
     session_headers: tuple[str, ...] = ()  # headers that carry its session id
+    session_prefixes: tuple[str, ...] = ()  # put before the session id on its side calls
+    parent_session_headers: tuple[str, ...] = ()  # a subagent's: the session that spawned it
 
 
 AGENTS: tuple[Agent, ...] = (
@@ -53,6 +60,15 @@ AGENTS: tuple[Agent, ...] = (
         programs=("gemini",),
     ),
     Agent("qwen-code", user_agents=("qwencode",), programs=("qwen",)),
+    Agent(  # before opencode: Kilo's CLI is a fork of it
+        "kilo",
+        user_agents=("kilo-code/",),
+        programs=("kilo", "kilocode"),
+        packages=("/@kilocode/",),
+        session_headers=("x-session-id", "x-session-affinity"),
+        session_prefixes=("title-",),
+        parent_session_headers=("x-parent-session-id",),
+    ),
     Agent(
         "opencode",
         user_agents=("opencode/", "opencode"),
@@ -67,6 +83,8 @@ AGENTS: tuple[Agent, ...] = (
         packages=("/pi-coding-agent/",),
     ),
     Agent("aider", user_agents=("aider",), programs=("aider",)),
+    # cline's User-Agent is the AI SDK's (``ai-sdk/openai-compatible/...``): its process says
+    Agent("cline", programs=("cline",), packages=("/@cline/",)),
     Agent("cursor", user_agents=("cursor",)),
 )
 AGENT_NAMES = tuple(a.name for a in AGENTS)
@@ -74,6 +92,12 @@ AGENT_NAMES = tuple(a.name for a in AGENTS)
 # Every session header of the table, in the table's order (the first one present wins).
 SESSION_HEADERS: tuple[str, ...] = tuple(
     dict.fromkeys(h for a in AGENTS for h in a.session_headers)
+)
+SESSION_PREFIXES: tuple[str, ...] = tuple(
+    dict.fromkeys(p for a in AGENTS for p in a.session_prefixes)
+)
+PARENT_SESSION_HEADERS: tuple[str, ...] = tuple(
+    dict.fromkeys(h for a in AGENTS for h in a.parent_session_headers)
 )
 
 
@@ -94,6 +118,13 @@ def _programs(cmdline: str) -> tuple[list[str], list[str]]:
 def detect_agent(headers: Mapping[str, str], cmdline: str | None = None) -> str | None:
     """The agent that sent a request, from its headers (lower-case names) and the command line
     of the process that owns the connection (when known)."""
+    if cmdline:
+        paths, names = _programs(cmdline)
+        for agent in AGENTS:
+            if any(p in names for p in agent.programs) or any(
+                s in path for s in agent.packages for path in paths
+            ):
+                return agent.name
     ua = headers.get("user-agent", "").lower()
     for agent in AGENTS:
         if any(s in ua for s in agent.user_agents):
@@ -102,19 +133,25 @@ def detect_agent(headers: Mapping[str, str], cmdline: str | None = None) -> str 
         for name, value in agent.headers:
             if value in headers.get(name, "").lower():
                 return agent.name
-    if cmdline:
-        paths, names = _programs(cmdline)
-        for agent in AGENTS:
-            if any(p in names for p in agent.programs) or any(
-                s in path for s in agent.packages for path in paths
-            ):
-                return agent.name
     return None
 
 
 def session_header(headers: Mapping[str, str]) -> str | None:
-    """The session id an agent sent in a header (lower-case names), at most 200 characters."""
+    """The session id an agent sent in a header (lower-case names), at most 200 characters,
+    without a side call's prefix."""
     for name in SESSION_HEADERS:
+        if v := headers.get(name, "").strip():
+            for prefix in SESSION_PREFIXES:
+                if v.startswith(prefix) and len(v) > len(prefix):
+                    v = v[len(prefix) :]
+                    break
+            return v[:200]
+    return None
+
+
+def parent_session_header(headers: Mapping[str, str]) -> str | None:
+    """The session that spawned a subagent's own session, as the agent sent it."""
+    for name in PARENT_SESSION_HEADERS:
         if v := headers.get(name, "").strip():
             return v[:200]
     return None

@@ -109,6 +109,14 @@ def capture(
             help="do not verify the upstream's TLS certificate",
         ),
     ] = False,
+    end_leftovers: Annotated[
+        bool,
+        typer.Option(
+            "--end-leftovers",
+            rich_help_panel=Panel.RECORDING,
+            help="end the processes the agent left running when it exited (else: named)",
+        ),
+    ] = False,
     print_addon_path: Annotated[
         bool,
         typer.Option(
@@ -146,6 +154,7 @@ def capture(
                 upstream_insecure=upstream_insecure,
                 status=status,
                 force=force,
+                end_leftovers=end_leftovers,
             ),
             console=err,
         )

@@ -82,6 +82,9 @@ class Exchange:
     parent_request_id: str | None = None
     method: str = "POST"
     path: str = ""
+    # where the request went: ``host`` or ``host:port`` (a port other than the scheme's), as
+    # the proxy connected; None where not recorded (traces before v1.2, imports)
+    host: str | None = None
     status: int | None = None
     model: str | None = None
     response: Response = field(default_factory=Response)

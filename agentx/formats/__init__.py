@@ -1,7 +1,7 @@
 """Trace formats: detect what a path holds and load it as exchanges.
 
-- ``agentx``: a Parquet trace of format v1/v1.1, or a dataset directory of them (read through
-  :mod:`agentx.store`, recovered from its spool if its writer died),
+- ``agentx``: a Parquet trace of format v1, v1.1 or v1.2, or a dataset directory of them (read
+  through :mod:`agentx.store`, recovered from its spool if its writer died),
 - ``weka``: a Weka JSON trace file, or a directory of them (:mod:`agentx.formats.weka`),
 - ``mooncake``: a Mooncake JSONL file (:mod:`agentx.formats.mooncake`),
 - ``hf``: Weka traces one per row: a ``.jsonl`` file, a Parquet file of rows, a Hugging Face

@@ -72,9 +72,11 @@ class StatsTotals:
 @dataclass(frozen=True, slots=True)
 class Stats:
     """The contract's keys, then agentx's: whose tokens counted (``tokenizer``), where input
-    counts came from (``tokens_source``: ``usage``, ``tiktoken`` or ``mixed``), the totals, the
-    figures per block size, the rows that are not model calls; ``trace`` and ``format`` when
-    read from a file."""
+    counts came from (``tokens_source``: ``usage``, ``tiktoken`` or ``mixed``; a row capture
+    flagged ``usage_estimated`` was counted by agentx's tokenizer, so it is ``tiktoken``) and
+    how many rows capture counted so (``usage_estimated_rows``; ``None`` in a file written
+    before it was counted), the totals, the figures per block size, the rows that are not model
+    calls; ``trace`` and ``format`` when read from a file."""
 
     sessions: int
     threads: int
@@ -87,6 +89,7 @@ class Stats:
     block_size: int
     tokenizer: str
     tokens_source: str | None
+    usage_estimated_rows: int | None
     totals: StatsTotals
     block_sizes: Mapping[int, BlockSizeFigures]  # by increasing block size
     non_model_rows: int
@@ -107,6 +110,7 @@ class Stats:
             "block_size": self.block_size,
             "tokenizer": self.tokenizer,
             "tokens_source": self.tokens_source,
+            "usage_estimated_rows": self.usage_estimated_rows,
             "totals": self.totals.to_json(),
             "block_sizes": {str(bs): f.to_json() for bs, f in self.block_sizes.items()},
             "non_model_rows": self.non_model_rows,
@@ -141,6 +145,7 @@ class Stats:
             block_size=count("block_size"),
             tokenizer=need(text(d, "tokenizer"), "tokenizer"),
             tokens_source=text(d, "tokens_source"),
+            usage_estimated_rows=integer(d, "usage_estimated_rows"),
             totals=StatsTotals.from_json(sub(d, "totals")),
             block_sizes=sizes,
             non_model_rows=count("non_model_rows"),

@@ -7,7 +7,6 @@ cross-exchange state duplicates and retries need) is :mod:`agentx.scrub.pipeline
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,10 +15,8 @@ from typing import TypeVar
 import orjson
 
 from agentx.apis import MODEL_APIS
-from agentx.apis.bodies import conversation, system_key
 from agentx.core.flags import FLAG_NON_MODEL, FLAG_SIDE_CALL, INCOMPLETE_FLAGS, UNPARSEABLE_FLAGS
 from agentx.core.models import JSON, Exchange
-from agentx.prefixcache.tokens import render_content
 
 DROP, REPAIR, FLAG, REDACT = "dropped", "repaired", "flagged", "redacted"
 
@@ -88,34 +85,9 @@ def is_non_model(ex: Exchange) -> bool:
     return ex.api not in MODEL_APIS or FLAG_NON_MODEL in ex.flags
 
 
-_TITLE = re.compile(
-    r"\b(?:title generator|(?:write|generate|create|extract|suggest)\b[^.\n]{0,60}\btitle\b"
-    r"|isNewTopic|new conversation topic|conversation title)",
-    re.IGNORECASE,
-)
-_MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-
-
 def is_side_call(ex: Exchange) -> bool:
-    """Flagged by capture, a ``max_tokens: 1`` probe, or a tool-less title/topic request."""
-    if FLAG_SIDE_CALL in ex.flags:
-        return True
-    body = ex.request
-    if not isinstance(body, dict) or ex.hash_ids is not None:
-        return False
-    if any(body.get(k) == 1 for k in _MAX_TOKENS_KEYS):
-        return True
-    if body.get("tools"):
-        return False
-    system = body.get(system_key(ex.api))
-    texts = [render_content(system)[:4000]] if system else []
-    conv = conversation(ex.api, body)
-    if len(conv) > 4:
-        return False
-    for msg in conv[:1] + conv[-1:]:
-        if isinstance(msg, dict):
-            texts.append(render_content(msg.get("content"))[:2000])
-    return any(_TITLE.search(t) for t in texts)
+    """Flagged ``side_call``: capture's one rule (agentx.capture.sessions.side_calls) decided."""
+    return FLAG_SIDE_CALL in ex.flags
 
 
 def dumps(value: JSON) -> bytes:

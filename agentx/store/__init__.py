@@ -1,5 +1,5 @@
-"""The trace store: Parquet trace format v1.1 (reads v1 too), a file or a dataset directory of
-files. The only part of agentx that imports pyarrow."""
+"""The trace store: Parquet trace format v1.2 (reads v1 and v1.1 too), a file or a dataset
+directory of files. The only part of agentx that imports pyarrow."""
 
 from agentx.store.dataset import is_dataset, trace_files
 from agentx.store.reader import (

@@ -30,9 +30,6 @@ from agentx.store.codec import DeltaDecoder, Row
 from agentx.store.dataset import trace_files
 from agentx.store.schema import (
     COLUMNS,
-    COLUMNS_V1,
-    FORMAT,
-    FORMAT_V1,
     META_CREATED_AT,
     META_FORMAT,
     META_TRACE_ID,
@@ -40,6 +37,7 @@ from agentx.store.schema import (
     META_VERSION,
     META_WRITER,
     READABLE_FORMATS,
+    REQUIRED_COLUMNS,
 )
 from agentx.store.spool import REPEATED_COLUMNS, spool_header, spool_path, try_lock
 from agentx.store.writer import Compacted, compact
@@ -149,9 +147,9 @@ def _open_file(p: Path) -> _FileInfo:
     if fmt not in READABLE_FORMATS:
         raise TraceError(
             f"{p}: trace format {fmt!r} is not supported (this agentx reads "
-            f"{FORMAT_V1} and {FORMAT})"
+            f"{', '.join(READABLE_FORMATS[:-1])} and {READABLE_FORMATS[-1]})"
         )
-    required = COLUMNS_V1 if fmt == FORMAT_V1 else COLUMNS
+    required = REQUIRED_COLUMNS[fmt]
     names = set(pf.schema_arrow.names)
     missing = [c for c in required if c not in names]
     if missing:

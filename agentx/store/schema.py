@@ -1,9 +1,10 @@
-"""The Parquet schema of trace format v1.1 (see docs/trace-format.md).
+"""The Parquet schema of trace format v1.2 (see docs/trace-format.md).
 
 v1.1 adds four columns to v1: the delta-encoded block ids of hash-only rows
 (``hash_ids_base_id``, ``hash_ids_base_len``, ``hash_ids_delta``) and ``import_fields`` (what an
-importer keeps of its source record so an export gives it back exactly). Readers accept both
-versions; a v1 file reads as if the new columns were all null.
+importer keeps of its source record so an export gives it back exactly). v1.2 adds ``host``
+(where capture sent the request). Readers accept every version; an older file reads as if the
+columns it lacks were all null.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 FORMAT_V1 = "agentx.trace/1"
-FORMAT = "agentx.trace/1.1"  # what the writer writes
-READABLE_FORMATS = (FORMAT_V1, FORMAT)
+FORMAT_V1_1 = "agentx.trace/1.1"
+FORMAT = "agentx.trace/1.2"  # what the writer writes
+READABLE_FORMATS = (FORMAT_V1, FORMAT_V1_1, FORMAT)
 META_FORMAT = b"agentx.format"
 META_TRACE_ID = b"agentx.trace_id"
 META_CREATED_AT = b"agentx.created_at"
@@ -78,9 +80,13 @@ ADDED_V1_1 = pa.schema(
         ("import_fields", _str),
     ]
 )
-SCHEMA = pa.schema([*SCHEMA_V1, *ADDED_V1_1])
+ADDED_V1_2 = pa.schema([("host", _str)])
+SCHEMA = pa.schema([*SCHEMA_V1, *ADDED_V1_1, *ADDED_V1_2])
 COLUMNS = tuple(SCHEMA.names)
 COLUMNS_V1 = tuple(SCHEMA_V1.names)
+COLUMNS_V1_1 = (*COLUMNS_V1, *ADDED_V1_1.names)
+# the columns a file of each readable format must have
+REQUIRED_COLUMNS = {FORMAT_V1: COLUMNS_V1, FORMAT_V1_1: COLUMNS_V1_1, FORMAT: COLUMNS}
 
 # Column groups, for readers that project (see agentx.store.reader).
 HASH_COLUMNS = ("hash_ids", "hash_ids_base_id", "hash_ids_base_len", "hash_ids_delta")

@@ -3,7 +3,9 @@ hit rate an unbounded cache would reach on it.
 
 Only model calls count: rows whose ``api`` is one of :data:`agentx.apis.MODEL_APIS` and that
 are not flagged :data:`agentx.core.flags.FLAG_NON_MODEL`. Input tokens are the server's ``usage.prompt_tokens``
-where it reported them, else agentx's tiktoken count of the rendered request.
+where it reported them, else agentx's tiktoken count of the rendered request (a row capture
+flagged ``usage_estimated`` carries such a count: it counts as ``tiktoken``, and the rows are
+counted in ``usage_estimated_rows``).
 
 The theoretical hit rate replays every request, in trace order, against an unbounded block cache
 (:class:`agentx.prefixcache.theory.HitRateMeter`, vLLM's rules). Text rows are hashed from their
@@ -20,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from agentx.core.flags import FLAG_USAGE_ESTIMATED
 from agentx.core.models import Exchange
 from agentx.core.percentiles import STATS, percentiles
 from agentx.core.progress import Progress
@@ -63,6 +66,7 @@ def summarize(
     think: list[float] = []
     cached: list[int] = []
     sources: Counter[str] = Counter()
+    estimated = 0  # rows capture flagged usage_estimated
     for ex in exchanges:
         if not is_model_call(ex):
             skipped += 1
@@ -74,7 +78,9 @@ def summarize(
         rendered = counted if ex.hash_ids is None else None
         if ex.usage.prompt_tokens is not None:
             input_tokens.append(ex.usage.prompt_tokens)
-            sources["usage"] += 1
+            # capture counted it with agentx's tokenizer: the provider reported no usage
+            sources["tiktoken" if FLAG_USAGE_ESTIMATED in ex.flags else "usage"] += 1
+            estimated += FLAG_USAGE_ESTIMATED in ex.flags
         elif rendered is not None:
             input_tokens.append(rendered)
             sources["tiktoken"] += 1
@@ -104,6 +110,7 @@ def summarize(
         block_size=hits.main_block_size,
         tokenizer=tokenizer_name(tokenizer),
         tokens_source=source if sources else None,
+        usage_estimated_rows=estimated,
         totals=StatsTotals(
             input_tokens=sum(input_tokens),
             output_tokens=sum(output_tokens) if output_tokens else None,
@@ -191,6 +198,8 @@ def render_table(result: Stats) -> Any:
     for col in STATS:
         dist.add_column(col, justify="right")
     source = result.tokens_source
+    if source and result.usage_estimated_rows:
+        source += f", {result.usage_estimated_rows:,} counted at capture: no usage reported"
     rows = [
         ("input tokens" + (f" ({source})" if source else ""), result.input_tokens, ""),
         ("output tokens", result.output_tokens, ""),

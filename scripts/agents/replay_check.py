@@ -12,7 +12,8 @@ Runs ``agentx scrub`` then ``agentx replay --time-scale 0 --no-salt`` against th
   (``agentx.apis.translate.to_chat``) and counted (``agentx.prefixcache.tokens``) vs the prompt tokens the
   server reported.
 
-Prints one line per figure and exits 1 on a mismatch.
+Prints one line per figure and exits 1 on a mismatch; with ``--out``, also writes the figures
+to ``DIR/check.json`` (what scripts/agents/table.py puts in docs/agents.md's table).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def main() -> int:
     ap.add_argument("--endpoint", required=True)
     ap.add_argument("--api", default="chat")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--version", default=None, help="the agent's version, for check.json")
     args = ap.parse_args()
     agentx = str(Path(sys.executable).with_name("agentx"))
     out = args.out or Path(tempfile.mkdtemp(prefix="replay-check-"))
@@ -92,6 +94,9 @@ def main() -> int:
         print(
             f"{args.trace.name}: {name}: trace {want}, replay {got} {'ok' if same else 'MISMATCH'}"
         )
+    figures = {"version": args.version, "ok": ok}
+    figures.update({name: {"trace": want, "replay": got} for name, want, got in rows})
+    (out / "check.json").write_text(json.dumps(figures, indent=1) + "\n")
     return 0 if ok else 1
 
 

@@ -2,11 +2,12 @@
 # Real coding agents through `agentx capture` against a scripted upstream (`make agents`; not
 # part of `make test`: it downloads the agents).
 #   [ONLY="gemini-cli aider"] bash scripts/agents/run_agents.sh [--fixtures] [OUT_DIR]
-# Installs the agents into .cache/agents (npm packages, and aider from PyPI in its own Python
-# 3.12 venv), once; runs each through `agentx capture` with dummy keys against
+# Installs the pinned agents into .cache/agents (npm packages, and aider from PyPI in its own
+# Python 3.12 venv), again only when the pins change; runs each through `agentx capture` with dummy keys against
 # scripts/agents/scripted_upstream.py (two shell-tool turns, then a final text; aider gets a
 # failing then a working SEARCH/REPLACE edit); prints each trace; replays it against serve-sim
-# and checks that the same requests and tokens went out (scripts/agents/replay_check.py).
+# and checks that the same requests and tokens went out (scripts/agents/replay_check.py); ends
+# with docs/agents.md's table of the runs (scripts/agents/table.py).
 # With --fixtures, rewrites tests/capture/fixtures/agents/<agent>.json from the runs.
 # Nothing leaves 127.0.0.1, and no real config is read or written: each agent gets a HOME in
 # the work directory.
@@ -19,23 +20,27 @@ PY=$ROOT/.venv/bin/python
 AGENTX=$ROOT/.venv/bin/agentx
 OUT=${1:-$ROOT/.cache/agents/traces}
 CACHE=$ROOT/.cache/agents
-NPM_PACKAGES=(@anthropic-ai/claude-code @openai/codex @google/gemini-cli opencode-ai
-  @mariozechner/pi-coding-agent @qwen-code/qwen-code)
+# The versions docs/agents.md was checked with (npm and PyPI only: Crush's npm package
+# downloads its binary from GitHub at install time, amp cannot be pointed at a model upstream,
+# Goose and Cursor's CLI are on neither registry). Kilo 7.8.1's postinstall is broken upstream.
+NPM_PACKAGES=(@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0
+  opencode-ai@1.18.33 @mariozechner/pi-coding-agent@0.73.1 @qwen-code/qwen-code@0.15.10
+  cline@3.0.65 @kilocode/cli@7.7.7)
+AIDER_PACKAGE=aider-chat==0.86.2
 mkdir -p "$OUT" "$CACHE"
 BIN=$CACHE/node_modules/.bin
-for bin in claude codex gemini opencode pi qwen; do
-  if [ ! -e "$BIN/$bin" ]; then
-    npm install --no-audit --no-fund --prefix "$CACHE" "${NPM_PACKAGES[@]}"
-    break
-  fi
-done
-if [ ! -x "$CACHE/aider-venv/bin/aider" ]; then
+if [ "$(cat "$CACHE/npm.pins" 2>/dev/null)" != "${NPM_PACKAGES[*]}" ]; then
+  npm install --no-audit --no-fund --prefix "$CACHE" "${NPM_PACKAGES[@]}"
+  echo "${NPM_PACKAGES[*]}" > "$CACHE/npm.pins"
+fi
+if [ "$(cat "$CACHE/aider.pin" 2>/dev/null)" != "$AIDER_PACKAGE" ]; then
   PY312=$(bash scripts/find_python.sh)  # aider-chat 0.86 supports Python 3.10-3.12
   for v in python3.12 "$HOME/.pyenv/versions/3.12"*/bin/python3; do
     if command -v "$v" >/dev/null 2>&1; then PY312=$v; break; fi
   done
-  "$PY312" -m venv "$CACHE/aider-venv"
-  "$CACHE/aider-venv/bin/pip" install -q aider-chat
+  [ -x "$CACHE/aider-venv/bin/pip" ] || "$PY312" -m venv "$CACHE/aider-venv"
+  "$CACHE/aider-venv/bin/pip" install -q "$AIDER_PACKAGE"
+  echo "$AIDER_PACKAGE" > "$CACHE/aider.pin"
 fi
 version() { node -p "require('$CACHE/node_modules/$1/package.json').version"; }
 # claude-code's postinstall only copies the native binary out of its platform package
@@ -43,15 +48,12 @@ CLAUDE=$(ls -d "$CACHE"/node_modules/@anthropic-ai/claude-code-linux-*/ 2>/dev/n
 AIDER=$CACHE/aider-venv/bin/aider
 
 WORK=$(mktemp -d)
-# gemini-cli only reads settings under a directory no one else may write: not /tmp
-RUN=$CACHE/run
-mkdir -p -m 700 "$RUN"
-export XDG_RUNTIME_DIR=$RUN
 UP_PID=
 SIM_PID=
 cleanup() {
   [ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null || true
   [ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null || true
+  rm -rf "$WORK"  # the agents' working directories and HOMEs
 }
 trap cleanup EXIT
 
@@ -78,8 +80,9 @@ run() {
     || echo "!! $name exited with $?"
   stop_upstream
   "$PY" scripts/agents/show_trace.py "$OUT/$name.parquet" || true
+  rm -rf "$OUT/check-$name"
   "$PY" scripts/agents/replay_check.py "$OUT/$name.parquet" --endpoint "$SIM" \
-    --out "$OUT/check-$name" || echo "!! $name: replay check failed"
+    --out "$OUT/check-$name" --version "$ver" || echo "!! $name: replay check failed"
   if [ "$FIXTURES" = 1 ]; then
     "$PY" scripts/agents/make_fixtures.py --dump "$OUT/$name.dump.jsonl" \
       --trace "$OUT/$name.parquet" --agent "$name" --version "$ver" \
@@ -132,7 +135,34 @@ opencode() {  # a custom provider whose baseURL reads the variable agentx sets
 JSON
   OPENCODE_CONFIG=$HOME/opencode.json OPENAI_API_KEY=sk-DUMMYkeyDUMMYkey \
     "$AGENTX" capture --no-status --upstream "$UP" -o "$1" -- \
-    "$BIN/opencode" run "Create notes.txt and show it"
+    "$BIN/opencode" run "${PROMPT:-Create notes.txt and show it}"
+}
+opencode_task() {  # the model delegates to a subagent (opencode's task tool)
+  PROMPT="SUBAGENT: count the files here" opencode "$1"
+}
+kilo() {  # Kilo Code's CLI is opencode's: the same provider, in a file named by KILO_CONFIG
+  cat > "$HOME/kilo.json" <<'JSON'
+{"provider": {"agentx": {"npm": "@ai-sdk/openai-compatible", "name": "agentx",
+   "options": {"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"},
+   "models": {"scripted-1": {"name": "scripted-1"}}}},
+ "model": "agentx/scripted-1", "autoupdate": false, "share": "disabled"}
+JSON
+  KILO_CONFIG=$HOME/kilo.json OPENAI_API_KEY=sk-DUMMYkeyDUMMYkey \
+    "$AGENTX" capture --no-status --upstream "$UP" -o "$1" -- \
+    "$BIN/kilo" run "${PROMPT:-Create notes.txt and show it}"
+}
+kilo_task() {  # the model delegates to a subagent (Kilo's task tool)
+  PROMPT="SUBAGENT: count the files here" kilo "$1"
+}
+cline() {  # ignores OPENAI_BASE_URL: a provider set with `cline auth`, on a fixed agentx port;
+  # it leaves its hub daemon running: --end-leftovers ends it with the capture
+  "$BIN/cline" auth -p openai-compatible -k sk-DUMMYkeyDUMMYkey -m scripted-1 \
+    -b http://127.0.0.1:18782/v1 > /dev/null
+  "$AGENTX" capture --no-status --upstream "$UP" --port 18782 --end-leftovers -o "$1" -- \
+    "$BIN/cline" "${PROMPT:-Create notes.txt and show it}"
+}
+cline_task() {  # the model delegates to a subagent (cline's spawn_agent)
+  PROMPT="SUBAGENT: count the files here" cline "$1"
 }
 pi() {  # pi's providers ignore base-URL variables: a models.json provider on a fixed port
   mkdir -p "$HOME/.pi/agent"
@@ -165,7 +195,14 @@ run codex-ws "$(version @openai/codex)" codex_ws
 run gemini-cli "$(version @google/gemini-cli)" gemini_cli
 run qwen-code "$(version @qwen-code/qwen-code)" qwen_code
 run opencode "$(version opencode-ai)" opencode
+run opencode-task "$(version opencode-ai)" opencode_task
+run kilo "$(version @kilocode/cli)" kilo
+run kilo-task "$(version @kilocode/cli)" kilo_task
+run cline "$(version cline)" cline
+run cline-task "$(version cline)" cline_task
 run pi "$(version @mariozechner/pi-coding-agent)" pi
 run aider "$("$AIDER" --version | cut -d' ' -f2)" aider
 echo
-echo "traces and checks: $OUT (upstream log: $OUT/upstream.log)"
+"$PY" scripts/agents/table.py "$OUT" | tee "$OUT/table.md"
+echo
+echo "traces and checks: $OUT (upstream log: $OUT/upstream.log; docs/agents.md's table: $OUT/table.md)"

@@ -34,19 +34,25 @@ SUBAGENT_PROMPT = "Count the files in the current directory and report the numbe
 
 class AgentUpstream(Upstream):
     """Two shell-tool turns, then text. A prompt containing SUBAGENT first delegates to a
-    subagent through Claude Code's ``Agent`` (formerly ``Task``) tool."""
+    subagent: Claude Code's ``Agent`` (formerly ``Task``) tool, opencode's and Kilo's ``task``,
+    cline's ``spawn_agent``."""
 
     def choose_tool(
         self, api: str, names: list[str], turn: int, prompt: str = ""
     ) -> tuple[str, dict[str, Any]]:
         if "SUBAGENT" in prompt and turn == 0:
-            for name in ("Agent", "Task"):
+            for name, args in (
+                ("Agent", {"subagent_type": "general-purpose"}),
+                ("Task", {"subagent_type": "general-purpose"}),
+                ("task", {"subagent_type": "general"}),
+            ):
                 if name in names:
-                    return name, {
-                        "description": "Count files",
-                        "prompt": SUBAGENT_PROMPT,
-                        "subagent_type": "general-purpose",
-                    }
+                    return name, {"description": "Count files", "prompt": SUBAGENT_PROMPT, **args}
+            if "spawn_agent" in names:
+                return "spawn_agent", {
+                    "systemPrompt": "You count files.",
+                    "task": SUBAGENT_PROMPT,
+                }
         cmd = COMMANDS[min(turn, len(COMMANDS) - 1)]
         if "exec" in names and "exec_command" not in names:  # Codex "code mode": JavaScript
             js = f"const r = await tools.exec_command({{cmd: {json.dumps(cmd)}}});\ntext(r);"
@@ -57,6 +63,7 @@ class AgentUpstream(Upstream):
             ("shell_command", {"command": cmd}),
             ("exec_command", {"cmd": cmd}),
             ("shell", {"command": ["bash", "-lc", cmd]}),
+            ("run_commands", {"commands": [cmd]}),  # cline
             ("bash", {"command": cmd, "description": "scripted step"}),
         ):
             if name in names:

@@ -26,8 +26,18 @@ PATHS = sorted(FIXTURES.glob("*.json"))
 PROCESSES = {
     "pi": "node /home/u/.npm-global/bin/pi -p x",
     "aider": "/home/u/.venv/bin/python3 /home/u/.venv/bin/aider --model openai/x",
+    # cline's requests come from its hub daemon (the AI SDK's User-Agent)
+    "cline": "/u/node_modules/@cline/cli-linux-x64/bin/cline --cline-hub-daemon --port 25463",
 }
-SESSION_IDS = {"claude-code", "codex", "codex-ws", "opencode"}  # agents that send one
+# agents that send one (a run whose model delegates to a task subagent: two, the subagent's own)
+SESSION_IDS = {"claude-code", "codex", "opencode", "kilo"}
+VARIANTS = ("-ws", "-task")  # the same agent over WebSocket, or delegating to a subagent
+
+
+def agent_of(fixture: str) -> str:
+    for suffix in VARIANTS:
+        fixture = fixture.removesuffix(suffix)
+    return fixture
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -40,15 +50,27 @@ def lower(headers: list[list[str]]) -> dict[str, str]:
 
 def test_every_agent_has_a_fixture() -> None:
     names = {load(p)["agent"] for p in PATHS}
-    wanted = {"claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "pi", "aider"}
+    wanted = {
+        "claude-code",
+        "codex",
+        "gemini-cli",
+        "qwen-code",
+        "opencode",
+        "opencode-task",
+        "kilo",
+        "kilo-task",
+        "cline",
+        "pi",
+        "aider",
+    }
     assert wanted <= names, f"missing fixtures: {wanted - names}"
-    assert {n.removesuffix("-ws") for n in names} <= set(AGENT_NAMES)
+    assert {agent_of(n) for n in names} <= set(AGENT_NAMES)
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_identity_and_session(path: Path) -> None:
     fx = load(path)
-    agent = fx["agent"].removesuffix("-ws")
+    agent = agent_of(fx["agent"])
     sessions = set()
     for req in fx["requests"]:
         method = "POST" if req["method"] == "WS" else req["method"]
@@ -67,9 +89,11 @@ def test_identity_and_session(path: Path) -> None:
             assert detect_agent(headers) == agent
             assert detect_agent(headers, "/usr/bin/python3 other.py") == agent
         sessions.add(session_header(headers))
-    if fx["agent"] in SESSION_IDS:
+    if agent in SESSION_IDS and fx["agent"].endswith("-task"):
+        assert len(sessions) == 2 and None not in sessions  # the caller's, the subagent's
+    elif agent in SESSION_IDS:
         (sid,) = sessions
-        assert sid  # one session id, sent on every request
+        assert sid  # one session id, sent on every request (Kilo's title call: prefixed)
     else:
         assert sessions == {None}
 
@@ -84,6 +108,13 @@ def test_process_names() -> None:
     pi_dist = "node /u/lib/node_modules/@mariozechner/pi-coding-agent/dist/cli.js -p x"
     assert detect_agent({}, pi_dist) == "pi"
     assert detect_agent({"user-agent": "OpenAI/Python 2.20.0"}) is None
+    assert detect_agent({}, "/u/node_modules/@cline/cli-linux-x64/bin/cline hi") == "cline"
+    kilo = "/u/node_modules/@kilocode/cli-linux-x64/bin/kilo run hi"
+    assert detect_agent({}, kilo) == "kilo"
+    # Kilo's own requests that carry opencode's User-Agent are Kilo's: the process says
+    assert detect_agent({"user-agent": "opencode/7.7.7"}, kilo) == "kilo"
+    assert detect_agent({"user-agent": "opencode/1.18.33"}) == "opencode"
+    assert detect_agent({"user-agent": "Kilo-Code/7.7.7 ai-sdk/provider-utils/4.0.27"}) == "kilo"
     assert len({a.name for a in AGENTS}) == len(AGENTS)
 
 
@@ -173,7 +204,7 @@ def test_a_capture_of_the_recorded_requests_threads_them_as_the_real_run(
     path: Path, tmp_path: Path
 ) -> None:
     fx = load(path)
-    agent = fx["agent"].removesuffix("-ws")
+    agent = agent_of(fx["agent"])
     rec = Recorder(TraceWriter(tmp_path / "t.parquet"), secrets=Secrets(), resolve_processes=False)
     t = 1_000_000_000
     ids: list[str] = []
@@ -209,3 +240,10 @@ def test_a_capture_of_the_recorded_requests_threads_them_as_the_real_run(
             assert row.usage.prompt_tokens and row.usage.completion_tokens is not None
     agents = {r.agent for r in rows if r.api != Api.OTHER}
     assert agents == {None if agent in PROCESSES else agent}
+    # one agent run, one session: a task subagent's and a title call's own ids join it
+    assert len({r.session_id for r in rows if r.api != Api.OTHER}) == 1
+    if fx["agent"].endswith("-task"):
+        (sub,) = [r for r in rows if "subagent" in r.flags]
+        spawner = rows[index[sub.parent_request_id or ""]]
+        assert spawner.thread_id != sub.thread_id and spawner.response.tool_calls
+        assert sub.think_time_s is not None  # the spawn gap

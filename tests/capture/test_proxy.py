@@ -63,6 +63,7 @@ def test_three_families_multi_turn(
 
     trace = read_trace(tmp_path / "trace.parquet")
     assert len(trace) == 15
+    assert {r.host for r in trace} == {upstream.url.removeprefix("http://")}  # the upstream
     apis = _by_api(trace)
     assert {k: len(v) for k, v in apis.items()} == {
         Api.ANTHROPIC_MESSAGES: 6,
@@ -370,3 +371,14 @@ def test_forward_mode_proxy_and_ca_environment(
     cap.close()
     (row,) = read_trace(tmp_path / "trace.parquet")
     assert row.api == Api.OPENAI_CHAT and row.response.text == "All done after 0 tool calls."
+    # the host the agent asked for, beside the path (telemetry elsewhere is told apart)
+    assert row.host == upstream.url.removeprefix("http://") and row.path == "/v1/chat/completions"
+
+
+def test_target_host_names_the_port_only_off_the_default() -> None:
+    from agentx.capture.addon import target_host
+
+    assert target_host("https", "api.anthropic.com", 443) == "api.anthropic.com"
+    assert target_host("http", "127.0.0.1", 8011) == "127.0.0.1:8011"
+    assert target_host("https", "::1", 8443) == "[::1]:8443"
+    assert target_host("http", "", 80) is None

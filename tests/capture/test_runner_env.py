@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -57,21 +58,48 @@ def test_gemini_cli_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(ac.Path, "home", lambda: tmp_path / "home")
     run = tmp_path / "run"
     run.mkdir(mode=0o700)
-    env = {"XDG_RUNTIME_DIR": str(run)}
-    # under /tmp (group- or world-writable): gemini-cli would skip the file, so none is written
-    cfg = ac.AgentConfig()
+    state = tmp_path / "state"
+    env = {"XDG_RUNTIME_DIR": str(run), "XDG_STATE_HOME": str(state)}
+    assert ac.state_dir(env) == state / "agentx"
+    # under /tmp (writable by others, not root's): gemini-cli would skip the file, so none is
+    # written, and the user is told why and what to do
+    warnings: list[str] = []
+    cfg = ac.AgentConfig(warnings.append)
     if not ac._secure_dir(run):
         assert cfg.gemini_env(env) == {}
         cfg.cleanup()
         assert list(run.iterdir()) == [] and not (tmp_path / "home" / ".cache" / "agentx").exists()
+        assert not (state / "agentx").exists()
+        (warning,) = warnings
+        assert "Invalid auth method selected." in warning and str(state / "agentx") in warning
+        assert '{"security": {"auth": {"selectedType": "gemini-api-key"}}}' in warning
+    # no runtime or cache directory it would read: agentx makes one under the state directory
+    monkeypatch.setattr(ac, "_secure_dir", lambda p: p == state / "agentx")
+    cfg = ac.AgentConfig(warnings.append)
+    made = Path(cfg.gemini_env(env)[ac.GEMINI_DEFAULTS_ENV])
+    assert made.parent.parent == state / "agentx"
+    assert (state / "agentx").stat().st_mode & 0o777 == 0o700
+    cfg.cleanup()
+    assert not (state / "agentx").exists()
     monkeypatch.setattr(ac, "_secure_dir", lambda p: True)
-    cfg = ac.AgentConfig()
+    warnings.clear()
+    cfg = ac.AgentConfig(warnings.append)
     out = cfg.gemini_env(env)
     path = Path(out[ac.GEMINI_DEFAULTS_ENV])
-    assert path.parent.parent == run
+    assert path.parent.parent == run and warnings == []
     assert json.loads(path.read_text()) == {
         "security": {"auth": {"selectedType": "gemini-api-key"}}
     }
     assert cfg.gemini_env({**env, ac.GEMINI_DEFAULTS_ENV: "/mine.json"}) == {}  # the user's wins
     cfg.cleanup()
     assert list(run.iterdir()) == []
+
+
+def test_gemini_cli_safe_place_is_root_owned_and_private(tmp_path: Path) -> None:
+    """gemini-cli's own test: every directory up to / owned by root, writable by no one else."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    under_tmp = any(p.stat().st_mode & 0o022 for p in private.parents)
+    assert ac._secure_dir(private) is (os.getuid() == 0 and not under_tmp)
+    assert not ac._secure_dir(Path("/tmp"))  # world-writable
+    assert not ac._secure_dir(tmp_path / "absent")

@@ -110,9 +110,11 @@ def test_side_calls_subagents_and_compaction() -> None:
     p, _ = lp.call("m2", body(m2), response=spawn)
     assert p.parent_request_id == "m1"
     sub, _ = lp.call("sub1", body([user(prompt)], system="You are a subagent"))
+    # the spawning turn is its parent, in another thread: the subagent starts 1 s after its end
     assert (
         sub.flags == ("subagent",)
-        and sub.parent_request_id is None
+        and sub.parent_request_id == "m2"
+        and sub.think_time_s == 1.0
         and sub.thread_id != p.thread_id
     )
     sub2, _ = lp.call(

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from store.strategies import exchange_sequences
 
 from agentx.apis import Api
+from agentx.capture.sessions.placement import Sessions
 from agentx.core.errors import UsageError
 from agentx.core.flags import FLAG_PROVIDER_FIELDS, FLAG_REPAIRED, FLAG_SIDE_CALL
 from agentx.core.flags import FLAG_SECRET_REDACTED as FLAG_REDACTED
@@ -50,6 +51,15 @@ def _ex(
         model="m",
         **kw,
     )
+
+
+def _captured(ex: Exchange) -> Exchange:
+    """The row with the flags capture's session placement gives its request (the side-call
+    rule is capture's; scrub reads the flag)."""
+    placed = Sessions().place(
+        ex.request_id, ex.api, ex.request, ex.timing.start_wall_ns, hint=None, client_key="c"
+    )
+    return replace(ex, flags=(*ex.flags, *placed.flags))
 
 
 def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
@@ -88,16 +98,18 @@ def faulty_capture() -> tuple[list[Exchange], list[Exchange], dict[str, str]]:
             api=Api.OTHER,
             path="/v1/messages/count_tokens",
         ),
-        _ex(
-            "x-title",
-            "x6",
-            {
-                "max_tokens": 64,
-                "system": "Generate a concise title for this conversation.",
-                "messages": [user],
-            },
-            t + 7,
-            api=Api.ANTHROPIC_MESSAGES,
+        _captured(
+            _ex(
+                "x-title",
+                "x6",
+                {
+                    "max_tokens": 64,
+                    "system": "Generate a concise title for this conversation.",
+                    "messages": [user],
+                },
+                t + 7,
+                api=Api.ANTHROPIC_MESSAGES,
+            )
         ),
         _ex("x-first", "x7", {"messages": [{"role": "user", "content": "run it"}]}, t + 8),
         _ex("x-retry", "x7", {"messages": [{"role": "user", "content": "run it"}]}, t + 9),
@@ -270,9 +282,28 @@ def test_keep_side_calls_and_non_model_flags_them() -> None:
 
 
 def test_probe_with_max_tokens_1_is_a_side_call() -> None:
-    probe = _ex("p", "t", {"max_tokens": 1, "messages": [{"role": "user", "content": "quota"}]}, 0)
+    probe = _captured(
+        _ex("p", "t", {"max_tokens": 1, "messages": [{"role": "user", "content": "quota"}]}, 0)
+    )
     out, report = scrub_exchanges([probe], ScrubOptions(hit_rate=False))
     assert out == [] and report.count("side_call") == 1
+
+
+def test_scrub_reads_the_side_call_flag_and_has_no_rule_of_its_own() -> None:
+    """A title request capture did not flag (another tool's trace) is kept: one rule, capture's."""
+    title = _ex(
+        "t",
+        "t",
+        {
+            "system": "Generate a concise title for this conversation.",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+        0,
+        api=Api.ANTHROPIC_MESSAGES,
+    )
+    assert FLAG_SIDE_CALL in _captured(title).flags
+    out, report = scrub_exchanges([title], ScrubOptions(hit_rate=False))
+    assert [e.request_id for e in out] == ["t"] and report.count("side_call") == 0
 
 
 def test_secrets_keep_prefix_sharing_and_hit_rate() -> None:

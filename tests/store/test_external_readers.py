@@ -50,7 +50,7 @@ def test_python_rebuild_equals_the_store() -> None:
 
 def test_pyarrow_metadata_and_summary() -> None:
     meta = pq.read_schema(EXAMPLE).metadata
-    assert meta[b"agentx.format"] == b"agentx.trace/1.1"
+    assert meta[b"agentx.format"] == b"agentx.trace/1.2"
     assert json.loads(meta[b"agentx.metadata"])["generator"] == "scripts/make_example_trace.py"
     t = pq.read_table(EXAMPLE, columns=["api", "prompt_tokens", "cached_tokens"])
     summary = t.group_by("api").aggregate(
@@ -93,7 +93,7 @@ def test_duckdb_recursive_rebuild_equals_the_store() -> None:
             f"SELECT decode(key), decode(value) FROM parquet_kv_metadata('{EXAMPLE}')"
         ).fetchall()
     )
-    assert meta["agentx.format"] == "agentx.trace/1.1"
+    assert meta["agentx.format"] == "agentx.trace/1.2"
     rows = con.sql(
         f"""
         WITH RECURSIVE conv(request_id, items) AS (

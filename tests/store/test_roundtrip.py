@@ -153,14 +153,14 @@ def test_metadata_and_version_are_in_the_file(tmp_path: Path) -> None:
             w.append(ex)
     info = open_trace(path)
     assert (info.format, info.trace_id, info.metadata, info.num_rows) == (
-        "agentx.trace/1.1",
+        "agentx.trace/1.2",
         "abc",
         {"agent": "claude-code"},
         2,
     )
     assert (info.version, info.writer) == (__version__, f"{DISTRIBUTION} {__version__}")
     meta = pq.read_schema(path).metadata
-    assert meta[b"agentx.format"] == b"agentx.trace/1.1"
+    assert meta[b"agentx.format"] == b"agentx.trace/1.2"
     assert meta[b"agentx.version"] == __version__.encode()
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
     assert all(ex.trace_id == "abc" for ex in read_trace(path))
@@ -178,3 +178,23 @@ def test_unserialisable_body_is_a_trace_error(tmp_path: Path) -> None:
     ex = replace(_growing_session(1)[0], request={"messages": [{"x": object()}]})
     with TraceWriter(tmp_path / "t.parquet") as w, pytest.raises(TraceError, match="r0"):
         w.append(ex)
+
+
+def test_a_v1_1_file_reads_with_no_host(tmp_path: Path) -> None:
+    """A file written before v1.2: no ``host`` column; its rows read with the host unknown, and
+    a v1.2 file keeps the host capture recorded."""
+    import pyarrow as pa
+
+    from agentx.store.schema import COLUMNS_V1_1, SCHEMA
+
+    exs = [replace(ex, host="api.example.com") for ex in _growing_session(3)]
+    path = tmp_path / "t.parquet"
+    write_trace(path, exs, trace_id="T")
+    assert [ex.host for ex in read_trace(path)] == ["api.example.com"] * 3
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata)
+    meta[b"agentx.format"] = b"agentx.trace/1.1"
+    old = pa.schema([SCHEMA.field(c) for c in COLUMNS_V1_1]).with_metadata(meta)
+    pq.write_table(table.select(list(COLUMNS_V1_1)).cast(old), path)
+    assert open_trace(path).format == "agentx.trace/1.1"
+    assert read_trace(path) == [replace(ex, host=None, trace_id="T") for ex in exs]

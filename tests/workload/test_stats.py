@@ -13,6 +13,7 @@ from agentx.apis import Api
 from agentx.core.errors import UsageError
 from agentx.core.examples import example_path
 from agentx.core.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
+from agentx.core.flags import FLAG_USAGE_ESTIMATED
 from agentx.core.models import Exchange, Response, Timing, Usage
 from agentx.core.percentiles import percentiles
 from agentx.formats import load_exchanges
@@ -146,6 +147,22 @@ def test_tiktoken_counts_when_the_server_reported_nothing() -> None:
     assert result["output_tokens"]["max"] > 0  # counted from the response text
     mixed = summarize(_session(2, usage=False) + _session(2, usage=True, session="u")).to_json()
     assert mixed["tokens_source"] == "mixed"
+
+
+def test_rows_capture_estimated_are_counted_and_said_so() -> None:
+    """aider streams without usage: capture counts the tokens itself and flags the rows; stats
+    says whose counts they are instead of calling them the provider's."""
+    exs = [replace(ex, flags=(FLAG_USAGE_ESTIMATED,)) for ex in _session(3, usage=True)]
+    result = summarize(exs)
+    assert result.tokens_source == "tiktoken" and result.usage_estimated_rows == 3
+    assert result.totals.input_tokens == sum(1000 + i for i in range(3))  # the counts as stored
+    mixed = summarize(exs[:1] + _session(2, usage=True, session="u"))
+    assert mixed.tokens_source == "mixed" and mixed.usage_estimated_rows == 1
+    reported = summarize(_session(2, usage=True))
+    assert reported.tokens_source == "usage" and reported.usage_estimated_rows == 0
+    assert list(reported.to_json()).index("usage_estimated_rows") == (
+        list(reported.to_json()).index("tokens_source") + 1
+    )
 
 
 def test_only_model_calls_count() -> None:

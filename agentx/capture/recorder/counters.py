@@ -12,7 +12,7 @@ class CaptureStats:
     other: int = 0  # non-model rows written
     dropped: int = 0  # non-model requests dropped by option
     lost: int = 0  # rows that could not be written (disk full, ...)
-    partial: int = 0
+    partial: int = 0  # model calls cut short or unanswered (non-model rows are not counted)
     errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

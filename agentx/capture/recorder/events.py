@@ -24,6 +24,7 @@ class RequestSent:
     raw_body: bytes
     peer: tuple[str, int] | None  # the client's address
     conn_id: str  # the client connection (one process owns it)
+    host: str | None = None  # where the proxy sent it: host, or host:port off the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class WebSocketMessage:
     headers: Sequence[tuple[bytes | str, bytes | str]]
     peer: tuple[str, int] | None
     conn_id: str
+    host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from agentx.apis import Api
 from agentx.apis.assemble import error_text
 from agentx.apis.bodies import conversation
 from agentx.apis.registry import classify, family
-from agentx.capture.agents import detect_agent
+from agentx.capture.agents import detect_agent, parent_session_header
 from agentx.capture.credentials import Secrets
 from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
@@ -103,6 +103,7 @@ class ExchangeBuilder:
             wall_ns=ev.wall_ns,
             method=ev.method,
             path=path,
+            host=ev.host,
             body=body,
             client=ua or None,
             agent=detect_agent(hdrs, proc.cmdline if proc is not None else None),
@@ -135,8 +136,10 @@ class ExchangeBuilder:
                 start_ns,
                 hint=hint,
                 client_key=client_key,
+                agent=flow.agent,
                 explicit_parent=explicit,
                 subagent=bool(hdrs.get("x-claude-code-agent-id")),
+                parent_hint=parent_session_header(hdrs),
             )
             if api == Api.OPENAI_RESPONSES:
                 flow.resolved_input = conversation(api, body)
@@ -250,6 +253,7 @@ class ExchangeBuilder:
             api=flow.api,
             method=flow.method,
             path=flow.path,
+            host=flow.host,
             status=flow.status,
             model=model if isinstance(model, str) else None,
             request=flow.body,

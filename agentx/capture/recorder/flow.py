@@ -37,6 +37,7 @@ class Flow:
     wall_ns: int
     method: str
     path: str
+    host: str | None
     body: JSON
     client: str | None
     agent: str | None

@@ -285,6 +285,7 @@ class Recorder:
                 raw_body=body,
                 peer=ev.peer,
                 conn_id=ev.conn_id,
+                host=ev.host,
             )
         )
 
@@ -303,8 +304,8 @@ class Recorder:
             self._held.setdefault(ex.session_id, []).append((t_ns + HOLD_NS, ex))
         self._write(ex)
         partial = 1 if (FLAG_PARTIAL in ex.flags or FLAG_NO_RESPONSE in ex.flags) else 0
-        if flow.api == Api.OTHER:
-            self._stats.bump(other=1, partial=partial)
+        if flow.api == Api.OTHER:  # telemetry cut short is no model call lost: not "partial"
+            self._stats.bump(other=1)
         else:
             self._stats.bump(
                 requests=1,

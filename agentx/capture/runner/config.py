@@ -51,6 +51,7 @@ class CaptureConfig:
     upstream_insecure: bool = False  # do not verify the upstream's certificate
     status: bool | None = None  # live status line; None: when stderr is a terminal
     force: bool = False  # replace an existing trace (once the new one is complete)
+    end_leftovers: bool = False  # end the processes the agent left running when it exited
     extra_env: dict[str, str] = field(default_factory=dict)
 
 

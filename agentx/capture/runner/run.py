@@ -2,7 +2,8 @@
 
 With a command, agentx lives exactly as long as the agent (Ctrl-C goes to the agent, as in
 ``uv run``; SIGTERM is forwarded); without one, it runs until SIGINT or SIGTERM. The trace is
-finalised either way. A live status line shows requests, tokens, sessions and threads.
+finalised either way. Processes the agent left running are reported (and, with
+``--end-leftovers``, ended: :mod:`.leftovers`). A live status line shows requests, tokens, sessions and threads.
 """
 
 from __future__ import annotations
@@ -27,6 +28,15 @@ from agentx.capture.runner.config import (
     exposure_warning,
     resolve_upstream,
     upstream_credentials_warning,
+)
+from agentx.capture.runner.leftovers import (
+    become_subreaper,
+    descendants,
+    end,
+    leftovers,
+    message,
+    reap,
+    stop_subreaping,
 )
 
 
@@ -134,7 +144,11 @@ def run_capture(
         report(warning)
     exit_code = 0
     show_status = config.status if config.status is not None else con.is_terminal
-    agent_config = AgentConfig()
+    agent_config = AgentConfig(report)
+    # the agent's orphans become agentx's children: what it left running is found at its exit
+    reaping = agent is not None and become_subreaper()
+    before: set[int] = set()
+    pid: int | None = None
     try:
         with _signals({signal.SIGINT: on_int, signal.SIGTERM: on_term}):
             if on_ready is not None:
@@ -143,6 +157,7 @@ def run_capture(
                 env = agent_env(config, cap.url, cap.confdir)
                 if "GOOGLE_GEMINI_BASE_URL" in env and runs_gemini_cli(config.command):
                     env.update(agent_config.gemini_env(env))
+                before = descendants() if reaping else set()
                 pid = agent.start(env)
                 assert cap.recorder is not None
                 cap.recorder.agent_pid = pid
@@ -155,13 +170,21 @@ def run_capture(
                 while not stop.is_set():
                     if agent is not None and agent.exited:
                         break
+                    if reaping and pid is not None:
+                        reap(before | {pid})
                     if live is not None:
                         live.update(Text(_status_text(cap, started), style="dim"), refresh=True)
                     stop.wait(0.5)
             if agent is not None:
                 exit_code = agent.stop()
+                left = leftovers(before) if reaping else []
+                if left:
+                    stuck = end(left) if config.end_leftovers else []
+                    report(message(left, config.end_leftovers, stuck))
     finally:
         stats = cap.close()
         agent_config.cleanup()
+        if reaping:
+            stop_subreaping()
     con.print(Text(f"agentx capture: {summary_line(stats)} → {config.out}"))
     return CaptureResult(stats=stats, out=Path(config.out), exit_code=exit_code)

@@ -57,13 +57,18 @@ def text_of(value: Any, out: list[str], limit: int = 200_000) -> None:
             text_of(v, out, limit)
 
 
-def first_user_text(items: list[JSON]) -> str:
+def first_user_parts(items: list[JSON]) -> list[str]:
+    """The strings of the first user message, in order (its text blocks, for most agents)."""
     for it in items:
         if isinstance(it, dict) and it.get("role") == "user":
             parts: list[str] = []
             text_of(it.get("content"), parts)
-            return "\n".join(p for p in parts if p)
-    return ""
+            return [p for p in parts if p]
+    return []
+
+
+def first_user_text(items: list[JSON]) -> str:
+    return "\n".join(first_user_parts(items))
 
 
 def answer_digest(text: str) -> bytes | None:

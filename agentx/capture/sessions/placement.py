@@ -7,12 +7,22 @@ client process (or client address and User-Agent) that ends after 30 idle minute
 
 *Thread*: a request whose conversation (``messages``, or ``input`` for the Responses API,
 ignoring ``cache_control`` markers) starts with an earlier request's whole conversation is that
-request's child (``parent_request_id``) and continues its thread. Side calls (``max_tokens <= 1``
-probes, tool-less calls in a session whose agent uses tools: titles, summaries), subagents (a
-new conversation whose first prompt is an argument of another thread's tool call) and
-compactions (a new conversation that quotes an earlier response of the session) start new
-threads and are flagged. A second child of the same request is a ``fork``; a request equal to
-its parent is a ``retry``. Think time is the parent's response end to this request's start.
+request's child (``parent_request_id``) and continues its thread. Side calls
+(:mod:`agentx.capture.sessions.side_calls`), subagents and compactions (a new conversation that
+quotes an earlier response of the session) start new threads and are flagged. A second child of
+the same request is a ``fork``; a request equal to its parent is a ``retry``. Think time is the
+parent's response end to this request's start.
+
+*Subagent*: a new conversation whose first prompt is an argument of a recent tool call of its
+session (Claude Code's ``Agent``, cline's subagents), or one that starts a *new* session id with
+exactly the ``prompt`` (or ``description``) of a recent tool call of the same agent and API
+(opencode's and Kilo's ``task`` tool run the subagent under a session id of its own). Either way
+the subagent's first request names the request whose answer made the call as its parent (the
+spawning turn: another thread), and a new session id joins the caller's session.
+
+Requests of another agent or API family never join a known agent's session by the client they
+come from: without a session id, the session is per client process (or address and
+User-Agent), and for a known agent per agent and API family too.
 
 Agents that rewrite history (aider moves its file listing after the history and its reminder to
 the newest user message) send a child that holds only a *prefix* of its parent's conversation,
@@ -27,21 +37,18 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-import orjson
-
 from agentx.apis.bodies import conversation, system_key
-from agentx.apis.registry import max_output_tokens
 from agentx.capture.sessions.conversation import (
     answer_digest,
     assistant_digests,
     chain_hashes,
     digest,
-    first_user_text,
     has_tools,
     replaced_tail,
-    text_of,
 )
 from agentx.capture.sessions.ids import new_id
+from agentx.capture.sessions.side_calls import asks_for_title, is_probe
+from agentx.capture.sessions.spawns import ToolCall, ToolCalls, is_compaction, tool_calls
 from agentx.core.flags import (
     FLAG_COMPACTION,
     FLAG_FORK,
@@ -56,11 +63,6 @@ from agentx.core.models import JSON, Response
 IDLE_GAP_NS = 30 * 60 * 1_000_000_000
 MAX_NODES = 16384
 RECENT_BODIES = 32  # requests whose conversation is kept to match a rewritten history
-_COMPACTION_MARKERS = (
-    "continued from a previous conversation",
-    "summary of the conversation so far",
-    "conversation is summarized below",
-)
 
 
 @dataclass(slots=True)
@@ -69,6 +71,7 @@ class _Node:
     session_id: str
     thread_id: str
     scope: tuple[str, str]
+    agent: str | None
     key: bytes | None  # hash of the whole conversation
     sig: bytes  # system/instructions + tools
     start_ns: int
@@ -94,9 +97,7 @@ class _Recent:
 class _Session:
     tools_seen: bool = False
     last_ns: int = 0
-    # (thread_id, tool-call argument strings) and long response texts, most recent last
-    calls: deque[tuple[str, list[str]]] = field(default_factory=lambda: deque(maxlen=64))
-    texts: deque[str] = field(default_factory=lambda: deque(maxlen=16))
+    texts: deque[str] = field(default_factory=lambda: deque(maxlen=16))  # long answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +117,14 @@ class Sessions:
         self._nodes: OrderedDict[str, _Node] = OrderedDict()
         self._index: dict[tuple[tuple[str, str], bytes], list[_Node]] = {}
         self._sessions: dict[str, _Session] = {}
-        self._fallback: dict[str, tuple[str, int]] = {}
+        # (client, API family, agent) -> (session, last start) of requests without a session id
+        # (the family and agent are "" when the agent is not known)
+        self._fallback: dict[tuple[str, str, str], tuple[str, int]] = {}
+        # client -> the session of its latest request without a session id (for its non-model rows)
+        self._client: dict[str, str] = {}
+        self._joined: dict[str, str] = {}  # a subagent's own session id -> its caller's session
         self._recent: deque[_Recent] = deque(maxlen=RECENT_BODIES)
+        self._calls = ToolCalls()
         self.thread_count = 0
 
     @property
@@ -133,9 +140,14 @@ class Sessions:
         *,
         hint: str | None,
         client_key: str,
+        agent: str | None = None,
         explicit_parent: str | None = None,
         subagent: bool = False,
+        parent_hint: str | None = None,
     ) -> Placement:
+        """``hint``: the session id the agent sent; ``parent_hint``: the session it says a new
+        session was spawned from (a subagent's); ``subagent``: the agent said the request is a
+        subagent's."""
         items = conversation(api, body)
         chain = chain_hashes(items)
         sig = digest(
@@ -147,31 +159,55 @@ class Sessions:
             else None
         )
         scope = (api, hint or "")
-        parent, retry = self._find_parent(scope, chain, sig, explicit_parent)
+        parent, retry = self._find_parent(scope, agent, chain, sig, explicit_parent)
         rewrite: list[str] = []
         if parent is None:
-            found = self._find_rewritten(scope, items, chain, sig)
+            found = self._find_rewritten(scope, agent, items, chain, sig)
             if found is not None:
                 parent, replaced = found
                 rewrite = [FLAG_HISTORY_REWRITTEN, replaced_chars_flag(replaced)]
+        tools = has_tools(body)
+        probe = is_probe(body)
+        utility = probe or asks_for_title(api, body, tools=tools)
+        spawner: ToolCall | None = None
+        if (
+            hint
+            and parent is None
+            and not utility
+            and hint not in self._sessions
+            and hint not in self._joined
+        ):  # a new session id: a subagent's own, spawned by a tool call of another session?
+            known = self._nodes.__contains__
+            if parent_hint and parent_hint != hint:
+                caller = self._joined.get(parent_hint, parent_hint)
+                self._joined[hint] = caller
+                subagent = True
+                spawner = self._calls.spawning(
+                    api, agent, items, known, caller
+                ) or self._calls.in_session(caller, items)
+            else:
+                spawner = self._calls.spawning(api, agent, items, known)
+                if spawner is not None:
+                    self._joined[hint] = spawner.session_id
 
+        # a known agent's requests of one API family: an unknown one's, by client alone
+        fallback = (client_key, api, agent) if agent else (client_key, "", "")
         if hint:
-            session_id = hint
+            session_id = self._joined.get(hint, hint)
         elif parent is not None:
             session_id = parent.session_id
         else:
-            session_id = self._fallback_session(client_key, start_ns)
+            session_id = self._fallback_session(fallback, start_ns)
         sess = self._sessions.setdefault(session_id, _Session())
         if not hint:
-            self._fallback[client_key] = (session_id, start_ns)
+            self._fallback[fallback] = (session_id, start_ns)
+            self._client[client_key] = session_id
         sess.last_ns = start_ns
-        tools = has_tools(body)
         sess.tools_seen = sess.tools_seen or tools
 
         flags: list[str] = list(rewrite)
         think: float | None = None
-        mot = max_output_tokens(body)
-        probe = mot is not None and mot <= 1
+        root = parent is None
         side_with_parent = parent is not None and (probe or (not tools and parent.tools))
         if parent is not None and not side_with_parent:
             if retry:
@@ -187,23 +223,33 @@ class Sessions:
                 think = max(0.0, (start_ns - parent.end_ns) / 1e9)
         else:
             thread_id = self._new_thread()
-            if side_with_parent or probe:
+            if side_with_parent or utility:
                 flags.append(FLAG_SIDE_CALL)
-            else:
-                flags.extend(self._classify_root(sess, items))
-                if subagent and not flags:  # the agent said so (x-claude-code-agent-id)
-                    flags.append(FLAG_SUBAGENT)
+            elif spawner is not None:
+                flags.append(FLAG_SUBAGENT)
+            elif items and is_compaction(sess.texts, items):
+                flags.append(FLAG_COMPACTION)
+            elif (spawner := self._calls.in_session(session_id, items)) is not None or subagent:
+                flags.append(FLAG_SUBAGENT)  # or the agent said so (a header)
+            if spawner is not None and spawner.request_id in self._nodes:
+                # the spawning turn is the subagent's parent (another thread): it starts then
+                spawner.taken = True
+                parent = self._nodes[spawner.request_id]
+                root = True
+                if parent.end_ns is not None:
+                    think = max(0.0, (start_ns - parent.end_ns) / 1e9)
 
         node = _Node(
             request_id=request_id,
             session_id=session_id,
             thread_id=thread_id,
             scope=scope,
+            agent=agent,
             key=chain[-1] if chain else None,
             sig=sig,
             start_ns=start_ns,
             parent=parent.request_id if parent else None,
-            root=parent is None,
+            root=root,
             tools=tools,
             flags=flags,
         )
@@ -217,12 +263,17 @@ class Sessions:
         return new_id("t-")
 
     def _find_parent(
-        self, scope: tuple[str, str], chain: list[bytes], sig: bytes, explicit: str | None
+        self,
+        scope: tuple[str, str],
+        agent: str | None,
+        chain: list[bytes],
+        sig: bytes,
+        explicit: str | None,
     ) -> tuple[_Node | None, bool]:
         if explicit is not None and explicit in self._nodes:
             return self._nodes[explicit], False
         for k in range(len(chain), 0, -1):
-            cands = self._index.get((scope, chain[k - 1]))
+            cands = [c for c in self._index.get((scope, chain[k - 1]), ()) if _same(c, agent)]
             if not cands:
                 continue
             same = [c for c in cands if c.sig == sig]
@@ -234,7 +285,12 @@ class Sessions:
         return None, False
 
     def _find_rewritten(
-        self, scope: tuple[str, str], items: list[JSON], chain: list[bytes], sig: bytes
+        self,
+        scope: tuple[str, str],
+        agent: str | None,
+        items: list[JSON],
+        chain: list[bytes],
+        sig: bytes,
     ) -> tuple[_Node, int] | None:
         """The recent request of ``scope`` whose answer ``items`` repeats after sharing the
         longest prefix with it (at least one item), and how many characters of its rendered
@@ -244,6 +300,8 @@ class Sessions:
         for rec in reversed(self._recent):
             node = rec.node
             if node.scope != scope or node.sig != sig or node.answer is None:
+                continue
+            if not _same(node, agent):
                 continue
             if answers is None:
                 answers = assistant_digests(items)
@@ -271,43 +329,14 @@ class Sessions:
         return sess is not None and sess.tools_seen
 
     def current_session(self, client_key: str) -> str | None:
-        """The session a client without a session id is in now (for non-model rows)."""
-        prev = self._fallback.get(client_key)
-        return prev[0] if prev is not None else None
+        """The session a client without a session id is in now (for its non-model rows)."""
+        return self._client.get(client_key)
 
-    def _fallback_session(self, client_key: str, start_ns: int) -> str:
-        prev = self._fallback.get(client_key)
+    def _fallback_session(self, key: tuple[str, str, str], start_ns: int) -> str:
+        prev = self._fallback.get(key)
         if prev is not None and start_ns - prev[1] <= IDLE_GAP_NS:
             return prev[0]
         return new_id("s-")
-
-    def _classify_root(self, sess: _Session, items: list[JSON]) -> list[str]:
-        if not items:
-            return []
-        first = first_user_text(items)
-        low = first.lower()
-        if any(m in low for m in _COMPACTION_MARKERS) or self._quotes_response(sess, items):
-            return [FLAG_COMPACTION]
-        if first.strip() and len(first.strip()) >= 16:
-            needle = first.strip()
-            for _thread, args in reversed(sess.calls):
-                if any(len(a) >= 16 and (a in needle or needle in a) for a in args):
-                    return [FLAG_SUBAGENT]
-        return []
-
-    @staticmethod
-    def _quotes_response(sess: _Session, items: list[JSON]) -> bool:
-        if not sess.texts:
-            return False
-        parts: list[str] = []
-        text_of(items[:4], parts)
-        hay = "\n".join(parts)
-        for text in sess.texts:
-            n = len(text)
-            probes = [text[int(n * f) : int(n * f) + 120] for f in (0.2, 0.5, 0.8)]
-            if any(len(p) >= 60 and p in hay for p in probes):
-                return True
-        return False
 
     def _add(self, node: _Node) -> None:
         self._nodes[node.request_id] = node
@@ -345,16 +374,16 @@ class Sessions:
             node.flags.append(FLAG_SIDE_CALL)
         if response.text:
             node.answer = answer_digest(response.text)
-        args: list[str] = []
-        for call in response.tool_calls:
-            raw = call.get("arguments") if isinstance(call, dict) else None
-            if isinstance(raw, str):
-                try:
-                    text_of(orjson.loads(raw), args)
-                except orjson.JSONDecodeError:
-                    args.append(raw)
-        if args:
-            sess.calls.append((node.thread_id, [a.strip() for a in args]))
+        for call in tool_calls(
+            node.request_id, node.session_id, node.scope[0], node.agent, response.tool_calls
+        ):
+            self._calls.add(call)
         if response.text and len(response.text) >= 200:
             sess.texts.append(response.text)
         return tuple(node.flags)
+
+
+def _same(node: _Node, agent: str | None) -> bool:
+    """Whether ``node`` may be in a conversation with a request of ``agent``: the same agent,
+    or one of them unknown."""
+    return agent is None or node.agent is None or node.agent == agent
