@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from enum import StrEnum
@@ -49,6 +50,7 @@ class Panel(StrEnum):
     RECORDING = "Recording"
     CLEANING = "Cleaning"
     CONVERSION = "Conversion"
+    DATASET = "Dataset"
     SCALE_OUT = "Scale-out"
     REPORT = "Report"
     OUTPUT = "Output"
@@ -314,3 +316,19 @@ def coerce_choices(obj: object) -> None:
         if value is None or isinstance(value, fl.choices):
             continue
         object.__setattr__(obj, f.name, fl.value(value))
+
+
+# -- token counts ---------------------------------------------------------------------------------
+
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+_NUMBER = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?)\s*([kmg]i?)?\s*$", re.IGNORECASE)
+
+
+def parse_tokens(text: str, flag: str = "--capacity-tokens") -> int:
+    """A token count as typed: ``"64K"`` -> 64000, ``"1.5M"`` -> 1500000, ``"64Ki"`` -> 65536,
+    ``"1000"`` -> 1000 (``--capacity-tokens``, ``--max-context``)."""
+    m = _NUMBER.match(text)
+    if m is None:
+        raise UsageError(f"{flag}: {text!r} is not a token count (e.g. 160000, 64K, 1.5M, 64Ki)")
+    value = float(m.group(1).replace("_", "")) * _SUFFIX[(m.group(2) or "").lower()]
+    return round(value)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from agentx.core.options import parse_tokens
 from agentx.results.simulate import SCHEMA
 from agentx.simulate.options import (
     SimulateOptions,
     default_capacities,
     parse_count_list,
     parse_token_list,
-    parse_tokens,
 )
 
 if TYPE_CHECKING:

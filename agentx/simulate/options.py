@@ -4,14 +4,13 @@ tokenizer; capacity lists and their parsing."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from agentx.core.errors import UsageError
-from agentx.core.options import Panel, build, coerce_choices, group, names, option
+from agentx.core.options import Panel, build, coerce_choices, group, names, option, parse_tokens
 from agentx.metrics.prometheus.capacity import KV_FROM
 from agentx.prefixcache.engine import EngineParams
 from agentx.prefixcache.tokenizer import TOKENIZER, TOKENIZER_SERVER
@@ -44,18 +43,6 @@ class Timeline(StrEnum):
 MAX_CAPACITY_TOKENS = 10**15  # a KV cache bigger than any machine's memory: a typo
 MAX_BLOCK_SIZE = 1 << 20
 CURVE_POINTS = 48  # capacities of the plotted curve (the stack engine answers them for free)
-
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
-_NUMBER = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?)\s*([kmg]i?)?\s*$", re.IGNORECASE)
-
-
-def parse_tokens(text: str, flag: str = "--capacity-tokens") -> int:
-    """``"64K"`` -> 64000, ``"1.5M"`` -> 1500000, ``"64Ki"`` -> 65536, ``"1000"`` -> 1000."""
-    m = _NUMBER.match(text)
-    if m is None:
-        raise UsageError(f"{flag}: {text!r} is not a token count (e.g. 160000, 64K, 1.5M, 64Ki)")
-    value = float(m.group(1).replace("_", "")) * _SUFFIX[(m.group(2) or "").lower()]
-    return round(value)
 
 
 def parse_token_list(text: str, flag: str = "--capacity-tokens") -> tuple[int, ...]:

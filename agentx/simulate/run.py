@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agentx.core.options import parse_tokens
 from agentx.core.progress import Progress
 from agentx.results.simulate import Point, RecordedSimulation, Simulation, StackModel
 from agentx.simulate.options import (
@@ -18,7 +19,6 @@ from agentx.simulate.options import (
     default_capacities,
     parse_count_list,
     parse_token_list,
-    parse_tokens,
 )
 from agentx.simulate.stack import kvcache_simulate, stack_simulate
 from agentx.simulate.workload import Workload, load_workload
