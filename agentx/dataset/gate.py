@@ -79,8 +79,8 @@ class _Session:
 class GateResult:
     """What passed: each session's facts (in first-row order), the text the rows carry
     (:data:`TEXT_NONE`, :data:`TEXT_SYNTHETIC` or :data:`TEXT_ORIGINAL`), the scrub and
-    anonymize stamps every agentx input carries (``None`` unless all agree), the inputs'
-    trace metadata to carry over, and the rows read."""
+    anonymize stamps of the inputs' trace metadata (``None`` unless every input has the same),
+    and the rows read."""
 
     sessions: dict[str, SessionFacts]
     text: str

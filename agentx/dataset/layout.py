@@ -45,7 +45,11 @@ def shard_name(split: str, index: int, count: int) -> str:
 
 
 def tokens_label(n: int) -> str:
-    """A context limit as a config name's suffix: 262144 -> ``256k``, 1048576 -> ``1m``."""
+    """A context limit as a config name's suffix: 262144 -> ``256k``, 1048576 -> ``1m`` (``k``
+    and ``m`` are 1024 and 1024², as context lengths are counted); any other count as itself
+    (256000 -> ``256000``: never a ``k`` that means something else)."""
+    if n % 1000 == 0:
+        return str(n)
     if n % (1 << 20) == 0:
         return f"{n >> 20}m"
     if n % (1 << 10) == 0:

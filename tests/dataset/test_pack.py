@@ -119,3 +119,13 @@ def test_an_output_that_is_not_free_is_refused(shareable: Path, packed: Path) ->
         pack([shareable], packed)
     with pytest.raises(UsageError, match="no packed dataset"):
         pack([shareable], shareable.parent)
+
+
+def test_context_config_names_say_their_limit() -> None:
+    from agentx.dataset.layout import tokens_label
+    from agentx.dataset.options import parse_context_list
+
+    assert parse_context_list("256Ki,1Mi") == (262_144, 1_048_576)
+    assert parse_context_list("none") == ()
+    assert [tokens_label(n) for n in (262_144, 1_048_576, 131_072)] == ["256k", "1m", "128k"]
+    assert tokens_label(256_000) == "256000"  # 250 x 1024: never labelled 250k or 256k
