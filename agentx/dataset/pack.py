@@ -211,7 +211,13 @@ def _write_configs(
 
 
 def _export_config(
-    root: Path, name: str, export: str, description: str, sessions: int | None, requests: int
+    root: Path,
+    name: str,
+    export: str,
+    description: str,
+    sessions: int | None,
+    requests: int,
+    json_lists: tuple[str, ...] = (),
 ) -> ConfigEntry:
     """An export (``traces.jsonl``, ``mooncake.jsonl``) as a config of Parquet rows too:
     ``datasets`` reads one format per repository, so a config is Parquet whatever its rows."""
@@ -219,7 +225,7 @@ def _export_config(
 
     target = root / DATA / name / shard_name(SPLIT, 0, 1)
     target.parent.mkdir(parents=True, exist_ok=True)
-    rows = jsonl_to_parquet(root / export, target)
+    rows = jsonl_to_parquet(root / export, target, json_lists=json_lists)
     return ConfigEntry(
         name,
         description,
@@ -246,7 +252,10 @@ def _exports(
             iter_exchanges(source, shared=True), root / WEKA_FILE, session_rows=rows
         )
         what = f"the sessions of {DEFAULT_CONFIG} as Weka rows, {WEKA_FILE} (agentx-harness)"
-        out.append(_export_config(root, WEKA_CONFIG, WEKA_FILE, what, n, measured.stats.requests))
+        requests = measured.stats.requests
+        out.append(  # a session's requests mix records and subagent entries: JSON each
+            _export_config(root, WEKA_CONFIG, WEKA_FILE, what, n, requests, ("requests",))
+        )
     if options.mooncake:
         n = write_mooncake(iter_exchanges(source, shared=True), root / MOONCAKE_FILE)
         what = f"the model calls of {DEFAULT_CONFIG} as Mooncake lines, {MOONCAKE_FILE}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -63,21 +64,52 @@ def iter_text_values(path: str | os.PathLike[str]) -> Iterator[tuple[str, int, s
         raise FormatError(str(path), f"cannot read Parquet rows ({exc})") from None
 
 
-def jsonl_to_parquet(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> int:
-    """The objects of a ``.jsonl`` file as the rows of a Parquet file, columns inferred as the
-    ``datasets`` JSON loader infers them (fields a row lacks are nulls): a packed dataset's
-    Weka and Mooncake exports as configs ``datasets.load_dataset`` reads. Returns the rows."""
+def jsonl_to_parquet(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    json_lists: tuple[str, ...] = (),
+) -> int:
+    """The objects of a ``.jsonl`` file as the rows of a Parquet file, as the ``datasets`` JSON
+    loader reads them: columns inferred (fields a row lacks are nulls), and each element of the
+    ``json_lists`` fields kept as JSON text of the ``arrow.json`` type (``datasets``' ``Json``
+    feature: what it makes of a list whose elements are objects of different shapes, Weka's
+    ``requests``), so a reader gets every element back as it was. A packed dataset's Weka and
+    Mooncake exports become configs ``datasets.load_dataset`` reads. Returns the rows."""
+    import tempfile
+
+    import orjson
     import pyarrow.json as pj
 
+    src = Path(source)
     try:
         longest = 1
-        with open(source, "rb") as fh:
-            for line in fh:
-                longest = max(longest, len(line))
-        options = pj.ReadOptions(block_size=max(1 << 20, longest + 1))
-        table = pj.read_json(source, read_options=options)
+        with tempfile.TemporaryDirectory(dir=Path(target).parent) as tmp:
+            lines = src
+            if json_lists:
+                lines = Path(tmp) / src.name
+                with open(src, "rb") as fh, open(lines, "wb") as out:
+                    for line in fh:
+                        if not line.strip():
+                            continue
+                        doc = orjson.loads(line)
+                        for key in json_lists:
+                            value = doc.get(key)
+                            if isinstance(value, list):
+                                doc[key] = [orjson.dumps(v).decode() for v in value]
+                        out.write(orjson.dumps(doc) + b"\n")
+            with open(lines, "rb") as fh:
+                for line in fh:
+                    longest = max(longest, len(line))
+            options = pj.ReadOptions(block_size=max(1 << 20, longest + 1))
+            table = pj.read_json(lines, read_options=options)
+        for key in json_lists:
+            if key in table.column_names:
+                i = table.column_names.index(key)
+                column = table.column(i).cast(pa.list_(pa.json_()))
+                table = table.set_column(i, pa.field(key, column.type), column)
         pq.write_table(table, target, compression="zstd")
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, pa.ArrowInvalid, orjson.JSONDecodeError) as exc:
         raise FormatError(str(source), f"cannot write its rows as Parquet ({exc})") from None
     return int(table.num_rows)
 

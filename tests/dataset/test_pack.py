@@ -48,8 +48,16 @@ def test_datasets_loads_the_directory_and_each_config(packed: Path, tmp_path: Pa
             str(packed), cfg.name, split="train", cache_dir=str(tmp_path / "cache")
         )
         assert rows.num_rows == cfg.rows, cfg.name
-    weka = datasets.load_dataset(str(packed), "weka", split="train", cache_dir=str(tmp_path / "c"))
+    cache = str(tmp_path / "c")
+    weka = datasets.load_dataset(str(packed), "weka", split="train", cache_dir=cache)
     assert {"id", "requests", "block_size", "hash_id_scope"} <= set(weka.column_names)
+    # the weka config's rows are what datasets itself makes of traces.jsonl (its requests
+    # mix records and subagent entries: JSON each), so a hub loader gets either the same
+    lines = datasets.load_dataset(
+        "json", data_files=str(packed / WEKA_FILE), split="train", cache_dir=cache
+    )
+    assert weka.features == lines.features
+    assert weka.to_list() == lines.to_list()
 
 
 def test_configs_hold_the_rows_they_say(packed: Path) -> None:
