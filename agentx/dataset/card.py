@@ -307,8 +307,8 @@ def render_card(m: Manifest) -> str:
     if m.config(WEKA_CONFIG) is not None:
         out += [
             "# SemiAnalysis agentx-harness (an AIPerf fork): the Weka rows",
-            f"agentx profile --scenario agentx --hf-weka-dataset {repo} --hf-subset "
-            f"{WEKA_CONFIG} -m MODEL --url http://localhost:8000 --endpoint-type chat",
+            f"agentx profile --scenario agentx --unsafe-override --hf-weka-dataset {repo} "
+            f"--hf-subset {WEKA_CONFIG} -m MODEL --url http://localhost:8000 --endpoint-type chat",
         ]
     if m.config(MOONCAKE_CONFIG) is not None:
         out += [
