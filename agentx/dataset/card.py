@@ -1,6 +1,7 @@
 """The dataset card, ``README.md``: YAML front matter for the Hugging Face hub, then the text a
-reader needs, rendered from the manifest alone (:func:`render_card`), so ``verify`` re-renders
-it from the figures it recomputed and compares. The fields are docs/datasets.md."""
+reader needs, rendered from the manifest alone (:func:`render_card`), so ``verify`` renders its
+front matter and statistics block from the figures it recomputed and compares. The fields are
+docs/datasets.md."""
 
 from __future__ import annotations
 

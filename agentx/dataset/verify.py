@@ -7,7 +7,8 @@ card say?
   version, Weka rows, Mooncake lines) and hold the rows, sessions and model calls it counts;
 - **statistics**: the default config measured again (:func:`agentx.dataset.figures.measure`)
   gives the manifest's figures, the packed files scanned again give its secret scan, and the
-  card rendered from what was recomputed is the ``README.md`` there.
+  card's front matter and statistics block rendered from what was recomputed are the
+  ``README.md``'s (the rest of its text is held by its checksum).
 
 Every difference is listed (none: the dataset verifies); nothing stops at the first.
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 from agentx.core.errors import AgentxError
 from agentx.core.progress import Progress
-from agentx.dataset.card import render_card
+from agentx.dataset.card import STATS_BEGIN, STATS_END, front_matter, stats_block
 from agentx.dataset.figures import measure
 from agentx.dataset.layout import README
 from agentx.dataset.pack import packed_paths, sha256_of
@@ -145,18 +146,28 @@ def _configs(root: Path, m: Manifest, out: list[str]) -> tuple[tuple[ConfigEntry
 
 
 def _card(root: Path, expected: Manifest, out: list[str]) -> None:
+    """The card's parts the data decides, rendered again: the front matter (configs, size) and
+    the statistics block. The rest of its text is the renderer's of the agentx that packed it,
+    held by the checksum."""
     path = root / README
     if not path.is_file():
         return  # reported as missing by the checksums
-    have = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    want = render_card(expected).splitlines()
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.startswith(front_matter(expected)):
+        out.append(f"{README}: the front matter differs from the one the manifest gives")
+    want = stats_block(expected)
+    start, end = text.find(STATS_BEGIN), text.find(STATS_END)
+    if start < 0 or end < start:
+        out.append(f"{README}: no statistics block ({STATS_BEGIN} ... {STATS_END})")
+        return
+    have = text[start : end + len(STATS_END)] + "\n"
     if have == want:
         return
-    for n, (a, b) in enumerate(zip(have, want, strict=False), 1):
+    for a, b in zip(have.splitlines(), want.splitlines(), strict=False):
         if a != b:
-            out.append(f"{README} line {n}: {a[:120]!r}, the figures give {b[:120]!r}")
+            out.append(f"{README} statistics: {a[:120]!r}, the data gives {b[:120]!r}")
             return
-    out.append(f"{README}: {len(have)} lines, the figures give {len(want)}")
+    out.append(f"{README} statistics: the block differs from the one the data gives")
 
 
 def verify_dir(

@@ -56,7 +56,8 @@ def test_a_card_that_disagrees_with_the_data_is_caught(copy: Path) -> None:
             f["sha256"], f["size_bytes"] = sha256_of(card), card.stat().st_size
     (copy / MANIFEST).write_text(json.dumps(manifest))
     (diff,) = verify(copy).differences
-    assert diff.startswith("README.md line ") and "requests per session" in diff
+    assert diff.startswith("README.md statistics: '| requests per session | 1 | 1 |")
+    assert diff.endswith(f"the data gives {line!r}")
 
 
 def test_changed_figures_in_the_manifest_are_caught(copy: Path) -> None:
