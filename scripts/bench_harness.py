@@ -12,7 +12,9 @@ concurrency, and this script compares what they sent and what it cost them:
 - client CPU seconds and peak RSS of the whole process tree, seconds from launch to the first
   request;
 - spawn/join: one lane on the trace with subagents from its start, the order in which main and
-  subagent requests went out (agentx with its default rule and with `--spawn-join harness`).
+  subagent requests went out (agentx with its default rule and with `--spawn-join harness`);
+- the same traces packed (`agentx dataset pack`): the harness replays the packed `traces.jsonl`
+  (its `weka` config, `--hf-weka-dataset DIR --hf-subset weka`), agentx the packed directory.
 
 Settings (environment): AGENTX_HARNESS_VENV (default .venv-harness, created by
 scripts/harness_venv.sh when missing), BENCH_TRACE (a directory of Weka traces; default the
@@ -219,6 +221,15 @@ def recorded_tokens(trace_dir: Path) -> dict[Key, tuple[int, int]]:
 # -- the runs -------------------------------------------------------------------------------------
 
 
+def dataset_args(traces: Path) -> list[str]:
+    """How agentx-harness is told where the traces are: a directory of Weka files, or an
+    `agentx dataset pack` directory, whose `weka` config holds traces.jsonl's rows (loaded with
+    `datasets.load_dataset(DIR, "weka")`, as the harness loads a hub dataset)."""
+    if (traces / "manifest.json").is_file():
+        return ["--hf-weka-dataset", str(traces), "--hf-subset", "weka"]
+    return ["--custom-dataset-type", "weka_trace", "--input-file", str(traces)]
+
+
 def harness_cmd(
     venv: Path, url: str, traces: Path, lanes: int, duration: float, art: Path, extra: list[str]
 ) -> list[str]:
@@ -234,10 +245,7 @@ def harness_cmd(
         url,
         "--endpoint-type",
         "chat",
-        "--custom-dataset-type",
-        "weka_trace",
-        "--input-file",
-        str(traces),
+        *dataset_args(traces),
         "--tokenizer",
         "cl100k_base",
         "--concurrency",
@@ -295,6 +303,7 @@ def run_both(
     shutil.rmtree(hdir, ignore_errors=True)
     hdir.mkdir(parents=True)
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(venv / "tiktoken-cache")}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")  # a packed directory is local
     with Sim(hdir / "sim.log") as sim:
         cmd = harness_cmd(venv, sim.url, traces, lanes, duration, hdir / "artifacts", harness_extra)
         m = run_measured(cmd, env, hdir / "stdout.txt")
@@ -410,6 +419,17 @@ def main() -> int:
     figures = compare(runs, recorded_tokens(traces))
     print("\n" + table(figures) + "\n", flush=True)
 
+    # the same traces packed as a dataset: the harness replays its traces.jsonl (the weka
+    # config), agentx the directory (its default config)
+    packed = base / "packed"
+    pack = [str(AGENTX), "dataset", "pack", str(traces), "-o", str(packed), "--force"]
+    subprocess.run([*pack, "--no-plots"], check=True, stdout=subprocess.DEVNULL)
+    packed_runs = run_both("packed", venv, packed, lanes, duration, base, [], {"agentx": []})
+    packed_figures = compare(packed_runs, recorded_tokens(traces))
+    print("packed dataset (harness: its weka config; agentx: the directory)")
+    print("\n" + table(packed_figures) + "\n", flush=True)
+    runs += packed_runs
+
     spawn_dir = base / "spawn-trace"
     shutil.rmtree(spawn_dir, ignore_errors=True)
     spawn_dir.mkdir(parents=True)
@@ -438,7 +458,15 @@ def main() -> int:
         print(f"\n{tool}: (agent, turn, s after the first request)")
         print(", ".join(f"{a}/{k}@{t}" for a, k, t in seq[:40]))
     (base / "results.json").write_text(
-        json.dumps({"scenario": figures, "spawn_order": orders, "load": os.getloadavg()}, indent=1)
+        json.dumps(
+            {
+                "scenario": figures,
+                "packed": packed_figures,
+                "spawn_order": orders,
+                "load": os.getloadavg(),
+            },
+            indent=1,
+        )
     )
     print(f"\nresults in {base}/results.json")
     return 0 if all(r.measured.rc == 0 for r in runs + spawn_runs) else 1

@@ -35,7 +35,10 @@ STAGES: list[list[str]] = [
     ["agentx.capture", "agentx.scrub"],  # produce and clean traces
     ["agentx.metrics"],  # latency, Prometheus, SLOs, cost, summary.json
     ["agentx.report"],  # reports of a results directory
-    ["agentx.replay"],  # the live load generator: lanes, client, workers, results; sweep
+    [
+        "agentx.replay",
+        "agentx.dataset",
+    ],  # the live load generator: lanes, client, workers, results; sweep. Shareable datasets
     ["agentx.serve_sim", "agentx.simulate"],  # the simulated server, the offline simulator
     ["agentx.demo"],  # the end-to-end demo, built from the others
     ["agentx.cli"],  # the thin command line

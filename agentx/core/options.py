@@ -54,6 +54,7 @@ class Panel(StrEnum):
     RECORDING = "Recording"
     CLEANING = "Cleaning"
     CONVERSION = "Conversion"
+    DATASET = "Dataset"
     SCALE_OUT = "Scale-out"
     REPORT = "Report"
     OUTPUT = "Output"

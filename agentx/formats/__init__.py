@@ -1,7 +1,8 @@
 """Trace formats: detect what a path holds and load it as exchanges.
 
 - ``agentx``: a Parquet trace of format v1, v1.1 or v1.2, or a dataset directory of them (read
-  through :mod:`agentx.store`, recovered from its spool if its writer died),
+  through :mod:`agentx.store`, recovered from its spool if its writer died), or a directory
+  ``agentx dataset pack`` wrote (its default config),
 - ``weka``: a Weka JSON trace file, or a directory of them (:mod:`agentx.formats.weka`),
 - ``mooncake``: a Mooncake JSONL file (:mod:`agentx.formats.mooncake`),
 - ``hf``: Weka traces one per row: a ``.jsonl`` file, a Parquet file of rows, a Hugging Face
@@ -53,8 +54,10 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     p = Path(path)
     check_not_results(p)
     if p.is_dir():
-        from agentx.store.dataset import is_dataset
+        from agentx.store.dataset import is_dataset, packed_manifest
 
+        if packed_manifest(p) is not None:
+            return "agentx"  # agentx dataset pack: its default config's agentx files
         if (p / PREFERRED).is_file():
             return "hf"
         weka = any(f.suffix == ".json" and not f.name.startswith(".") for f in p.iterdir())
@@ -107,6 +110,19 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     )
 
 
+def resolve_trace(path: str | os.PathLike[str]) -> tuple[Format, Path]:
+    """What every reader of a trace argument opens: its format and the local path that holds
+    it. An ``hf://datasets/...`` repository is downloaded first and its snapshot detected as
+    any directory is (a packed agentx dataset reads as its default config's agentx files, a
+    dataset of Weka rows as ``hf``)."""
+    from agentx.formats.hf import download, is_hf_url
+
+    if is_hf_url(path):
+        local = download(path)
+        return detect_format(local), local
+    return detect_format(path), Path(path)
+
+
 def load_exchanges(
     path: str | os.PathLike[str],
     *,
@@ -122,7 +138,7 @@ def load_exchanges(
     agentx trace (see :func:`agentx.store.iter_exchanges`); neither changes anything for the
     other formats. ``progress`` is advanced as the source is read (rows, files or bytes).
     """
-    fmt = detect_format(path)
+    fmt, path = resolve_trace(path)
     if fmt == "agentx":
         from agentx.store import iter_exchanges
 
@@ -160,4 +176,5 @@ __all__ = [
     "TraceError",
     "detect_format",
     "load_exchanges",
+    "resolve_trace",
 ]

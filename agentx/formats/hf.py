@@ -11,6 +11,9 @@ What is read (each row is one Weka trace object, the same JSON as a Weka file):
 - ``hf://datasets/<owner>/<name>[@<revision>]``: downloaded with ``huggingface_hub`` (the optional
   dependency ``agentx-replay[hf]``) into the Hugging Face cache, then read as a directory. When
   the hub cannot be reached, the error says so in one line (a cached copy is used if there is one).
+  A dataset ``agentx dataset pack`` wrote (it has an ``agentx.dataset/1`` ``manifest.json``) is
+  downloaded as its manifest, card and default config, and read as agentx trace files
+  (:func:`agentx.formats.resolve_trace`).
 
 Rows become sessions exactly as Weka files do (:func:`agentx.formats.weka.parse_weka`), in row
 order; like the files of a Weka directory, rows of ``local`` hash-id scope get their ids offset by
@@ -169,8 +172,31 @@ def parse_hf_url(url: str) -> tuple[str, str | None]:
     return repo, revision or None
 
 
-def download(url: str | os.PathLike[str]) -> Path:
-    """The local snapshot of an ``hf://datasets/...`` repository (the Hugging Face cache)."""
+DATA_PATTERNS = ["*.jsonl", "*.parquet", "*.md"]
+
+
+def _packed_patterns(hub: Any, repo: str, revision: str | None) -> list[str] | None:
+    """What to download of a dataset ``agentx dataset pack`` wrote (known by its
+    ``manifest.json``): the manifest, the card and the default config's files, not every
+    config and export. ``None`` for any other dataset (or a manifest that cannot be had: the
+    snapshot's own error then says why)."""
+    from agentx.results.dataset import MANIFEST, SCHEMA, Manifest
+
+    try:
+        path = hub.hf_hub_download(repo, MANIFEST, repo_type="dataset", revision=revision)
+        doc = orjson.loads(Path(path).read_bytes())
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            return None
+        manifest = Manifest.from_json(doc)
+    except Exception:  # no such file, the hub unreachable, not our manifest: the plain download
+        return None
+    config = manifest.config(manifest.default_config)
+    return [MANIFEST, "README.md", *(config.files if config is not None else ())]
+
+
+def download(url: str | os.PathLike[str], *, whole: bool = False) -> Path:
+    """The local snapshot of an ``hf://datasets/...`` repository (the Hugging Face cache): its
+    data files, or with ``whole`` every file (what ``agentx dataset verify`` checks)."""
     repo, revision = parse_hf_url(os.fspath(url))
     try:
         import huggingface_hub
@@ -179,11 +205,11 @@ def download(url: str | os.PathLike[str]) -> Path:
             f"reading hf://datasets/{repo} needs huggingface_hub: pip install 'agentx-replay[hf]'"
         ) from None
     try:
+        patterns = None if whole else _packed_patterns(huggingface_hub, repo, revision)
+        if patterns is None and not whole:
+            patterns = DATA_PATTERNS
         local = huggingface_hub.snapshot_download(
-            repo,
-            repo_type="dataset",
-            revision=revision,
-            allow_patterns=["*.jsonl", "*.parquet", "*.md"],
+            repo, repo_type="dataset", revision=revision, allow_patterns=patterns
         )
     except Exception as exc:  # the hub's errors vary by version: every failure is one line
         kind = type(exc).__name__

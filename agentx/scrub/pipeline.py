@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -66,8 +66,13 @@ def _digest(value: JSON) -> bytes:
 class Scrubber:
     """Applies the rules to a stream of exchanges; :meth:`report` afterwards says what it did."""
 
-    def __init__(self, options: ScrubOptions = ScrubOptions()) -> None:
+    def __init__(
+        self,
+        options: ScrubOptions = ScrubOptions(),
+        on_drop: Callable[[Exchange, str], None] | None = None,
+    ) -> None:
         self.options = options
+        self.on_drop = on_drop  # told of each exchange dropped and the rule's name
         self.counts: Counter[str] = Counter()
         self.exchanges_in = 0
         self.exchanges_out = 0
@@ -98,6 +103,8 @@ class Scrubber:
 
     def _drop(self, ex: Exchange, rule: str, ancestor: str | None = None) -> None:
         self.counts[rule] += 1
+        if self.on_drop is not None:
+            self.on_drop(ex, rule)
         if ancestor == ex.request_id:
             return  # a second copy of a kept exchange: references to its id stay valid
         self._dropped[ex.request_id] = (

@@ -177,18 +177,34 @@ class SecretRedactor:
             self._placeholders[secret] = found
         return found
 
-    def text(self, value: str) -> str:
-        """``value`` with every secret replaced (the same object when there was none)."""
+    def _candidates(self, value: str) -> list[int]:
+        """The patterns that may match ``value`` (its needles are in it), in pattern order."""
         if len(value) < _MIN_LEN:
-            return value
+            return []
         hits = [i for n, i in self._plain if n in value]
         if self._lower:
             lowered = value.lower()
             hits.extend(i for n, i in self._lower if n in lowered)
+        return sorted(set(hits))
+
+    def find(self, value: str) -> list[tuple[str, int, int]]:
+        """The secrets in ``value`` as ``(family, start, end)`` of each match's secret part,
+        replacing nothing (a placeholder is no secret): what ``agentx dataset pack`` scans with."""
+        found = []
+        for i in self._candidates(value):
+            pat = self.patterns[i]
+            for m in pat.regex.finditer(value):
+                if MARK not in m.group("s"):
+                    found.append((pat.family, m.start("s"), m.end("s")))
+        return found
+
+    def text(self, value: str) -> str:
+        """``value`` with every secret replaced (the same object when there was none)."""
+        hits = self._candidates(value)
         if not hits:
             return value
         out = value
-        for i in sorted(set(hits)):
+        for i in hits:
             pat = self.patterns[i]
             out = pat.regex.sub(lambda m, p=pat: self._replace(m, p), out)  # type: ignore[misc]
         return value if out == value else out

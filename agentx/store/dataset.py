@@ -24,8 +24,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentx import DISTRIBUTION, __version__
-from agentx.core.errors import TraceError
+from agentx.core.errors import ShapeError, TraceError
 from agentx.core.models import Exchange
+from agentx.results.dataset import MANIFEST, Manifest
+from agentx.results.dataset import SCHEMA as MANIFEST_SCHEMA
 from agentx.store.schema import (
     FORMAT,
     META_CREATED_AT,
@@ -68,13 +70,51 @@ def _is_part(f: Path) -> bool:
     return f.name.endswith((SUFFIX, SPOOL_SUFFIX)) and f.is_file()
 
 
+def packed_manifest(directory: str | os.PathLike[str]) -> Manifest | None:
+    """The manifest of a directory ``agentx dataset pack`` wrote (``manifest.json`` of schema
+    ``agentx.dataset/1``), else ``None``. A manifest of that schema that does not read is a
+    :class:`TraceError`."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None  # not ours to judge: some other tool's manifest.json
+    if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:
+        return None
+    try:
+        return Manifest.from_json(doc)
+    except ShapeError as exc:
+        raise TraceError(f"{path}: {exc}") from None
+
+
+def packed_files(directory: str | os.PathLike[str]) -> list[Path] | None:
+    """The trace files of a packed dataset's default config (``data/<config>/*.parquet``, in
+    the manifest's order), or ``None`` when ``directory`` is no packed dataset."""
+    manifest = packed_manifest(directory)
+    if manifest is None:
+        return None
+    config = manifest.config(manifest.default_config)
+    if config is None or config.format != "agentx" or not config.files:
+        raise TraceError(
+            f"{directory}: its manifest names no agentx files for its default config "
+            f"{manifest.default_config!r}"
+        )
+    return [Path(directory, *f.split("/")) for f in config.files]
+
+
 def trace_files(path: str | os.PathLike[str]) -> list[Path]:
     """The one function that resolves a trace argument: a file is itself; a directory is its
     ``*.parquet`` files in name order (a file whose writer died, known by its spool, included:
-    opening it recovers it). Raises :class:`TraceError` for a directory without any."""
+    opening it recovers it); a packed dataset (``agentx dataset pack``) is its default
+    config's files. Raises :class:`TraceError` for a directory without any."""
     p = Path(path)
     if not p.is_dir():
         return [p]
+    packed = packed_files(p)
+    if packed is not None:
+        return packed
     names: set[str] = set()
     for f in p.iterdir():
         if _is_part(f):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from agentx.apis import Api
 from agentx.apis.bodies import exchange_meta
 from agentx.core.models import Exchange, ExchangeMeta
-from agentx.formats import detect_format
+from agentx.formats import resolve_trace
 
 if TYPE_CHECKING:
     from agentx.formats.lazy import WekaSession
@@ -287,6 +287,7 @@ SOURCES: dict[str, Callable[[Path], TraceSource]] = {
 
 
 def open_source(path: str | os.PathLike[str]) -> TraceSource:
-    """The source of any trace agentx reads (format detected from the content)."""
-    p = Path(path)
-    return SOURCES[detect_format(p)](p)
+    """The source of any trace agentx reads (format detected from the content; an ``hf://``
+    dataset downloaded first: :func:`agentx.formats.resolve_trace`)."""
+    fmt, local = resolve_trace(path)
+    return SOURCES[fmt](local)

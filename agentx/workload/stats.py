@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from agentx.core.flags import FLAG_USAGE_ESTIMATED
@@ -33,7 +33,8 @@ from agentx.prefixcache.tokenizer import Tokenizer, tokenizer_name
 from agentx.results.stats import Stats, StatsTotals
 
 
-def _output_tokens(ex: Exchange) -> int | None:
+def output_tokens_of(ex: Exchange) -> int | None:
+    """A request's output tokens: reported, else counted from its answer (``None``: unknown)."""
     if ex.usage.completion_tokens is not None:
         return ex.usage.completion_tokens
     r = ex.response
@@ -51,9 +52,13 @@ def summarize(
     *,
     block_size: int | None = None,
     tokenizer: Tokenizer | None = None,
+    each: Callable[[Exchange, int | None, int], None] | None = None,
 ) -> Stats:
     """The ``agentx.stats/1`` object of a stream of exchanges (in trace order). Text rows'
-    theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k)."""
+    theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k). ``each``
+    is told of every model call counted: the exchange, its prompt tokens as the unbounded cache
+    counted them (``None``: not hashed) and the tokens that cache served it (the dataset
+    card's hit rate by turn)."""
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be >= 1")
     hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size, tokenizer=tokenizer)
@@ -74,7 +79,10 @@ def summarize(
         sessions.add(ex.session_id)
         threads.add((ex.session_id, ex.thread_id))
         apis[str(ex.api)] += 1  # plain str: orjson takes no str subclass as a key
+        served = hits.hit_tokens if each is not None else 0
         counted = hits.observe(ex)
+        if each is not None:
+            each(ex, counted, hits.hit_tokens - served)
         rendered = counted if ex.hash_ids is None else None
         if ex.usage.prompt_tokens is not None:
             input_tokens.append(ex.usage.prompt_tokens)
@@ -84,7 +92,7 @@ def summarize(
         elif rendered is not None:
             input_tokens.append(rendered)
             sources["tiktoken"] += 1
-        out = _output_tokens(ex)
+        out = output_tokens_of(ex)
         if out is not None:
             output_tokens.append(out)
         if ex.think_time_s is not None:

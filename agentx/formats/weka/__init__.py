@@ -12,7 +12,7 @@ from agentx.formats.weka.read import (
     read_weka_file,
     weka_files,
 )
-from agentx.formats.weka.write import WEKA_BLOCK_SIZE, weka_document, write_weka
+from agentx.formats.weka.write import WEKA_BLOCK_SIZE, weka_document, write_weka, write_weka_jsonl
 
 __all__ = [
     "LOCAL_SCOPE_STRIDE",
@@ -26,4 +26,5 @@ __all__ = [
     "weka_document",
     "weka_files",
     "write_weka",
+    "write_weka_jsonl",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -330,6 +330,55 @@ class _Files:
         self.count += 1
 
 
+class _Lines:
+    """Where the documents go as the rows of a Hugging Face dataset: one per line of a
+    ``.jsonl`` file (``traces.jsonl``, what agentx-harness, AIPerf and GuideLLM read), written
+    under a temporary name and renamed by :meth:`close`."""
+
+    def __init__(self, path: Path, force: bool) -> None:
+        check_output(path, force=force)
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(self.tmp, "wb")  # noqa: SIM115 - closed by close() or abort()
+        self.count = 0
+
+    def write(self, session: str, doc: JSON) -> None:
+        self.fh.write(orjson.dumps(doc) + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        self.fh.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.fh.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def write_weka_jsonl(
+    exchanges: Iterable[Exchange],
+    path: str | os.PathLike[str],
+    *,
+    force: bool = True,
+    session_rows: Mapping[str, int] | None = None,
+) -> int:
+    """:func:`write_weka`'s documents as the lines of one ``.jsonl`` file, in the order their
+    sessions end (each written as soon as its last row is read when ``session_rows`` says how
+    many rows each session has, else all at the end). Returns the number of sessions."""
+    lines = _Lines(Path(path), force)
+    try:
+        _write_sessions(exchanges, lines, session_rows, single=False)
+    except OSError as exc:
+        lines.abort()
+        raise TraceError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        lines.abort()
+        raise
+    lines.close()
+    return lines.count
+
+
 def write_weka(
     exchanges: Iterable[Exchange],
     path: str | os.PathLike[str],
@@ -356,40 +405,56 @@ def write_weka(
         raise UsageError(
             f"{len(session_rows)} sessions: a Weka file holds one; give a directory as -o"
         )
-    sessions: dict[str, _Session] = {}
-    last_ids: dict[str, tuple[int, ...]] = {}  # of each thread's last row
     try:
         files = _Files(p, single) if session_rows is not None else None
-        seen: dict[str, int] = {}  # rows read per session (model calls or not)
-        for ex in exchanges:
-            if is_model_call(ex):
-                s = sessions.get(ex.session_id)
-                if s is None:  # the first row carries an imported header
-                    s = _Session([], IdMapper(1), _block_size(ex), set())
-                    sessions[ex.session_id] = s
-                prev = last_ids.get(ex.thread_id, ())
-                req, ids = weka_request(ex, s.mapper, s.block_size, prev)
-                s.reqs.append(req)
-                s.threads.add(ex.thread_id)
-                last_ids[ex.thread_id] = ids
-            if files is not None and session_rows is not None:
-                n = seen[ex.session_id] = seen.get(ex.session_id, 0) + 1
-                if n == session_rows.get(ex.session_id) and ex.session_id in sessions:
-                    _flush(ex.session_id, sessions, last_ids, files)
-        if single and (files is None and len(sessions) != 1):
-            raise UsageError(
-                f"{len(sessions)} sessions: a Weka file holds one; give a directory as -o"
-            )
-        files = files or _Files(p, single)
-        for session in list(sessions):
-            _flush(session, sessions, last_ids, files)
+        files = _write_sessions(exchanges, files, session_rows, single, lambda: _Files(p, single))
     except OSError as exc:
         raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
     return files.count
 
 
+def _write_sessions[S: (_Files, _Lines)](
+    exchanges: Iterable[Exchange],
+    files: S | None,
+    session_rows: Mapping[str, int] | None,
+    single: bool,
+    late: Callable[[], S] | None = None,
+) -> S:
+    """Each session's document to ``files`` (made by ``late`` once every row is read, when
+    ``files`` is ``None``), as soon as its last row is read when ``session_rows`` is given."""
+    sessions: dict[str, _Session] = {}
+    last_ids: dict[str, tuple[int, ...]] = {}  # of each thread's last row
+    seen: dict[str, int] = {}  # rows read per session (model calls or not)
+    for ex in exchanges:
+        if is_model_call(ex):
+            s = sessions.get(ex.session_id)
+            if s is None:  # the first row carries an imported header
+                s = _Session([], IdMapper(1), _block_size(ex), set())
+                sessions[ex.session_id] = s
+            prev = last_ids.get(ex.thread_id, ())
+            req, ids = weka_request(ex, s.mapper, s.block_size, prev)
+            s.reqs.append(req)
+            s.threads.add(ex.thread_id)
+            last_ids[ex.thread_id] = ids
+        if files is not None and session_rows is not None:
+            n = seen[ex.session_id] = seen.get(ex.session_id, 0) + 1
+            if n == session_rows.get(ex.session_id) and ex.session_id in sessions:
+                _flush(ex.session_id, sessions, last_ids, files)
+    if single and (files is None and len(sessions) != 1):
+        raise UsageError(f"{len(sessions)} sessions: a Weka file holds one; give a directory as -o")
+    if files is None:
+        assert late is not None
+        files = late()
+    for session in list(sessions):
+        _flush(session, sessions, last_ids, files)
+    return files
+
+
 def _flush(
-    session: str, sessions: dict[str, _Session], last_ids: dict[str, tuple[int, ...]], files: _Files
+    session: str,
+    sessions: dict[str, _Session],
+    last_ids: dict[str, tuple[int, ...]],
+    files: _Files | _Lines,
 ) -> None:
     """Write one session and forget it."""
     s = sessions.pop(session)
