@@ -96,7 +96,7 @@ def test_the_readme_use_commands_succeed_against_its_serve_sim(tmp_path: Path) -
             if any(mark in command for mark in NEEDS_ELSEWHERE):
                 left_out.append(command)
                 if "capture" in command:  # what the capture would have written
-                    out = re.search(r"--out (\S+)", command)
+                    out = re.search(r"(?:-o|--out|--output) (\S+)", command)
                     assert out is not None
                     shutil.copy(example_path("example"), tmp_path / out.group(1))
                 continue

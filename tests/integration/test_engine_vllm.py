@@ -110,7 +110,7 @@ def _simulate(trace: Path, lanes: int, blocks: int) -> dict[str, Any]:
         workload=WorkloadOptions(extra_body=OUTPUT),
         engine_params=ENGINE,
     )
-    return run_simulate(opts).data
+    return run_simulate(opts).data.to_json()
 
 
 def _serve_sim(trace: Path, lanes: int, blocks: int, out: Path) -> float:
