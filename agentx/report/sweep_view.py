@@ -92,7 +92,8 @@ def _curve(
 
 
 def sweep_charts(data: Sweep, width: int = 490, height: int = 280) -> dict[str, str]:
-    """The sweep's charts by name: throughput and cost against interactivity, TTFT."""
+    """The sweep's charts by name: throughput and cost against interactivity, TTFT and the
+    prefix-cache hit rate (reported and theoretical) against concurrency."""
     xy, labels = _curve(data, lambda p: p.output_tokens_per_s)
     out = {
         "throughput_vs_interactivity": svg.line_chart(
@@ -123,6 +124,29 @@ def sweep_charts(data: Sweep, width: int = 490, height: int = 280) -> dict[str, 
         width=width,
         height=height,
     )
+    hits = [
+        svg.Series(name, xy, colour)
+        for name, get, colour in (
+            ("reported by the server", lambda p: p.hit_rate_reported, svg.PALETTE[0]),
+            ("theoretical (unbounded cache)", lambda p: p.hit_rate_theoretical, svg.PALETTE[1]),
+        )
+        if (xy := [(p.concurrency, v) for p in pts if (v := get(p)) is not None])
+    ]
+    if hits:  # the gap between the lines is what the server's KV capacity lost at each level
+        out["hit_rate_vs_concurrency"] = svg.line_chart(
+            hits,
+            title="Prefix-cache hit rate vs concurrency",
+            x_label="concurrency (session lanes" + (", log scale)" if log else ")"),
+            y_label="hit rate",
+            y_format=lambda v: f"{v:.1%}",
+            tick_format=lambda v: f"{v:.0%}",
+            y_max=1.0,
+            x_format=lambda v: f"{v:g}",
+            x_ticks=levels,
+            log_x=log,
+            width=width,
+            height=height,
+        )
     if data.has_cost:
         xy, labels = _curve(data, lambda p: p.usd_per_million_output_tokens)
         out["cost_vs_interactivity"] = svg.line_chart(

@@ -93,7 +93,8 @@ def test_sweep_against_serve_sim(sim: SimServer, tmp_path: Path) -> None:
     assert four["requests_per_s"] > 1.25 * one["requests_per_s"]
     assert four["per_user_output_tokens_per_s_p50"] <= one["per_user_output_tokens_per_s_p50"]
     root = ET.fromstring((out / "sweep.svg").read_text())
-    assert root.tag.endswith("svg") and len(root.findall(".//{*}polyline")) == 3
+    # throughput; TTFT p50 and p99; hit rate reported and theoretical
+    assert root.tag.endswith("svg") and len(root.findall(".//{*}polyline")) == 5
     for f in out.rglob("*"):
         if f.is_file() and f.suffix in (".json", ".svg", ".html"):
             assert "sk-sweep-secret" not in f.read_text()
@@ -205,6 +206,7 @@ def test_cost_per_level_and_the_sweep_re_renders(sim: SimServer, tmp_path: Path)
     assert {p.stem for p in png.glob("*.png")} == {
         "throughput_vs_interactivity",
         "ttft_vs_concurrency",
+        "hit_rate_vs_concurrency",
         "cost_vs_interactivity",
     }
     assert (csv_dir / "sweep.csv").read_text().startswith("concurrency,")

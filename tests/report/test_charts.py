@@ -15,8 +15,10 @@ from agentx.report.charts import (
     margin_curve,
     summary_charts,
 )
+from agentx.report.sweep_view import sweep_charts
 from agentx.results.summary import Summary, Throughput, TokenTotals
 from agentx.results.summary.rollups import SecondRow
+from agentx.results.sweep import Sweep, SweepPoint
 
 from .sample import summary, typed
 
@@ -130,3 +132,24 @@ class TestCharts:
         above = min(x for x in curve if x > u)
         assert curve[below] < 0 < curve[above]
         assert curve[1.0] == pytest.approx(cost.gross_margin)
+
+
+def _level(c: int, reported: float | None, theory: float | None) -> SweepPoint:
+    return SweepPoint(
+        c, 1.0, 10.0, 5.0, 100.0, 200.0, 20.0, reported, theory, 0, 10, 1.0, False, f"c{c}",
+        None, None, None,
+    )  # fmt: skip
+
+
+def test_a_sweep_charts_the_hit_rate_it_got_beside_the_theoretical() -> None:
+    data = Sweep("e", "t", "m", (_level(4, 0.42, 0.9), _level(1, 0.88, 0.9)))
+    chart = sweep_charts(data)["hit_rate_vs_concurrency"]
+    assert "reported by the server" in chart and "theoretical (unbounded cache)" in chart
+    assert "42.0%" in chart and "88.0%" in chart  # each level's reported rate in its tooltip
+    # a server that reports no cached tokens: only the theoretical line, named as such
+    only = sweep_charts(Sweep("e", "t", "m", (_level(1, None, 0.9),)))["hit_rate_vs_concurrency"]
+    assert "theoretical" in only and "reported by the server" not in only
+    # nothing to draw: no chart rather than an empty one
+    assert "hit_rate_vs_concurrency" not in sweep_charts(
+        Sweep("e", "t", "m", (_level(1, None, None),))
+    )
