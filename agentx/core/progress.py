@@ -23,8 +23,9 @@ import os
 import sys
 import threading
 import time
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Self
+
+from agentx.core.lifecycle import Closing
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -33,7 +34,7 @@ ENV = "AGENTX_PROGRESS"
 DEFAULT_PERIOD_S = 10.0
 
 
-class Progress:
+class Progress(Closing):
     """A sink for progress reports that ignores them; subclasses draw.
 
     ``phase`` starts a stage of the work with an optional total (``None``: unknown) in
@@ -69,17 +70,6 @@ class Progress:
 
     def close(self) -> None:
         """Stop drawing (idempotent)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- what the renderers show ---------------------------------------------------------
 

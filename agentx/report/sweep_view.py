@@ -124,12 +124,13 @@ def sweep_charts(data: Sweep, width: int = 490, height: int = 280) -> dict[str, 
         width=width,
         height=height,
     )
+    lines: tuple[tuple[str, Callable[[SweepPoint], float | None], str], ...] = (
+        ("reported by the server", lambda p: p.hit_rate_reported, svg.PALETTE[0]),
+        ("theoretical (unbounded cache)", lambda p: p.hit_rate_theoretical, svg.PALETTE[1]),
+    )
     hits = [
         svg.Series(name, xy, colour)
-        for name, get, colour in (
-            ("reported by the server", lambda p: p.hit_rate_reported, svg.PALETTE[0]),
-            ("theoretical (unbounded cache)", lambda p: p.hit_rate_theoretical, svg.PALETTE[1]),
-        )
+        for name, get, colour in lines
         if (xy := [(p.concurrency, v) for p in pts if (v := get(p)) is not None])
     ]
     if hits:  # the gap between the lines is what the server's KV capacity lost at each level

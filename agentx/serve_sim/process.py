@@ -12,10 +12,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-from types import TracebackType
-from typing import IO
+from typing import IO, Self
 
 from agentx.core.errors import AgentxError
+from agentx.core.lifecycle import Running
 from agentx.core.options import command_args
 from agentx.serve_sim.config import SimConfig
 
@@ -25,7 +25,7 @@ def command_line(config: SimConfig) -> list[str]:
     return [sys.executable, "-m", "agentx", "serve-sim", *command_args(config, SimConfig())]
 
 
-class SimProcess:
+class SimProcess(Running):
     """``with SimProcess(SimConfig(port=0)) as sim: sim.url`` — a serve-sim child process."""
 
     def __init__(self, config: SimConfig | None = None, *, start_timeout_s: float = 60.0) -> None:
@@ -35,7 +35,7 @@ class SimProcess:
         self._proc: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
 
-    def start(self) -> SimProcess:
+    def start(self) -> Self:
         # stderr goes to a file, not a pipe: a pipe nobody drains would block the server
         self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives with the child
         self._proc = proc = subprocess.Popen(
@@ -71,14 +71,3 @@ class SimProcess:
         if proc.stdout is not None:
             with contextlib.suppress(OSError):
                 proc.stdout.close()
-
-    def __enter__(self) -> SimProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -17,11 +17,12 @@ import signal
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from types import TracebackType
+from typing import Self
 
 from aiohttp import web
 
 from agentx.core.errors import AgentxError
+from agentx.core.lifecycle import Running
 from agentx.serve_sim.app import create_app, replica_of, warm_up
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.replica import Replica
@@ -78,7 +79,7 @@ def serve(config: SimConfig, on_ready: Callable[[str], None]) -> None:
     asyncio.run(main())
 
 
-class SimServer:
+class SimServer(Running):
     """serve-sim on a background thread with its own event loop.
 
     ``with SimServer(SimConfig.of(port=0, kv_tokens=4096)) as srv: httpx.get(srv.url + "/health")``
@@ -119,7 +120,7 @@ class SimServer:
         finally:
             self._ready.set()
 
-    def start(self, timeout_s: float = 30.0) -> SimServer:
+    def start(self, timeout_s: float = 30.0) -> Self:
         if self._thread is not None:
             raise AgentxError("SimServer already started")
 
@@ -149,14 +150,3 @@ class SimServer:
         thread.join(timeout_s)
         self._thread = None
         self._server = None
-
-    def __enter__(self) -> SimServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

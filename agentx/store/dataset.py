@@ -16,8 +16,6 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import orjson
 import pyarrow as pa
@@ -25,6 +23,7 @@ import pyarrow.parquet as pq
 
 from agentx import DISTRIBUTION, __version__
 from agentx.core.errors import ShapeError, TraceError
+from agentx.core.lifecycle import Committing
 from agentx.core.models import Exchange
 from agentx.results.dataset import MANIFEST, Manifest
 from agentx.results.dataset import SCHEMA as MANIFEST_SCHEMA
@@ -128,7 +127,7 @@ def part_name(index: int) -> str:
     return f"part-{index:05d}{SUFFIX}"
 
 
-class DatasetWriter:
+class DatasetWriter(Committing):
     """Writes a dataset directory: a new part every ``part_rows`` exchanges, each a complete
     trace of its own (its own :class:`TraceWriter`, so memory and spool hold one part). The
     interface of :class:`TraceWriter`: ``append``, ``close``, ``count``, context manager.
@@ -196,20 +195,6 @@ class DatasetWriter:
                 self._writer.close()
             self._writer = None
         shutil.rmtree(self._stage, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 @contextlib.contextmanager

@@ -20,8 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Self
+from typing import IO
 
 import orjson
 import pyarrow as pa
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 
 from agentx import DISTRIBUTION, __version__
 from agentx.core.errors import TraceError
+from agentx.core.lifecycle import Committing
 from agentx.core.models import Exchange
 from agentx.core.outputs import atomic_output
 from agentx.core.progress import Progress
@@ -58,7 +58,7 @@ from agentx.store.spool import (
 ROW_GROUP_ROWS = 1024  # rows repeat ~tens of KB of tools/system text: keep batches small
 
 
-class TraceWriter:
+class TraceWriter(Committing):
     """Writes one trace file. Use as a context manager, or call :meth:`close`.
 
     ``append`` returns once the exchange is in the spool (flushed to the OS, so it survives the
@@ -158,20 +158,6 @@ class TraceWriter:
             with contextlib.suppress(OSError):
                 self._spool.flush()
             self._spool.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:  # a failed producer must not replace the output with what it got to
-            self.abort()
 
 
 def _refuse_existing_spool(path: Path, spool: Path) -> None:
