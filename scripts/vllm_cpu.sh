@@ -14,6 +14,8 @@
 #   AGENTX_VLLM_PYTHON (a Python 3.11; see docs/vllm-cpu.md for why 3.11)
 #   AGENTX_VLLM_VENV (.venv-vllm)     AGENTX_VLLM_MODEL_DIR (.cache/tiny-llama)
 #   AGENTX_VLLM_EXTRA_ARGS            extra flags for the api_server, word-split
+#   AGENTX_VLLM_TOOL_PARSER (hermes)  'none': start without a tool parser (vLLM's default), so
+#                                     every request that offers tools is refused
 #
 # Nothing is fetched from a model hub: weights are random (--load-format dummy) and the tokenizer is
 # trained locally by scripts/make_tiny_model.py. Recipe, timings and caveats: docs/vllm-cpu.md.
@@ -28,6 +30,7 @@ PORT=${AGENTX_VLLM_PORT:-8011}
 HOST=127.0.0.1
 KV_GIB=${AGENTX_VLLM_KV_GIB:-2}
 MAX_LEN=${AGENTX_VLLM_MAX_LEN:-65536}
+TOOL_PARSER=${AGENTX_VLLM_TOOL_PARSER:-hermes}
 START_TIMEOUT_S=${AGENTX_VLLM_START_TIMEOUT_S:-600}
 SERVED_NAME=tiny-llama
 PIDFILE=$CACHE/vllm-$PORT.pid
@@ -139,6 +142,8 @@ cmd_start() {
   cmd_model >&2
   local t0 pid
   t0=$(date +%s)
+  local tools=(--enable-auto-tool-choice --tool-call-parser "$TOOL_PARSER")
+  [ "$TOOL_PARSER" = none ] && tools=()
   # setsid: the server and its engine-core child get their own process group, so 'stop' can end
   # exactly that group and nothing else.
   # shellcheck disable=SC2086
@@ -148,7 +153,7 @@ cmd_start() {
     --host "$HOST" --port "$PORT" \
     --max-model-len "$MAX_LEN" \
     --enable-prefix-caching --enable-prompt-tokens-details \
-    --enable-auto-tool-choice --tool-call-parser hermes \
+    "${tools[@]}" \
     ${AGENTX_VLLM_EXTRA_ARGS:-} \
     >"$LOGFILE" 2>&1 </dev/null &
   pid=$!

@@ -2,8 +2,11 @@
 run's requests (vLLM started without a tool parser, a model it does not serve, a wrong path, a
 key it refuses) says so at once, in its own words, instead of failing every request of the run.
 
-The request is the first turn of the plan's first session, built exactly as the lanes build it
-(same API, tools, tool choice, extra body, headers), asking for one token, with a marker of its
+The request is a first turn of the plan's first session, built exactly as the lanes build it
+(same API, tools, tool choice, extra body, headers): the first thread's, or the first one that
+offers tools when that one does not (a session's first thread is often a title side call with
+none, and a server without a tool parser refuses only requests that offer tools), asking for one
+token, with a marker of its
 own first in its system prompt and in its first tool's description
 (:func:`agentx.workload.build.lead_with`): whichever a chat template renders first, it shares no
 prefix with the run's requests beyond the template's first tokens, so the server's cache, and
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import orjson
 
+from agentx.apis.registry import family
 from agentx.core.errors import EndpointError
 from agentx.core.urls import redact_url
 from agentx.metrics.errors import hint
@@ -47,12 +51,21 @@ async def send_test_request(
     if not len(plan.sessions):
         return
     session = plan.sessions[0]
-    if not session.threads or not session.threads[0].turns:
+    firsts = [(t.thread_id, t.turns[0].meta) for t in session.threads if t.turns]
+    if not firsts:
         return
-    meta = session.threads[0].turns[0].meta
-    ex = plan.source.load_session(session.source).exchange(meta)
-    builder = ThreadBuilder(build, meta.api, SynthCache(max_bytes=1 << 24))
-    built = builder.build(ex, None, max_tokens=1)
+    loaded = plan.source.load_session(session.source)
+    chosen = None
+    for thread_id, meta in firsts:
+        builder = ThreadBuilder(build, meta.api, SynthCache(max_bytes=1 << 24))
+        built = builder.build(loaded.exchange(meta), None, max_tokens=1)
+        with_tools = bool(family(built.api).offered_tools(orjson.loads(built.body)))
+        if chosen is None or with_tools:
+            chosen = thread_id, built
+        if with_tools:
+            break
+    assert chosen is not None
+    thread_id, built = chosen
     body = orjson.dumps(
         lead_with(orjson.loads(built.body), built.api, salt_marker(marker_salt(nonce, PROBE)))
     )
@@ -72,8 +85,8 @@ async def send_test_request(
     what = f"HTTP {outcome.status}" if outcome.status is not None else kind
     advice = hint(kind, outcome.status, message, outcome.prompt_tokens)
     raise EndpointError(
-        f"{redact_url(endpoint)} failed a test request ({what}; the first request of session "
-        f"{session.session_id}, one token, to {built.path}): {message}"
+        f"{redact_url(endpoint)} failed a test request ({what}; the first request of thread "
+        f"{thread_id} of session {session.session_id}, one token, to {built.path}): {message}"
         + (f"; {advice}" if advice else "")
         + " (--no-preflight skips the test request)"
     )

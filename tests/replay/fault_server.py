@@ -181,6 +181,7 @@ class FaultServer:
         # (0: all of them), whatever the body says: a server that rejects the run's requests
         self.reject: tuple[int, dict[str, Any]] | None = None
         self.reject_after = 0
+        self.reject_only_tools = False  # reject only requests that offer tools (no tool parser)
         self.big_event_bytes = 20 * 1024 * 1024  # the "big_event" fault's one SSE event
 
     @property
@@ -209,7 +210,11 @@ class FaultServer:
         self.queries.append(request.query_string)
         if self.on_request is not None:
             self.on_request(body)
-        if self.reject is not None and len(self.requests) > self.reject_after:
+        if (
+            self.reject is not None
+            and len(self.requests) > self.reject_after
+            and (body.get("tools") or not self.reject_only_tools)
+        ):
             return web.json_response(self.reject[1], status=self.reject[0])
         m = FAULT.search(raw)
         fault = m.group(1).decode() if m else "ok"

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from agentx.cli import app
 from agentx.serve_sim import SimConfig, SimServer
-from replay.factory import chat_session, write
+from replay.factory import T0, chat_session, write
 from replay.fault_server import MODEL, FaultServer
 
 # what vLLM answers a request with tool_choice "auto" when it was started without a tool parser
@@ -65,6 +65,29 @@ def test_a_server_that_rejects_every_request_stops_the_run_before_it_starts(
     assert "--enable-auto-tool-choice --tool-call-parser" in err  # and what to change
     assert "Traceback" not in result.output
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_the_test_request_offers_tools_when_the_sessions_first_thread_does_not(
+    tmp_path: Path,
+) -> None:
+    # a session's first thread is often a title side call with no tools: a server without a
+    # tool parser answers it and refuses every turn of the main thread
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]
+    title = chat_session("s", turns=1, thread_id="title")
+    main = [
+        dataclasses.replace(ex, request={**ex.request, "tools": tools})
+        for ex in chat_session("s", turns=3, start_ns=T0 + 10**9)
+    ]
+    trace = write(tmp_path / "t.parquet", [*title, *main])
+    with FaultServer() as srv:
+        srv.reject, srv.reject_only_tools = (400, TOOL_PARSER_400), True
+        result = replay(trace, srv.url, tmp_path / "out")
+        sent = list(srv.requests)
+    assert result.exit_code == 1
+    assert len(sent) == 1 and sent[0]["tools"]  # the test request was the main thread's turn
+    err = " ".join(result.stderr.split())
+    assert "the first request of thread main of session s" in err
+    assert TOOL_PARSER_400["message"] in err
 
 
 def test_every_request_failing_exits_1_with_the_servers_words_even_under_json(
