@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 
 from agentx.core.errors import AgentxError, ShapeError, UsageError
 from agentx.core.outputs import check_results_dir
@@ -21,7 +21,10 @@ from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
 from agentx.report import export
+from agentx.report.baseline import check_baseline
 from agentx.report.charts import Run, latency_cdfs, summary_charts
+from agentx.report.check_options import CheckInputs
+from agentx.report.ci import publish, render_check
 from agentx.report.compare import compare
 from agentx.report.compare_page import render_compare_html
 from agentx.report.fmt import config_warnings
@@ -37,6 +40,7 @@ from agentx.report.sweep_view import (
     sweep_charts,
     sweep_point,
 )
+from agentx.results.baseline import BaselineCheck
 from agentx.results.compare import Comparison
 from agentx.results.summary import Summary
 from agentx.results.sweep import Sweep
@@ -56,6 +60,7 @@ class ReportOptions:
     slo: str | None = None  # re-check the merged rows (None: the shards' own --slo)
     merge: bool = False  # merge even one directory (`agentx merge DIR`)
     force: bool = False  # replace an existing --html page (and a merged results directory)
+    check: CheckInputs = field(default_factory=CheckInputs)  # --baseline, --fail-on, --junit
 
     @property
     def merging(self) -> bool:
@@ -66,12 +71,13 @@ class ReportOptions:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    data: Summary | Comparison | Sweep  # what --json prints
+    data: Summary | Comparison | Sweep | BaselineCheck  # what --json prints
     renderable: RenderableType  # what the terminal shows otherwise
     written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
     warnings: tuple[str, ...] = field(default=())
     slo_failed: bool = False  # a merge re-checked the --slo and a check failed
     shown: tuple[str, ...] = ()  # the warnings the renderable prints itself
+    regressed: bool = False  # --baseline found a confirmed regression
 
     def stderr_warnings(self, json_out: bool) -> tuple[str, ...]:
         """The warnings for stderr, each once: all of them under ``--json`` (stdout is data),
@@ -144,6 +150,12 @@ def _build(o: ReportOptions) -> Report:
         summary, records = _load(o.results_dir, o)
     slo_failed = o.merging and summary.slo.passed is False
     written: list[Path] = [o.output_dir] if o.output_dir is not None else []
+    if o.check.baseline is not None:
+        if o.base_dir is not None:
+            raise UsageError("--baseline and --compare: give one base run")
+        return _baseline_report(o, summary, records, merged, slo_failed, written)
+    if o.check.junit is not None:
+        written += publish(summary, None, o.check.junit, name="agentx report")
     if o.base_dir is None:
         if o.html_path is not None:
             source = _source(o)
@@ -182,6 +194,35 @@ def _build(o: ReportOptions) -> Report:
         (*merged, *config_warnings(cmp)),
         slo_failed,
         shown=tuple(config_warnings(cmp)),
+    )
+
+
+def _baseline_report(
+    o: ReportOptions,
+    summary: Summary,
+    records: list[RequestRecord],
+    merged: tuple[str, ...],
+    slo_failed: bool,
+    written: list[Path],
+) -> Report:
+    """The run against its baseline: the check's table under the run's own report."""
+    if not records:
+        records = load_results(o.results_dir)[1]
+    check = check_baseline(summary, records, o.results_dir, o.check)
+    if o.html_path is not None:
+        source = _source(o)
+        write_page(render_html(summary, source=source), o.html_path, force=o.force, source=source)
+        written.append(o.html_path)
+    written += _exports(o, summary_charts(summary), summary, records)
+    written += publish(summary, check, o.check.junit, name="agentx report")
+    return Report(
+        check,
+        Group(render_summary(summary), render_check(check)),
+        tuple(written),
+        (*merged, *check.warnings),
+        slo_failed,
+        shown=tuple(warnings(summary)),
+        regressed=not check.passed,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agentx.core.percentiles import CONTRACT_QS, P
+from agentx.results.baseline import RunIdentity
 from agentx.results.stats import BlockSizeFigures, Stats
 from agentx.results.summary import Summary
 from agentx.results.summary.identity import InfoMetric
@@ -68,6 +69,7 @@ FIELDS: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     (SweepPoint, "results_dir"): text.filter(bool),
     (Summary, "labels"): labels,
     (InfoMetric, "labels"): labels,
+    (RunIdentity, "labels"): labels,
     (Stats, "block_sizes"): st.dictionaries(
         st.integers(1, 1 << 20), st.builds(BlockSizeFigures, ints, ints, ints), max_size=2
     ),

@@ -44,6 +44,6 @@ def test_other_formats_by_their_bytes_and_unreadable_ones_refused(tmp_path: Path
     assert trace_fingerprint(jsonl) != one
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"PAR1 not parquet")
-    with pytest.raises(TraceError, match="bad.parquet"):
+    with pytest.raises(TraceError, match=r"bad\.parquet"):
         rows_sha256(bad)
     assert short(None) == "unknown" and short("ab" * 32) == "ab" * 6
