@@ -70,6 +70,17 @@ def unknown_fingerprint(base: RunIdentity, new: RunIdentity) -> list[str]:
     ]
 
 
+def fingerprint_warnings(base: Summary, new: Summary) -> list[str]:
+    """What ``report --compare`` says of two runs of different traces (or of unknown ones)."""
+    b, n = identity(base, None), identity(new, None)
+    if b.trace_fingerprint and n.trace_fingerprint and b.trace_fingerprint != n.trace_fingerprint:
+        return [
+            f"the runs replayed different traces (fingerprints {short(b.trace_fingerprint)} vs "
+            f"{short(n.trace_fingerprint)}): their figures are not comparable"
+        ]
+    return unknown_fingerprint(b, n) if b.trace_fingerprint or n.trace_fingerprint else []
+
+
 def _candidates(path: Path) -> list[Path]:
     """``path`` itself when it is a results directory, else the saved baselines it holds."""
     if (path / SUMMARY_FILE).is_file():

@@ -20,6 +20,7 @@ from agentx.results.baseline import BaselineCheck, RegressionCheck, Verdict
 from agentx.results.junit import JUnitCase, JUnitSuite
 from agentx.results.summary import Summary
 from agentx.results.summary.slo import CheckResult
+from agentx.results.sweep import Sweep
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -132,6 +133,18 @@ def sweep_suite(levels: Mapping[int, Summary]) -> JUnitSuite:
                 )
             )
     return JUnitSuite("agentx sweep", tuple(cases))
+
+
+def write_sweep_junit(sweep_dir: Path, sweep: Sweep, path: Path) -> Path:
+    """``sweep --junit``: each level's checks, read from its ``summary.json``."""
+    from agentx.report.results_dir import load_summary
+
+    levels = {
+        p.concurrency: load_summary(sweep_dir / p.results_dir)
+        for p in sweep.points
+        if (sweep_dir / p.results_dir / "summary.json").is_file()
+    }
+    return write_junit(sweep_suite(levels), path)
 
 
 def write_junit(suite: JUnitSuite, path: Path) -> Path:

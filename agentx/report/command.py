@@ -21,7 +21,7 @@ from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
 from agentx.report import export
-from agentx.report.baseline import check_baseline
+from agentx.report.baseline import check_baseline, fingerprint_warnings
 from agentx.report.charts import Run, latency_cdfs, summary_charts
 from agentx.report.check_options import CheckInputs
 from agentx.report.ci import publish, render_check
@@ -174,6 +174,7 @@ def _build(o: ReportOptions) -> Report:
         )
     base, _ = _load(o.base_dir, ReportOptions(o.base_dir, cost=o.cost, percentiles=o.percentiles))
     cmp = compare(base, summary)
+    mismatch = fingerprint_warnings(base, summary)
     if o.html_path is not None:
         source = _source(o)
         html = render_compare_html(base, summary, cmp, source=source)
@@ -191,7 +192,7 @@ def _build(o: ReportOptions) -> Report:
         cmp,
         render_compare(cmp),  # the comparison alone: the new run has its own report
         tuple(written),
-        (*merged, *config_warnings(cmp)),
+        (*merged, *mismatch, *config_warnings(cmp)),
         slo_failed,
         shown=tuple(config_warnings(cmp)),
     )
