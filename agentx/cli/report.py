@@ -15,7 +15,7 @@ from agentx.core.options import Panel
 from agentx.core.outputs import output_flag
 from agentx.core.percentiles import PERCENTILES
 from agentx.metrics.cost import CostInputs
-from agentx.report.check_options import CheckInputs
+from agentx.report.check_options import CheckInputs, TrendInputs
 
 if TYPE_CHECKING:
     from agentx.report.command import ReportOptions
@@ -43,7 +43,7 @@ MergeSlo = Annotated[
 
 
 @app.command()
-@declared_command(CostInputs, CheckInputs)
+@declared_command(CostInputs, CheckInputs, TrendInputs)
 def report(
     results_dirs: Annotated[
         list[Path],
@@ -119,6 +119,7 @@ def report(
             slo=slo,
             force=force,
             check=given.build(CheckInputs),
+            trend=given.build(TrendInputs).trend,
         )
     except AgentxError as exc:
         fail(exc)

@@ -15,8 +15,8 @@ from agentx.core.errors import AgentxError
 from agentx.core.options import Panel
 from agentx.core.outputs import output_flag
 from agentx.metrics.cost import CostInputs
-from agentx.report.check_options import CheckInputs
 from agentx.replay.options import ReplayOptions
+from agentx.report.check_options import CheckInputs
 
 # replay's options that apply per level: not the preset, the snapshot starts, the gates, open
 # loop, nor the scale-out (a level is one process on one machine)

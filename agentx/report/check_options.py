@@ -97,3 +97,17 @@ class BaselineStore:
         panel=Panel.OUTPUT,
         help="the directory of baselines",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class TrendInputs:
+    """``agentx report RUN... --trend``: the runs as a trend, not merged."""
+
+    trend: bool = option(
+        False,
+        "--trend",
+        panel=Panel.REPORT,
+        help="several runs as a trend: each headline figure run by run, series by --label, "
+        "the throughput-interactivity frontier; -o DIR writes trend.json, trend.html, "
+        "trend.csv and the charts as PNG",
+    )

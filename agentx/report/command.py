@@ -44,6 +44,7 @@ from agentx.results.baseline import BaselineCheck
 from agentx.results.compare import Comparison
 from agentx.results.summary import Summary
 from agentx.results.sweep import Sweep
+from agentx.results.trend import Trend
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,17 +62,18 @@ class ReportOptions:
     merge: bool = False  # merge even one directory (`agentx merge DIR`)
     force: bool = False  # replace an existing --html page (and a merged results directory)
     check: CheckInputs = field(default_factory=CheckInputs)  # --baseline, --fail-on, --junit
+    trend: bool = False  # --trend: the directories as a trend, not merged
 
     @property
     def merging(self) -> bool:
-        return bool(
+        return not self.trend and bool(
             self.merge or self.more_dirs or self.output_dir is not None or self.slo is not None
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    data: Summary | Comparison | Sweep | BaselineCheck  # what --json prints
+    data: Summary | Comparison | Sweep | BaselineCheck | Trend  # what --json prints
     renderable: RenderableType  # what the terminal shows otherwise
     written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
     warnings: tuple[str, ...] = field(default=())
@@ -124,6 +126,8 @@ def build_report(o: ReportOptions) -> Report:
     summary with a field of the wrong type is one :class:`AgentxError` line, not a traceback."""
     if o.html_path is not None:
         check_page(o.html_path, _source(o), force=o.force)  # before the work, not after it
+    if o.trend:
+        return _trend_report(o)
     if o.output_dir is not None:
         check_results_dir(o.output_dir, force=o.force)
     try:
@@ -239,6 +243,33 @@ def _exports(
     if o.csv_dir is not None:
         written += export.write_run_csv(summary, records, o.csv_dir)
     return written
+
+
+def _trend_report(o: ReportOptions) -> Report:
+    """``--trend``: the runs as a trend (:mod:`agentx.report.trend`)."""
+    from agentx.report.trend import (
+        build_trend,
+        render_trend,
+        render_trend_html,
+        trend_charts,
+        write_trend,
+    )
+
+    if o.base_dir is not None or o.check.baseline is not None or o.slo is not None:
+        raise UsageError("--trend draws runs side by side: not with --compare, --baseline, --slo")
+    data = build_trend([o.results_dir, *o.more_dirs], o.cost)
+    written: list[Path] = []
+    source = _source(o)
+    if o.output_dir is not None:
+        written += write_trend(data, o.output_dir, source)
+    if o.html_path is not None:
+        write_page(render_trend_html(data, source), o.html_path, force=o.force, source=source)
+        written.append(o.html_path)
+    if o.png_dir is not None:
+        written += export.write_pngs(trend_charts(data), o.png_dir)
+    if o.csv_dir is not None:
+        written += export.write_trend_csv(data, o.csv_dir)
+    return Report(data, render_trend(data), tuple(written), data.warnings)
 
 
 def _sweep_report(o: ReportOptions) -> Report:

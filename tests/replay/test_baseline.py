@@ -200,3 +200,41 @@ def test_the_verdict_follows_the_interval() -> None:
     assert delta(down, 0.90, 0.85) == pytest.approx(-5.0)
     assert delta(up, 0.0, 1.0) is None
     assert check(up, [], [], Bootstrap(100, 0, 0.95)).verdict is Verdict.UNKNOWN
+
+
+def test_sweep_junit_and_a_comparison_of_other_traces(
+    trace: Path, fast_url: str, tmp_path: Path
+) -> None:
+    res = runner.invoke(
+        app,
+        [
+            "sweep",
+            str(trace),
+            "--endpoint",
+            fast_url,
+            "--concurrency",
+            "1,2",
+            "--time-scale",
+            "0",
+            "--max-requests",
+            "4",
+            "--no-preflight",
+            "-o",
+            str(tmp_path / "sw"),
+            "--junit",
+            str(tmp_path / "sweep.xml"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    suite = JUnitSuite.from_xml((tmp_path / "sweep.xml").read_text())
+    assert [c.name for c in suite.cases] == ["concurrency 1: gates", "concurrency 2: gates"]
+    assert suite.name == "agentx sweep" and suite.failures == 0
+
+    other = write(tmp_path / "other.parquet", chat_session("x", turns=2, start_ns=T0))
+    for t, out in ((trace, "a"), (other, "b")):
+        assert _replay(t, fast_url, tmp_path / out).exit_code == 0
+    cmp = runner.invoke(
+        app, ["report", str(tmp_path / "b"), "--compare", str(tmp_path / "a"), "--json"]
+    )
+    assert cmp.exit_code == 0
+    assert "the runs replayed different traces" in cmp.stderr

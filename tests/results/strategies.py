@@ -21,6 +21,7 @@ from agentx.results.summary.identity import InfoMetric
 from agentx.results.summary.run import ARRIVAL_UNITS, Arrivals
 from agentx.results.summary.server import CounterSeries, ServerBlock
 from agentx.results.sweep import SweepPoint
+from agentx.results.trend import TrendPoint
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=6)
 floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -70,6 +71,7 @@ FIELDS: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     (Summary, "labels"): labels,
     (InfoMetric, "labels"): labels,
     (RunIdentity, "labels"): labels,
+    (TrendPoint, "labels"): labels,
     (Stats, "block_sizes"): st.dictionaries(
         st.integers(1, 1 << 20), st.builds(BlockSizeFigures, ints, ints, ints), max_size=2
     ),
