@@ -5,6 +5,6 @@ One module per group of commands; importing them registers the commands, in pipe
 
 # isort: skip_file
 from agentx.cli.app import app, main
-from agentx.cli import capture, clean, traces, dataset, replay, sweep, report, serve, demo  # noqa: F401  (registers)
+from agentx.cli import capture, clean, traces, dataset, replay, sweep, report, baseline, serve, demo  # noqa: F401  (registers)
 
 __all__ = ["app", "main"]

@@ -13,12 +13,13 @@ from agentx.cli.declared import Given, declared_command
 from agentx.core.errors import AgentxError
 from agentx.metrics.cost import CostInputs
 from agentx.replay.options import ReplayOptions
+from agentx.report.check_options import CheckInputs
 
 REPLAY_TRACE = "trace to replay: agentx Parquet, Weka JSON (file or dir) or Mooncake JSONL"
 
 
 @app.command()
-@declared_command(ReplayOptions, CostInputs)
+@declared_command(ReplayOptions, CostInputs, CheckInputs)
 def replay(
     trace: Annotated[Path, trace_argument(REPLAY_TRACE)],
     json_out: Annotated[
@@ -33,6 +34,7 @@ def replay(
     from agentx.replay.options import describe, scenario_options
 
     try:
+        checks = given.build(CheckInputs)
         options = scenario_options(
             **given.values(ReplayOptions),
             trace=trace,
@@ -42,6 +44,17 @@ def replay(
         if options.workload.scenario is not None or options.schedule.snapshot:
             err.print(f"agentx: {describe(options)}", markup=False, highlight=False, soft_wrap=True)
         result = run_replay(options)
+        from agentx.report.baseline import check_run
+
+        failed = result.failure is not None or bool(result.exit_code)
+        check, written = check_run(
+            result.summary,
+            result.records,
+            result.output_dir,
+            checks,
+            name="agentx replay",
+            failed=failed,
+        )
     except AgentxError as exc:
         fail(exc)
     if json_out:  # else the report below prints each warning
@@ -52,9 +65,17 @@ def replay(
         from agentx.report import render_summary
 
         out.print(render_summary(result.summary))
+        if check is not None:
+            from agentx.report.ci import render_check
+
+            out.print(render_check(check))
         err.print(
             f"agentx: results in {result.output_dir}", markup=False, highlight=False, soft_wrap=True
         )
+    for warning in check.warnings if check is not None else ():
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    for path in written:
+        err.print(f"agentx: wrote {path}", markup=False, highlight=False, soft_wrap=True)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
     if result.failure is not None:
@@ -62,5 +83,5 @@ def replay(
             f"agentx: run failed: {result.failure}", markup=False, highlight=False, soft_wrap=True
         )
         raise typer.Exit(1)
-    if result.summary.slo.passed is False:
+    if result.summary.slo.passed is False or (check is not None and not check.passed):
         raise typer.Exit(3)

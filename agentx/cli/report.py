@@ -15,6 +15,7 @@ from agentx.core.options import Panel
 from agentx.core.outputs import output_flag
 from agentx.core.percentiles import PERCENTILES
 from agentx.metrics.cost import CostInputs
+from agentx.report.check_options import CheckInputs, TrendInputs
 
 if TYPE_CHECKING:
     from agentx.report.command import ReportOptions
@@ -42,7 +43,7 @@ MergeSlo = Annotated[
 
 
 @app.command()
-@declared_command(CostInputs)
+@declared_command(CostInputs, CheckInputs, TrendInputs)
 def report(
     results_dirs: Annotated[
         list[Path],
@@ -117,6 +118,8 @@ def report(
             output_dir=output,
             slo=slo,
             force=force,
+            check=given.build(CheckInputs),
+            trend=given.build(TrendInputs).trend,
         )
     except AgentxError as exc:
         fail(exc)
@@ -180,5 +183,5 @@ def _report(options: ReportOptions, json_out: bool) -> None:
         out.print(result.renderable)
     for path in result.written:
         err.print(f"agentx: wrote {path}", markup=False, highlight=False, soft_wrap=True)
-    if result.slo_failed:
+    if result.slo_failed or result.regressed:
         raise typer.Exit(3)

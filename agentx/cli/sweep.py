@@ -16,6 +16,7 @@ from agentx.core.options import Panel
 from agentx.core.outputs import output_flag
 from agentx.metrics.cost import CostInputs
 from agentx.replay.options import ReplayOptions
+from agentx.report.check_options import CheckInputs
 
 # replay's options that apply per level: not the preset, the snapshot starts, the gates, open
 # loop, nor the scale-out (a level is one process on one machine)
@@ -25,7 +26,7 @@ PER_LEVEL = Only.without(
 
 
 @app.command()
-@declared_command(PER_LEVEL, CostInputs)
+@declared_command(PER_LEVEL, CostInputs, Only.without(CheckInputs, Panel.GATES))
 def sweep(
     trace: Annotated[Path, trace_argument(REPLAY_TRACE)],
     concurrency: Annotated[
@@ -109,6 +110,16 @@ def sweep(
             level_done,
             level_start,
         )
+        junit = given.build(CheckInputs).junit
+        if junit is not None:
+            from agentx.report.ci import write_sweep_junit
+
+            err.print(
+                f"agentx: wrote {write_sweep_junit(out_dir, result.data, junit)}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     except AgentxError as exc:
         fail(exc)
     for warning in result.warnings:

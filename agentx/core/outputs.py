@@ -101,6 +101,7 @@ REQUESTS_FILE = "requests.parquet"
 THEORY_FILE = "theory.parquet"
 REPORT_FILE = "report.html"
 SWEEP_FILE = "sweep.json"
+BASELINE_FILE = "baseline.json"  # replay --baseline: the run against its baseline
 RESULT_FILES = (SUMMARY_FILE, REQUESTS_FILE, REPORT_FILE, SWEEP_FILE)
 _SCHEMA_HEAD = 512  # bytes: a results file's schema is its first key
 

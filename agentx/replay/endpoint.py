@@ -19,11 +19,16 @@ from agentx.apis import FAMILIES
 from agentx.core.errors import EndpointError
 from agentx.core.urls import redact_url, redact_urls_in
 from agentx.metrics.prometheus.capacity import capacity_from_metrics
+from agentx.metrics.prometheus.parse import parse_prometheus
 from agentx.replay.client import classify, default_ca_bundle, tls_problem
+from agentx.results.summary.identity import InfoMetric, ServedModel, ServerIdentity
 
 # owned_by of /v1/models -> server kind. These honour ignore_eos / min_tokens.
 KNOWN_OWNERS = {"vllm": "vllm", "sglang": "sglang", "agentx": "serve-sim"}
 IGNORE_EOS_SERVERS = frozenset({"vllm", "sglang", "serve-sim"})
+MAX_INFO_METRICS = 32  # a /metrics page's info gauges kept, at most
+MAX_LABEL_CHARS = 200  # a label value longer than this is cut (a path, a JSON config)
+VERSION_TIMEOUT_S = 3.0  # /version is optional: a server without it costs no more than this
 _BLOCK_SIZE = re.compile(r'^[a-zA-Z_:]*cache_config_info\{[^}]*\bblock_size="(\d+)"', re.MULTILINE)
 
 
@@ -35,6 +40,13 @@ class ServerInfo:
     block_size: int | None  # prefix-cache block size the server publishes
     metrics_text: bool  # the metrics URL answered with Prometheus text
     kv_tokens: int | None = None  # the KV cache it states (vLLM's cache_config_info), in tokens
+    version: str | None = None  # what /version answers (vLLM, serve-sim; SGLang's server info)
+    served: tuple[ServedModel, ...] = ()  # /v1/models with owner and context length
+    info: tuple[InfoMetric, ...] = ()  # the *_info gauges of /metrics: build and config facts
+
+    def identity(self) -> ServerIdentity:
+        """The server as ``summary.json`` records it (``server_identity``)."""
+        return ServerIdentity(self.kind, self.version, self.server_header, self.served, self.info)
 
 
 # paths a user may paste whole as --endpoint (a request's own URL): what is before them is the
@@ -123,6 +135,7 @@ async def probe(
             f"{shown} refused the API key (HTTP {resp.status_code}): set --api-key or OPENAI_API_KEY"
         )
     models: tuple[str, ...] = ()
+    served: tuple[ServedModel, ...] = ()
     owner: str | None = None
     if resp.status_code == 200:
         try:
@@ -138,6 +151,7 @@ async def probe(
             )
             owners = [m.get("owned_by") for m in items if isinstance(m, dict)]
             owner = next((str(o) for o in owners if o), None)
+            served = served_models(items)
     elif resp.status_code >= 500:
         raise EndpointError(f"{shown} answers HTTP {resp.status_code} on /v1/models")
     server = resp.headers.get("server")
@@ -147,6 +161,7 @@ async def probe(
 
     block_size: int | None = None
     kv_tokens: int | None = None
+    info: tuple[InfoMetric, ...] = ()
     metrics_ok = False
     if metrics_url:
         try:
@@ -156,11 +171,61 @@ async def probe(
                 block_size = block_size_from_metrics(m.text)
                 capacity = capacity_from_metrics(m.text, metrics_url)
                 kv_tokens = capacity.tokens if capacity is not None else None
+                info = info_metrics(m.text)
         except (httpx.HTTPError, OSError):
             pass
+    sglang_info = await _sglang_info(client, root, timeout) if kind == "sglang" else {}
     if block_size is None and kind == "sglang":
-        block_size = await _sglang_page_size(client, root, timeout)
-    return ServerInfo(models, kind, server, block_size, metrics_ok, kv_tokens)
+        page = sglang_info.get("page_size")
+        block_size = page if isinstance(page, int) and page > 0 else None
+    version = await _version(client, root)
+    if version is None and isinstance(sglang_info.get("version"), str):
+        version = sglang_info["version"]
+    return ServerInfo(
+        models, kind, server, block_size, metrics_ok, kv_tokens, version, served, info
+    )
+
+
+def served_models(items: list[Any]) -> tuple[ServedModel, ...]:
+    """The models of a ``/v1/models`` list with what each entry says of itself."""
+    out = []
+    for m in items:
+        if not isinstance(m, dict) or not isinstance(m.get("id"), str) or not m["id"]:
+            continue
+        owner, limit = m.get("owned_by"), m.get("max_model_len")
+        out.append(
+            ServedModel(
+                m["id"],
+                str(owner) if owner else None,
+                limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
+            )
+        )
+    return tuple(out)
+
+
+def info_metrics(text: str) -> tuple[InfoMetric, ...]:
+    """The info gauges of a ``/metrics`` page (names ending ``_info``: ``vllm:cache_config_info``,
+    SGLang's, ``python_info``), one per name, labels sorted, long values cut."""
+    seen: dict[str, InfoMetric] = {}
+    for sample in parse_prometheus(text):
+        if not sample.name.endswith("_info") or sample.name in seen:
+            continue
+        labels = tuple(sorted((k, v[:MAX_LABEL_CHARS]) for k, v in sample.labels.items()))
+        seen[sample.name] = InfoMetric(sample.name, labels)
+        if len(seen) >= MAX_INFO_METRICS:
+            break
+    return tuple(seen.values())
+
+
+async def _version(client: httpx.AsyncClient, root: str) -> str | None:
+    """What ``/version`` answers (``{"version": "0.32.0"}`` on vLLM), or ``None``."""
+    try:
+        resp = await client.get(root + "/version", timeout=httpx.Timeout(VERSION_TIMEOUT_S))
+        data = orjson.loads(resp.content) if resp.status_code == 200 else None
+    except (httpx.HTTPError, OSError, orjson.JSONDecodeError):
+        return None
+    version = data.get("version") if isinstance(data, dict) else None
+    return version[:MAX_LABEL_CHARS] if isinstance(version, str) and version else None
 
 
 def _tls_hint(words: str, certificate: bool) -> str:
@@ -172,13 +237,13 @@ def _tls_hint(words: str, certificate: bool) -> str:
     )
 
 
-async def _sglang_page_size(
+async def _sglang_info(
     client: httpx.AsyncClient, root: str, timeout: httpx.Timeout
-) -> int | None:
+) -> dict[str, Any]:
+    """SGLang's ``/get_server_info`` (its page size, its version), or nothing."""
     try:
         resp = await client.get(root + "/get_server_info", timeout=timeout)
         data = orjson.loads(resp.content) if resp.status_code == 200 else None
     except (httpx.HTTPError, OSError, orjson.JSONDecodeError):
-        return None
-    page = data.get("page_size") if isinstance(data, dict) else None
-    return page if isinstance(page, int) and page > 0 else None
+        return {}
+    return data if isinstance(data, dict) else {}

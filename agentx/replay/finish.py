@@ -6,6 +6,8 @@ warnings) and write the results directory."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import platform
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,8 +16,10 @@ from typing import Any
 
 from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
+from agentx.core.errors import AgentxError
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.core.urls import redact_url
+from agentx.formats.fingerprint import trace_fingerprint
 from agentx.metrics import latency as lat
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
 from agentx.metrics.errors import failed_requests_line
@@ -35,6 +39,7 @@ from agentx.replay.setup import RunSetup
 from agentx.replay.theory import merged, theoretical
 from agentx.report.results_dir import write_results
 from agentx.results.summary import Summary
+from agentx.results.summary.identity import ClientHost
 from agentx.results.summary.run import Bottleneck, LaneSchedule, LaneStartRow
 from agentx.schedule.arrivals import ArrivalLog
 from agentx.store.rowspool import read_spools
@@ -228,17 +233,41 @@ def finish_run(
         *short_output_warnings(records, o.workload.api, setup.server.kind),
         *(arrival_warnings(arrivals) if arrivals is not None else ()),
     )
+    fingerprint, unread = _fingerprint(o.trace)
     summary = dataclasses.replace(
         figures,
         schedule=dataclasses.replace(figures.schedule, lanes=c.schedule, arrivals=arrivals),
         gates=report,
         tokenizer=tokenizer.name,  # whose tokens the theoretical figures count
         bottleneck=verdict,
-        warnings=warnings,
+        warnings=(*warnings, *unread),
+        server_identity=setup.server.identity(),
+        client_host=client_host(),
+        trace_fingerprint=fingerprint,
+        labels=o.labels,
     )
     write_results(out_dir, summary, records, theory)
     failure = "; ".join(report.reasons) if report.reasons else None
     return ReplayResult(summary, records, out_dir, warnings, c.interrupted, failure=failure)
+
+
+def _fingerprint(trace: Path) -> tuple[str | None, tuple[str, ...]]:
+    """The trace's fingerprint, or a warning why it is unknown (a comparison then cannot
+    tell whether two runs replayed the same trace)."""
+    try:
+        return trace_fingerprint(trace), ()
+    except AgentxError as exc:
+        return None, (f"the trace's fingerprint is unknown ({exc})",)
+
+
+def client_host() -> ClientHost:
+    """The machine measuring the run."""
+    return ClientHost(
+        hostname=platform.node() or None,
+        platform=platform.platform(terse=True) or None,
+        python=platform.python_version(),
+        cpus=os.cpu_count(),
+    )
 
 
 def _config(

@@ -132,6 +132,35 @@ def parse_headers(typed: object) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+_LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+def parse_labels(typed: object) -> tuple[tuple[str, str], ...]:
+    """``--label NAME=VALUE``, repeatable: ``["engine=vllm-0.32", "offload=dram"]`` ->
+    ``(("engine", "vllm-0.32"), ("offload", "dram"))``, sorted by name (a trend groups runs
+    by them; ``summary.json`` holds them as ``labels``)."""
+    texts = [typed] if isinstance(typed, str) else list(cast(Iterable[object], typed or ()))
+    out: dict[str, str] = {}
+    for text in texts:
+        if isinstance(text, tuple | list) and len(text) == 2:  # as a caller may give them
+            name, value = (str(x) for x in text)
+        else:
+            name, sep, value = str(text).partition("=")
+            if not sep:
+                raise ValueError(
+                    f"{str(text)[:40]!r} is not NAME=VALUE (e.g. --label engine=vllm-0.32)"
+                )
+        name, value = name.strip(), value.strip()
+        if not _LABEL_NAME.match(name):
+            raise ValueError(f"{name[:40]!r} is not a label name (letters, digits, _ . -)")
+        if not value or any(c in value for c in "\r\n\0"):
+            raise ValueError(f"{name}: a label's value is one non-empty line")
+        if name in out:
+            raise ValueError(f"{name} is given twice")
+        out[name] = value
+    return tuple(sorted(out.items()))
+
+
 def parse_start_at(text: str) -> float:
     """``--start-at``: epoch seconds (``1767225600``, ``1767225600.5``) or an ISO 8601 time
     (``2026-01-01T00:00:00Z``, ``...+02:00``; without an offset, UTC) -> epoch seconds."""
@@ -330,6 +359,16 @@ class ReplayOptions:
     output_dir: Path | None = option(
         None, flag=output_flag("results directory [default: results/replay-TIME]", metavar="DIR")
     )
+    labels: tuple[tuple[str, str], ...] = option(  # (name, value), sorted: summary.json's labels
+        (),
+        "--label",
+        parse=parse_labels,
+        multiple=True,
+        metavar="NAME=VALUE",
+        panel=Panel.OUTPUT,
+        help="a label of the run, repeatable (e.g. --label engine=vllm-0.32 --label "
+        "offload=dram): recorded in summary.json; a trend (report --trend) groups runs by them",
+    )
     force: bool = option(False, flag=FORCE)  # replace the results already in output_dir
     progress: bool = True  # live display (the CLI turns it off for --json or a non-TTY)
     percentiles: tuple[float, ...] = option((), flag=PERCENTILES)  # beyond p50/p90/p99
@@ -407,6 +446,10 @@ class ReplayOptions:
             object.__setattr__(self, "headers", parse_headers(self.headers))
         except ValueError as exc:
             raise UsageError(f"--header: {exc}") from None
+        try:
+            object.__setattr__(self, "labels", parse_labels(self.labels))
+        except ValueError as exc:
+            raise UsageError(f"--label: {exc}") from None
         validate(self)
 
     def resolved_api_key(self) -> str | None:
@@ -417,6 +460,7 @@ class ReplayOptions:
         workload's among them): never the API key."""
         data = flat(self)
         data.pop("api_key", None)
+        data.pop("labels", None)  # summary.json's own key: what runs are told apart by
         data["endpoint"] = redact_url(self.endpoint)
         data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
         data["headers"] = [redact_header(name, value) for name, value in self.headers]

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 
 from agentx.core.errors import AgentxError, ShapeError, UsageError
 from agentx.core.outputs import check_results_dir
@@ -21,7 +21,10 @@ from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost, with_curves, with_percentiles
 from agentx.report import export
+from agentx.report.baseline import check_baseline, fingerprint_warnings
 from agentx.report.charts import Run, latency_cdfs, summary_charts
+from agentx.report.check_options import CheckInputs
+from agentx.report.ci import publish, render_check
 from agentx.report.compare import compare
 from agentx.report.compare_page import render_compare_html
 from agentx.report.fmt import config_warnings
@@ -37,9 +40,11 @@ from agentx.report.sweep_view import (
     sweep_charts,
     sweep_point,
 )
+from agentx.results.baseline import BaselineCheck
 from agentx.results.compare import Comparison
 from agentx.results.summary import Summary
 from agentx.results.sweep import Sweep
+from agentx.results.trend import Trend
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,22 +61,25 @@ class ReportOptions:
     slo: str | None = None  # re-check the merged rows (None: the shards' own --slo)
     merge: bool = False  # merge even one directory (`agentx merge DIR`)
     force: bool = False  # replace an existing --html page (and a merged results directory)
+    check: CheckInputs = field(default_factory=CheckInputs)  # --baseline, --fail-on, --junit
+    trend: bool = False  # --trend: the directories as a trend, not merged
 
     @property
     def merging(self) -> bool:
-        return bool(
+        return not self.trend and bool(
             self.merge or self.more_dirs or self.output_dir is not None or self.slo is not None
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    data: Summary | Comparison | Sweep  # what --json prints
+    data: Summary | Comparison | Sweep | BaselineCheck | Trend  # what --json prints
     renderable: RenderableType  # what the terminal shows otherwise
     written: tuple[Path, ...] = ()  # files written (HTML, PNG, CSV)
     warnings: tuple[str, ...] = field(default=())
     slo_failed: bool = False  # a merge re-checked the --slo and a check failed
     shown: tuple[str, ...] = ()  # the warnings the renderable prints itself
+    regressed: bool = False  # --baseline found a confirmed regression
 
     def stderr_warnings(self, json_out: bool) -> tuple[str, ...]:
         """The warnings for stderr, each once: all of them under ``--json`` (stdout is data),
@@ -118,6 +126,8 @@ def build_report(o: ReportOptions) -> Report:
     summary with a field of the wrong type is one :class:`AgentxError` line, not a traceback."""
     if o.html_path is not None:
         check_page(o.html_path, _source(o), force=o.force)  # before the work, not after it
+    if o.trend:
+        return _trend_report(o)
     if o.output_dir is not None:
         check_results_dir(o.output_dir, force=o.force)
     try:
@@ -144,6 +154,12 @@ def _build(o: ReportOptions) -> Report:
         summary, records = _load(o.results_dir, o)
     slo_failed = o.merging and summary.slo.passed is False
     written: list[Path] = [o.output_dir] if o.output_dir is not None else []
+    if o.check.baseline is not None:
+        if o.base_dir is not None:
+            raise UsageError("--baseline and --compare: give one base run")
+        return _baseline_report(o, summary, records, merged, slo_failed, written)
+    if o.check.junit is not None:
+        written += publish(summary, None, o.check.junit, name="agentx report")
     if o.base_dir is None:
         if o.html_path is not None:
             source = _source(o)
@@ -162,6 +178,7 @@ def _build(o: ReportOptions) -> Report:
         )
     base, _ = _load(o.base_dir, ReportOptions(o.base_dir, cost=o.cost, percentiles=o.percentiles))
     cmp = compare(base, summary)
+    mismatch = fingerprint_warnings(base, summary)
     if o.html_path is not None:
         source = _source(o)
         html = render_compare_html(base, summary, cmp, source=source)
@@ -179,9 +196,38 @@ def _build(o: ReportOptions) -> Report:
         cmp,
         render_compare(cmp),  # the comparison alone: the new run has its own report
         tuple(written),
-        (*merged, *config_warnings(cmp)),
+        (*merged, *mismatch, *config_warnings(cmp)),
         slo_failed,
         shown=tuple(config_warnings(cmp)),
+    )
+
+
+def _baseline_report(
+    o: ReportOptions,
+    summary: Summary,
+    records: list[RequestRecord],
+    merged: tuple[str, ...],
+    slo_failed: bool,
+    written: list[Path],
+) -> Report:
+    """The run against its baseline: the check's table under the run's own report."""
+    if not records:
+        records = load_results(o.results_dir)[1]
+    check = check_baseline(summary, records, o.results_dir, o.check)
+    if o.html_path is not None:
+        source = _source(o)
+        write_page(render_html(summary, source=source), o.html_path, force=o.force, source=source)
+        written.append(o.html_path)
+    written += _exports(o, summary_charts(summary), summary, records)
+    written += publish(summary, check, o.check.junit, name="agentx report")
+    return Report(
+        check,
+        Group(render_summary(summary), render_check(check)),
+        tuple(written),
+        (*merged, *check.warnings),
+        slo_failed,
+        shown=tuple(warnings(summary)),
+        regressed=not check.passed,
     )
 
 
@@ -197,6 +243,33 @@ def _exports(
     if o.csv_dir is not None:
         written += export.write_run_csv(summary, records, o.csv_dir)
     return written
+
+
+def _trend_report(o: ReportOptions) -> Report:
+    """``--trend``: the runs as a trend (:mod:`agentx.report.trend`)."""
+    from agentx.report.trend import (
+        build_trend,
+        render_trend,
+        render_trend_html,
+        trend_charts,
+        write_trend,
+    )
+
+    if o.base_dir is not None or o.check.baseline is not None or o.slo is not None:
+        raise UsageError("--trend draws runs side by side: not with --compare, --baseline, --slo")
+    data = build_trend([o.results_dir, *o.more_dirs], o.cost)
+    written: list[Path] = []
+    source = _source(o)
+    if o.output_dir is not None:
+        written += write_trend(data, o.output_dir, source)
+    if o.html_path is not None:
+        write_page(render_trend_html(data, source), o.html_path, force=o.force, source=source)
+        written.append(o.html_path)
+    if o.png_dir is not None:
+        written += export.write_pngs(trend_charts(data), o.png_dir)
+    if o.csv_dir is not None:
+        written += export.write_trend_csv(data, o.csv_dir)
+    return Report(data, render_trend(data), tuple(written), data.warnings)
 
 
 def _sweep_report(o: ReportOptions) -> Report:

@@ -26,6 +26,7 @@ from agentx.metrics import latency as lat
 from agentx.report.svg import CHART_CSS
 from agentx.results.summary import Summary
 from agentx.results.sweep import Sweep
+from agentx.results.trend import Trend
 
 PNG_SCALE = 2.0  # device pixels per SVG unit: sharp on high-density screens and in slides
 PNG_STYLE = (
@@ -149,5 +150,11 @@ def write_run_csv(summary: Summary, records: Sequence[RequestRecord], out_dir: P
 
 def write_sweep_csv(data: Sweep, out_dir: Path) -> list[Path]:
     path = out_dir / "sweep.csv"
+    _write(path, _table_csv([p.to_json() for p in data.points]))
+    return [path]
+
+
+def write_trend_csv(data: Trend, out_dir: Path) -> list[Path]:
+    path = out_dir / "trend.csv"
     _write(path, _table_csv([p.to_json() for p in data.points]))
     return [path]

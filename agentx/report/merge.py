@@ -21,6 +21,7 @@ merged directory counts as the shards it merged); a missing index is a warning.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -136,6 +137,21 @@ def _same(shards: Sequence[Shard], get: Callable[[Summary], Any]) -> list[Any]:
         v = get(s.summary)
         if v not in out:
             out.append(v)
+    return out
+
+
+def _identity(shards: Sequence[Shard], warnings: list[str]) -> dict[str, Any]:
+    """What makes the merged run comparable: each of the shards' own when they agree (the
+    trace's fingerprint, the server, the labels; the client host of one machine), else unknown,
+    with a warning for a fingerprint or labels that differ."""
+    out: dict[str, Any] = {}
+    for key in ("trace_fingerprint", "server_identity", "client_host", "labels"):
+        values = _same(shards, operator.attrgetter(key))
+        out[key] = values[0] if len(values) == 1 else (() if key == "labels" else None)
+    if len(_same(shards, lambda d: d.trace_fingerprint)) > 1:
+        warnings.append("the shards replayed traces with different fingerprints")
+    if len(_same(shards, lambda d: d.labels)) > 1:
+        warnings.append("the shards carry different --label values: the merge has none")
     return out
 
 
@@ -339,6 +355,7 @@ def merge_results(
         server=server,
         merged_from=_merged_from(shards),
         warnings=(*warnings, *shard_warnings),
+        **_identity(shards, warnings),
     )
     if output_dir is not None:
         write_results(output_dir, summary, records, theory)

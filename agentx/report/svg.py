@@ -171,7 +171,7 @@ def line_chart(
         return no_data(title, min(width, 320))
     legend = [(s.name, s.color, s.dash) for s in shown]
     left, right, top = 62, 16, 30
-    rows = _legend_rows(legend, left, width)
+    rows = _legend_rows(legend, left, width - right)  # where _legend wraps
     bottom = 44 + 15 * rows
     height += 15 * (rows - 1)
     pw, ph = width - left - right, height - top - bottom

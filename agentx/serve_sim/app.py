@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from agentx import __version__
 from agentx.apis import Api
 from agentx.apis.family import Family
 from agentx.apis.registry import FAMILIES, family
@@ -183,6 +184,11 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
     return json_response({"input_tokens": n})
 
 
+async def _version(request: web.Request) -> web.StreamResponse:
+    """``/version`` as vLLM answers it: the agentx that serves."""
+    return json_response({"version": __version__})
+
+
 async def _models(request: web.Request) -> web.StreamResponse:
     cfg = request.app[STATE].replica.config
     created = int(time.time())
@@ -253,6 +259,7 @@ def create_app(config: SimConfig) -> web.Application:
         r.add_post(fam.serve_path, _handler(fam))
     r.add_post("/v1/messages/count_tokens", _count_tokens)
     r.add_get("/v1/models", _models)
+    r.add_get("/version", _version)
     r.add_get("/metrics", _metrics)
     r.add_get("/health", _health)
     r.add_post("/reset_prefix_cache", _reset_prefix_cache)

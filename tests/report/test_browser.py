@@ -160,3 +160,61 @@ async def test_the_driver_sees_errors_and_requests(chromium: str, tmp_path: Path
     assert rep.exceptions
     assert "http://127.0.0.1:9/x.png" in rep.network
     assert rep.overflow_px > 0
+
+
+def _trend_runs(tmp: Path) -> list[Path]:
+    """Five nightly runs, two engine versions and two offload settings among them."""
+    runs = []
+    nights = [("vllm-0.31", "none", 1.0), ("vllm-0.31", "dram", 1.2), ("vllm-0.32", "none", 0.8)]
+    nights += [("vllm-0.32", "dram", 0.9), ("vllm-0.32", "none", 1.5)]
+    for i, (engine, offload, slow) in enumerate(nights):
+        s = summary(slow=slow)
+        s["started_at"] = f"2026-11-2{i}T03:17:00+00:00"
+        s["labels"] = {"engine": engine, "offload": offload, "gpu": "h100"}
+        s["trace_fingerprint"] = "ab" * 32
+        path = tmp / f"night{i}"
+        path.mkdir(parents=True)
+        (path / "summary.json").write_bytes(orjson.dumps(s))
+        runs.append(path)
+    return runs
+
+
+async def test_a_trend_over_five_labelled_runs_reads_in_chromium(
+    chromium: str, tmp_path: Path
+) -> None:
+    runs = _trend_runs(tmp_path)
+    out = tmp_path / "trend"
+    r = runner.invoke(app, ["report", *map(str, runs), "--trend", "-o", str(out), *COST])
+    assert r.exit_code == 0, r.output
+    trend = json.loads((out / "trend.json").read_text())
+    assert trend["group_by"] == ["engine", "offload"]  # gpu is the same for every run
+    assert [p["series"] for p in trend["points"]][:2] == [
+        "engine=vllm-0.31,offload=none",
+        "engine=vllm-0.31,offload=dram",
+    ]
+    assert any(p["on_frontier"] for p in trend["points"])
+    assert (out / "trend.csv").read_text().count("\n") == 6  # a header and five runs
+    assert (out / "trend_pareto.png").read_bytes().startswith(b"\x89PNG")
+    problems = []
+    async with Browser(chromium) as browser:
+        for width in WIDTHS:
+            shot = ARTIFACTS / "browser" / f"trend-{width}.png"
+            rep = await browser.open(out / "trend.html", width, screenshot=shot)
+            problems += [f"{width}px: console error {e}" for e in rep.console_errors]
+            problems += [f"{width}px: exception {e}" for e in rep.exceptions]
+            problems += [f"{width}px: network request {u}" for u in rep.network]
+            if rep.overflow_px > 0:
+                problems.append(f"{width}px: {rep.overflow_px}px wider than the viewport")
+            # every chart drawn, sized, titled, with its series in the legend
+            charts = await browser.evaluate(
+                "[...document.querySelectorAll('svg')].map(s => {const b ="
+                " s.getBoundingClientRect(); return [b.width, b.height, s.textContent]})"
+            )
+            assert len(charts) == 12  # cost and throughput per GPU from the cost flags
+            for w, h, text in charts:
+                assert 150 < w <= width and h > 100, (w, h, text[:60])
+                assert "run by run" in text or "frontier" in text
+            assert all("engine=vllm-0.32,offload=none" in text for _, _, text in charts)
+            pareto = [text for _, _, text in charts if "frontier" in text]
+            assert pareto and "#5" in pareto[0]  # each run named by its number
+    assert problems == []

@@ -97,6 +97,8 @@ TIMING = (
     "cost.breakeven_utilization",
     "clock.*",
     "bottleneck.*",
+    "client_host.*",  # the machine that ran the test
+    "server_identity.server_header",  # serve-sim's Python and aiohttp
 )
 MASK = "~"
 

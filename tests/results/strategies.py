@@ -5,6 +5,7 @@ what the schema says (a percentile level its key spells back, an arrival unit, a
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from collections.abc import Mapping
@@ -13,10 +14,14 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agentx.core.percentiles import CONTRACT_QS, P
+from agentx.results.baseline import RunIdentity
 from agentx.results.stats import BlockSizeFigures, Stats
+from agentx.results.summary import Summary
+from agentx.results.summary.identity import InfoMetric
 from agentx.results.summary.run import ARRIVAL_UNITS, Arrivals
 from agentx.results.summary.server import CounterSeries, ServerBlock
 from agentx.results.sweep import SweepPoint
+from agentx.results.trend import TrendPoint
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=6)
 floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -49,6 +54,9 @@ def _counter() -> st.SearchStrategy[CounterSeries]:
     return st.builds(CounterSeries, text, labels, st.none() | floats, floats, floats)
 
 
+# labels are a mapping held as its pairs in name order
+labels = st.dictionaries(text, text, max_size=2).map(lambda d: tuple(sorted(d.items())))
+
 OVERRIDES: dict[type, st.SearchStrategy[Any]] = {
     P: _p(),
     CounterSeries: _counter(),
@@ -60,6 +68,10 @@ FIELDS: dict[tuple[type, str], st.SearchStrategy[Any]] = {
         tuple
     ),
     (SweepPoint, "results_dir"): text.filter(bool),
+    (Summary, "labels"): labels,
+    (InfoMetric, "labels"): labels,
+    (RunIdentity, "labels"): labels,
+    (TrendPoint, "labels"): labels,
     (Stats, "block_sizes"): st.dictionaries(
         st.integers(1, 1 << 20), st.builds(BlockSizeFigures, ints, ints, ints), max_size=2
     ),
@@ -78,6 +90,8 @@ def of(tp: Any) -> st.SearchStrategy[Any]:
         return st.none()
     if tp is Any:
         return json_values
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return st.sampled_from(tp)
     if tp is bool:
         return st.booleans()
     if tp is int:

@@ -33,6 +33,7 @@ from agentx.results.base import (
 )
 from agentx.results.summary.cost import Cost
 from agentx.results.summary.errors import Errors
+from agentx.results.summary.identity import ClientHost, Labels, ServerIdentity, labels_of
 from agentx.results.summary.rollups import Rollups
 from agentx.results.summary.run import (
     Arrivals,
@@ -326,7 +327,8 @@ class Summary:
     ``server``, ``cost``, ``clock``, ``config`` (the run's
     options, never the API key), ``agentx_version`` (who measured it); a merge adds
     ``merged_from``; the replay engine adds ``gates``, ``tokenizer`` (whose tokens the
-    theoretical figures count) and ``bottleneck``; ``warnings`` when there are any."""
+    theoretical figures count) and ``bottleneck``; ``warnings`` when there are any; a replay adds what makes runs comparable:
+    ``server_identity``, ``client_host``, ``trace_fingerprint``, ``labels``."""
 
     endpoint: str | None = None
     model: str | None = None
@@ -356,6 +358,11 @@ class Summary:
     tokenizer: str | None = None
     bottleneck: Bottleneck | None = None
     warnings: tuple[str, ...] = ()
+    # what makes runs comparable (agentx.results.summary.identity): a replay records them
+    server_identity: ServerIdentity | None = None
+    client_host: ClientHost | None = None
+    trace_fingerprint: str | None = None  # sha256 of the trace's rows
+    labels: Labels = ()  # --label NAME=VALUE, sorted by name
 
     def to_json(self) -> Json:
         out: Json = {
@@ -396,6 +403,14 @@ class Summary:
             out["bottleneck"] = self.bottleneck.to_json()
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.server_identity is not None:
+            out["server_identity"] = self.server_identity.to_json()
+        if self.client_host is not None:
+            out["client_host"] = self.client_host.to_json()
+        if self.trace_fingerprint is not None:
+            out["trace_fingerprint"] = self.trace_fingerprint
+        if self.labels:
+            out["labels"] = dict(self.labels)
         return out
 
     @classmethod
@@ -403,8 +418,18 @@ class Summary:
         """An ``agentx.summary/1`` object; :class:`agentx.core.errors.ShapeError` when it is
         not one or a field has the wrong type."""
         d = schema_obj(v, SCHEMA)
-        server, cost, clock, gates, verdict, errors = (
-            opt_obj(d, k) for k in ("server", "cost", "clock", "gates", "bottleneck", "errors")
+        server, cost, clock, gates, verdict, errors, identity, host = (
+            opt_obj(d, k)
+            for k in (
+                "server",
+                "cost",
+                "clock",
+                "gates",
+                "bottleneck",
+                "errors",
+                "server_identity",
+                "client_host",
+            )
         )
         merged = d.get("merged_from")
         return cls(
@@ -442,4 +467,8 @@ class Summary:
             tokenizer=text(d, "tokenizer"),
             bottleneck=None if verdict is None else Bottleneck.from_json(verdict),
             warnings=texts(d, "warnings"),
+            server_identity=None if identity is None else ServerIdentity.from_json(identity),
+            client_host=None if host is None else ClientHost.from_json(host),
+            trace_fingerprint=text(d, "trace_fingerprint"),
+            labels=labels_of(d, "labels"),
         )

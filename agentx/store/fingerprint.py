@@ -1,0 +1,43 @@
+"""A trace's fingerprint: the sha256 of its rows, the one implementation (``summary.json``'s
+``trace_fingerprint``; a comparison and a trend check it).
+
+The rows are hashed, not the files: every row of every file (a dataset's in name order), each
+as the JSON list of its values in the schema's column order, a column a file of an older format
+lacks as ``null``. So a trace re-written with other compression, row groups or files, or read
+from an older format version, keeps its fingerprint; a row changed, added, dropped or moved
+changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agentx.core.errors import TraceError
+from agentx.store.schema import COLUMNS
+from agentx.store.select import dataset_files
+
+BATCH_ROWS = 1024
+
+
+def rows_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex sha256 of the rows of an agentx trace (a file or a dataset directory)."""
+    digest = hashlib.sha256()
+    for f in dataset_files(path):
+        try:
+            pf = pq.ParquetFile(f)
+            present = [c for c in COLUMNS if c in pf.schema_arrow.names]
+            for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=present):
+                values = {c: batch.column(c).to_pylist() for c in present}
+                missing = [None] * batch.num_rows
+                columns = [values.get(c, missing) for c in COLUMNS]
+                for row in zip(*columns, strict=True):
+                    digest.update(orjson.dumps(row))
+                    digest.update(b"\n")
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceError(f"{f}: cannot read its rows ({exc})") from None
+    return digest.hexdigest()
