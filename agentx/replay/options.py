@@ -247,6 +247,17 @@ class ReplayOptions:
         panel=Panel.SERVER_METRICS,
         help="Prometheus URL [default: ENDPOINT/metrics when it answers]",
     )
+    metrics_headers: tuple[tuple[str, str], ...] = option(  # (name, value): with each scrape
+        (),
+        "--metrics-header",
+        parse=parse_headers,
+        multiple=True,
+        metavar="NAME:VALUE",
+        panel=Panel.SERVER_METRICS,
+        repr=False,
+        help="header for a --metrics-url that needs one, repeatable; the API key and --header "
+        "go only to the endpoint's origin; a credential's value is never printed or written",
+    )
     preflight: bool = option(
         True,
         "--preflight/--no-preflight",
@@ -427,6 +438,10 @@ class ReplayOptions:
             object.__setattr__(self, "headers", parse_headers(self.headers))
         except ValueError as exc:
             raise UsageError(f"--header: {exc}") from None
+        try:
+            object.__setattr__(self, "metrics_headers", parse_headers(self.metrics_headers))
+        except ValueError as exc:
+            raise UsageError(f"--metrics-header: {exc}") from None
         validate(self)
 
     def resolved_api_key(self) -> str | None:
@@ -440,6 +455,7 @@ class ReplayOptions:
         data["endpoint"] = redact_url(self.endpoint)
         data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
         data["headers"] = [redact_header(name, value) for name, value in self.headers]
+        data["metrics_headers"] = [redact_header(n, v) for n, v in self.metrics_headers]
         data["ca_bundle"] = str(self.ca_bundle) if self.ca_bundle else None
         data["trace"] = str(self.trace)
         data["output_dir"] = str(self.output_dir) if self.output_dir else None

@@ -36,6 +36,7 @@ from agentx.replay.setup import (
     RunSetup,
     http_client,
     lane_config,
+    metrics_client,
     probe_setup,
     return_large_blocks,
     start_barrier,
@@ -124,7 +125,10 @@ async def _run_here(
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
     rows = RowSpool(rows_path(tmp, 0))
-    async with http_client(setup) as client, stream_client(setup) as lanes_client:
+    async with (
+        metrics_client(o, setup.metrics_url) as client,
+        stream_client(setup) as lanes_client,
+    ):
         scraper = await start_scraper(setup, client)
         driver = LaneDriver(
             plan.sessions,

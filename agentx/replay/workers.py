@@ -41,8 +41,8 @@ from agentx.replay.open_loop import for_arrivals
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
     RunSetup,
-    http_client,
     lane_config,
+    metrics_client,
     return_large_blocks,
     start_barrier,
     start_scraper,
@@ -270,7 +270,7 @@ async def _supervise(
     n = len(procs)
     await _wait_ready(procs, events)
     started_late = await start_barrier(o)
-    async with http_client(setup) as client:
+    async with metrics_client(o, setup.metrics_url) as client:
         scraper = await start_scraper(setup, client)
         go.set()
         snaps: dict[int, Snapshot] = {}
