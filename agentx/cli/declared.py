@@ -200,7 +200,9 @@ def declared_command(
                 required = default is MISSING
                 note = (notes or {}).get(d.name)
                 flag = d.flag if note is None else replace(d.flag, help=f"{d.flag.help} ({note})")
-                option = typer_option(flag)
+                # its range is checked by the flag itself (Given), in one line like its other
+                # errors, not by typer's usage box
+                option = typer_option(replace(flag, min=None, max=None))
                 # a required flag with other spellings is checked here: any of them will do
                 checked = required and bool(d.flag.hidden)
                 params.append(

@@ -76,12 +76,13 @@ def replay(
         err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     for path in written:
         err.print(f"agentx: wrote {path}", markup=False, highlight=False, soft_wrap=True)
-    if result.exit_code:
-        raise typer.Exit(result.exit_code)
-    if result.failure is not None:
+    if result.failure is not None:  # said even when a signal decides the exit code
         err.print(
             f"agentx: run failed: {result.failure}", markup=False, highlight=False, soft_wrap=True
         )
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+    if result.failure is not None:
         raise typer.Exit(1)
     if result.summary.slo.passed is False or (check is not None and not check.passed):
         raise typer.Exit(3)

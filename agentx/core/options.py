@@ -32,6 +32,9 @@ from agentx.core.errors import AgentxError, UsageError
 
 _FLAG = "agentx.flag"
 _GROUP = "agentx.group"
+# the largest integer any option takes (and, negated, the smallest): int64, what summary.json
+# (orjson) and Parquet columns hold; a count or seed beyond it is a typo
+MAX_INT = 2**63 - 1
 
 
 class Panel(StrEnum):
@@ -69,7 +72,9 @@ class Flag:
     default); ``choices``: the field is one of these values (typed as text, shown as
     ``a|b|c``); ``invert``: an on-flag that sets the field false (``--no-metrics``);
     ``multiple``: the option may be given several times, ``parse`` gets the list of texts. A
-    ``parse`` that raises ``ValueError`` is a usage error naming the flag."""
+    ``parse`` that raises ``ValueError`` is a usage error naming the flag. ``min``/``max``: the
+    range of a number, checked on the value (:meth:`value`), as is :data:`MAX_INT` for every
+    integer."""
 
     names: tuple[str, ...]
     help: str
@@ -92,19 +97,50 @@ class Flag:
         return long[0].split("/")[0]
 
     def value(self, typed: Any) -> Any:
-        """What the field gets from what the user typed (or a config file gave)."""
+        """What the field gets from what the user typed (or a config file gave): parsed, and a
+        number checked against the flag's range (:meth:`check_range`)."""
         if self.invert:
             return not typed
         if self.parse is not None:
             try:
-                return self.parse(typed)
+                return self.check_range(self.parse(typed))
             except AgentxError:
                 raise
             except ValueError as exc:
                 raise UsageError(f"{self.name}: {exc}") from None
         if self.choices is not None:
             return choice(self.choices, typed, self.name)
-        return typed
+        return self.check_range(typed)
+
+    def check_range(self, value: Any) -> Any:
+        """``value`` when it is no number, or a number within ``min``..``max`` (an integer also
+        within :data:`MAX_INT`: what ``summary.json`` and Parquet hold); else the one-line
+        :class:`UsageError` naming the flag and its range."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return value
+        low, high = self.min, self.max
+        if isinstance(value, int):
+            low = -MAX_INT if low is None else low
+            high = MAX_INT if high is None else min(high, MAX_INT)
+        # written so that NaN, which compares false with everything, is out of every range
+        if (low is None or value >= low) and (high is None or value <= high):
+            return value
+        if self.min is not None and self.max is not None:  # both declared: the whole range
+            bound = f"from {_number(self.min)} to {_number(self.max)}"
+        elif low is not None and not value >= low:
+            bound = f"at least {_number(low)}"
+        else:
+            assert high is not None
+            bound = f"at most {_number(high)}"
+        shown = str(value) if len(str(value)) <= 30 else f"a {len(str(value))}-digit number"
+        raise UsageError(f"{self.name} must be {bound}, got {shown}")
+
+
+def _number(bound: float) -> str:
+    """A range's bound as a user would type it: ``1``, ``0.5``, ``9223372036854775807``."""
+    if isinstance(bound, int):
+        return str(bound)
+    return str(int(bound)) if bound.is_integer() else f"{bound:g}"
 
 
 def flag(

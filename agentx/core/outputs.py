@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentx.core.errors import AgentxError, TraceError, UsageError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock, one writer assumed
+    fcntl = None  # type: ignore[assignment]
 from agentx.core.options import Flag, Panel, flag
 
 # How every command that writes names its output: -o/--output shown, --out read too.
@@ -168,6 +173,80 @@ def check_results_dir(path: str | os.PathLike[str], *, force: bool) -> Path:
                 "them, or choose another directory"
             )
     return p
+
+
+# In a results directory while a run writes it: its writer's lock (an exclusive ``flock``, which
+# the kernel drops when the writer dies) and its pid. Left behind, it marks a run that was killed.
+WRITING_FILE = ".agentx-writing"
+
+
+@contextlib.contextmanager
+def claimed_results_dir(path: str | os.PathLike[str], *, force: bool) -> Iterator[Path]:
+    """A results directory held for one writer, before the run sends anything: refused as
+    :func:`check_results_dir` refuses it, created, proven writable (its :data:`WRITING_FILE`
+    is written) and locked; another run into it is refused while this one holds it. Released
+    on the way out; a directory this made and nothing was written to is removed again."""
+    p = check_results_dir(path, force=force)
+    made = _missing_parents(p)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd = _lock_writing(p)
+    except OSError as exc:
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise AgentxError(f"cannot write results to {p}: {exc.strerror or exc}") from None
+    try:
+        yield p
+    finally:
+        with contextlib.suppress(OSError):
+            (p / WRITING_FILE).unlink()
+        os.close(fd)
+        for d in made:  # innermost first; one that holds anything stays
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def _missing_parents(p: Path) -> list[Path]:
+    """``p`` and its ancestors that do not exist yet, innermost first."""
+    out: list[Path] = []
+    for d in (p, *p.parents):
+        if d.exists() or d in out:
+            break
+        out.append(d)
+    return out
+
+
+def _lock_writing(p: Path) -> int:
+    """The locked :data:`WRITING_FILE` of ``p`` (its descriptor), with this process's pid."""
+    lock = p / WRITING_FILE
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise AgentxError(
+                f"{p} is being written by another agentx run (pid {pid}): wait for it to end, "
+                "or choose another directory"
+            ) from None
+        except OSError:  # no lock support here (some network filesystems): one writer assumed
+            pass
+        try:  # the file a writer that just ended removed is no lock: take the new one
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def unique_dir(path: Path) -> Path:

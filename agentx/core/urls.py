@@ -8,12 +8,16 @@ query parameter whose name says it is a credential (``key``, ``api_key``, ``toke
 so even an error message about a URL that does not parse leaks nothing. A request header
 (``--header``) is stored and printed through :func:`redact_header`: the value of one whose name
 says it carries a credential (``Authorization``, ``X-Api-Key``, ``X-Auth-Token``, ``Cookie``) or
-whose value is one (``Bearer ...``) becomes ``REDACTED``.
+whose value is one (``Bearer ...``) becomes ``REDACTED``. Server text a run stores or prints
+(an error body, an in-stream error) goes through :func:`redact_values` with the run's own
+credentials (:func:`credential_values`): a server that echoes the key it was sent does not get
+it written.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import cast
 
 REDACTED = "REDACTED"
@@ -46,6 +50,33 @@ def is_secret_header(name: str, value: str = "") -> bool:
 def redact_header(name: str, value: str) -> str:
     """``"Name: value"`` as it may be stored or printed: a credential's value ``REDACTED``."""
     return f"{name}: {REDACTED if is_secret_header(name, value) else value}"
+
+
+# a credential shorter than this is not looked for in text (it would replace ordinary words)
+MIN_SECRET_CHARS = 4
+
+
+def credential_values(
+    headers: Mapping[str, str], params: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The credentials a client sends: the value of every secret header (:func:`is_secret_header`)
+    and, of ``Bearer K``, ``K`` alone too; the value of every secret query parameter. Longest
+    first, so :func:`redact_values` replaces ``Bearer K`` whole before ``K``."""
+    found: set[str] = set()
+    for name, value in headers.items():
+        if is_secret_header(name, value):
+            found.add(value.strip())
+            if _SECRET_VALUE.match(value):
+                found.add(value.strip().split(None, 1)[1].strip())
+    found.update(v for n, v in (params or {}).items() if is_secret_param(n))
+    return tuple(sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True))
+
+
+def redact_values(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every occurrence of each of ``secrets`` replaced by ``REDACTED``."""
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 def has_credentials(url: str) -> bool:

@@ -19,7 +19,7 @@ import os
 import ssl
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from agentx.core.record import (
     NO_GAPS,
     Gaps,
 )
+from agentx.core.urls import credential_values, redact_values
 from agentx.replay.http1.connection import Response
 from agentx.replay.http1.errors import (
     ConnectError,
@@ -267,7 +268,26 @@ async def stream_request(
     live: bool = False,
     timeout_s: float | None = None,
 ) -> StreamOutcome:
-    """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read."""
+    """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read. The
+    outcome's error text (the server's words, maybe) never carries a credential the request
+    sent: a server that echoes the key gets ``REDACTED`` stored."""
+    secrets = (*client.secrets, *credential_values(headers or {}))
+    outcome = await _stream_request(client, path, body, api, headers, live, timeout_s, secrets)
+    if outcome.error is None or not secrets:
+        return outcome
+    return replace(outcome, error=redact_values(outcome.error, secrets))
+
+
+async def _stream_request(
+    client: StreamClient,
+    path: str,
+    body: bytes,
+    api: str,
+    headers: Mapping[str, str] | None,
+    live: bool,
+    timeout_s: float | None,
+    secrets: tuple[str, ...],
+) -> StreamOutcome:
     parser = family(api).stream_parser(live)
     sent_ns = time.perf_counter_ns()
     status: int | None = None
@@ -278,7 +298,7 @@ async def stream_request(
             status = response.status
             ttfb_ns = response.headers_ns - sent_ns
             if status >= 400:
-                detail = await _error_body(response)
+                detail = await _error_body(response, secrets)
                 return StreamOutcome(
                     sent_ns, status, False, ERR_HTTP, f"HTTP {status}: {detail}", ttfb_ns=ttfb_ns
                 )
@@ -308,11 +328,15 @@ async def stream_request(
     return _complete(parser, sent_ns, status, ttfb_ns, end_ns)
 
 
-async def _error_body(response: Response) -> str:
+async def _error_body(response: Response, secrets: tuple[str, ...]) -> str:
+    """The server's message, cut to 200 characters once its credentials are out (a key cut in
+    two by the cut would be found in neither half)."""
     try:
         raw = await response.read(ERROR_BODY_BYTES)
     except (HTTPTransportError, OSError):
         raw = b""
+    if secrets:
+        raw = redact_values(raw.decode("utf-8", "replace"), secrets).encode()
     try:
         obj = orjson.loads(raw)
         if isinstance(obj, dict):

@@ -115,9 +115,14 @@ def block_size_from_metrics(text: str) -> int | None:
 
 
 async def probe(
-    client: httpx.AsyncClient, endpoint: str, metrics_url: str | None, timeout_s: float = 10.0
+    client: httpx.AsyncClient,
+    endpoint: str,
+    metrics_url: str | None,
+    metrics_client: httpx.AsyncClient | None = None,
+    timeout_s: float = 10.0,
 ) -> ServerInfo:
-    """Raises :class:`EndpointError` when the endpoint cannot be reached or refuses us."""
+    """Raises :class:`EndpointError` when the endpoint cannot be reached or refuses us.
+    ``metrics_client``: what ``metrics_url`` is read through (default ``client``)."""
     root = base_url(endpoint)
     shown = redact_url(endpoint)
     timeout = httpx.Timeout(timeout_s)
@@ -165,7 +170,7 @@ async def probe(
     metrics_ok = False
     if metrics_url:
         try:
-            m = await client.get(metrics_url, timeout=timeout)
+            m = await (metrics_client or client).get(metrics_url, timeout=timeout)
             if m.status_code == 200 and b"# TYPE" in m.content[:65536]:
                 metrics_ok = True
                 block_size = block_size_from_metrics(m.text)

@@ -59,10 +59,11 @@ class ReplayResult:
     @property
     def exit_code(self) -> int:
         """The CLI's exit code before SLO checks: 128 + the stopping signal, 130 when a worker
-        was interrupted on its own, else 0."""
+        was interrupted on its own (unless the run failed: a lost worker's run ends in its
+        failure, exit 1), else 0."""
         if self.stop_signal is not None:
             return 128 + self.stop_signal
-        return 130 if self.interrupted else 0
+        return 130 if self.interrupted and self.failure is None else 0
 
 
 @dataclass(slots=True)

@@ -104,6 +104,18 @@ RESERVED_HEADERS = frozenset({"content-length", "transfer-encoding", "accept-enc
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
 
 
+def header_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be sent as an HTTP header value (``None``: it can), in words that
+    never repeat it: a pasted key often carries a line break or a non-breaking space."""
+    if any(c in value for c in "\r\n\0"):
+        return "is more than one line (it has a CR, LF or NUL)"
+    if not value.isascii():
+        return "has a non-ASCII character (a pasted non-breaking space?)"
+    if not value.isprintable():
+        return "has a control character"
+    return None
+
+
 def parse_headers(typed: object) -> tuple[tuple[str, str], ...]:
     """``--header NAME:VALUE``, repeatable: ``["X-Route: a", "X-Team:b"]`` ->
     ``(("X-Route", "a"), ("X-Team", "b"))``. A bad one is named, never its value (it may be a
@@ -161,6 +173,9 @@ def parse_labels(typed: object) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out.items()))
 
 
+MAX_START_AT_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()  # datetime's last
+
+
 def parse_start_at(text: str) -> float:
     """``--start-at``: epoch seconds (``1767225600``, ``1767225600.5``) or an ISO 8601 time
     (``2026-01-01T00:00:00Z``, ``...+02:00``; without an offset, UTC) -> epoch seconds."""
@@ -173,6 +188,11 @@ def parse_start_at(text: str) -> float:
         if epoch < 1e9:  # before 2001: a relative time, which each shard would read differently
             raise UsageError(
                 f"--start-at {text} is not an absolute time: give epoch seconds "
+                "(e.g. $(( $(date +%s) + 120 ))) or an ISO 8601 time"
+            )
+        if not epoch <= MAX_START_AT_S:  # NaN and infinity too
+            raise UsageError(
+                f"--start-at {t[:30]} is past the year 9999: give epoch seconds "
                 "(e.g. $(( $(date +%s) + 120 ))) or an ISO 8601 time"
             )
         return epoch
@@ -255,6 +275,17 @@ class ReplayOptions:
         metavar="URL",
         panel=Panel.SERVER_METRICS,
         help="Prometheus URL [default: ENDPOINT/metrics when it answers]",
+    )
+    metrics_headers: tuple[tuple[str, str], ...] = option(  # (name, value): with each scrape
+        (),
+        "--metrics-header",
+        parse=parse_headers,
+        multiple=True,
+        metavar="NAME:VALUE",
+        panel=Panel.SERVER_METRICS,
+        repr=False,
+        help="header for a --metrics-url that needs one, repeatable; the API key and --header "
+        "go only to the endpoint's origin; a credential's value is never printed or written",
     )
     preflight: bool = option(
         True,
@@ -450,6 +481,10 @@ class ReplayOptions:
             object.__setattr__(self, "labels", parse_labels(self.labels))
         except ValueError as exc:
             raise UsageError(f"--label: {exc}") from None
+        try:
+            object.__setattr__(self, "metrics_headers", parse_headers(self.metrics_headers))
+        except ValueError as exc:
+            raise UsageError(f"--metrics-header: {exc}") from None
         validate(self)
 
     def resolved_api_key(self) -> str | None:
@@ -464,6 +499,7 @@ class ReplayOptions:
         data["endpoint"] = redact_url(self.endpoint)
         data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
         data["headers"] = [redact_header(name, value) for name, value in self.headers]
+        data["metrics_headers"] = [redact_header(n, v) for n, v in self.metrics_headers]
         data["ca_bundle"] = str(self.ca_bundle) if self.ca_bundle else None
         data["trace"] = str(self.trace)
         data["output_dir"] = str(self.output_dir) if self.output_dir else None
@@ -480,6 +516,9 @@ def validate(o: ReplayOptions) -> None:
 
     o.schedule.check()
     o.workload.check()
+    key = o.resolved_api_key()
+    if key is not None and (problem := header_value_problem(key)) is not None:
+        raise UsageError(f"--api-key (or OPENAI_API_KEY) {problem}; the key is not shown")
     need(
         math.isfinite(o.timeout_s) and o.timeout_s <= MAX_SECONDS,
         f"--timeout must be a finite number of seconds up to {MAX_SECONDS:.0e}, got {o.timeout_s}",

@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
+import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -21,7 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentx.core.errors import UsageError
-from agentx.core.outputs import check_results_dir, unique_dir
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: temporary directories are not cleaned
+    fcntl = None  # type: ignore[assignment]
+from agentx.core.outputs import claimed_results_dir, unique_dir
 from agentx.metrics.slo import SloCheck, parse_slo
 from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
@@ -36,6 +44,7 @@ from agentx.replay.setup import (
     RunSetup,
     http_client,
     lane_config,
+    metrics_client,
     probe_setup,
     return_large_blocks,
     start_barrier,
@@ -45,11 +54,13 @@ from agentx.replay.setup import (
 from agentx.replay.stop import StopSignals, stop_signals
 from agentx.replay.theory import SentLog, remove_quietly
 from agentx.replay.workers import rows_path, run_workers
-from agentx.store.rowspool import RowSpool
+from agentx.store.rowspool import FLUSH_AFTER_S, RowSpool
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
 
 PROGRESS_INTERVAL_S = 0.5
+TMP_PREFIX = "agentx-replay-"  # the run's temporary directory under $TMPDIR
+TMP_LOCK = "lock"  # in it: locked while the run lives
 
 
 def default_output_dir() -> Path:
@@ -62,11 +73,11 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
     return_large_blocks()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     slo_checks: list[SloCheck] = parse_slo(options.slo) if options.slo else []
-    if options.output_dir is not None:
-        out_dir = check_results_dir(options.output_dir, force=options.force)
-    else:
-        out_dir = unique_dir(default_output_dir())
-    with stop_signals() as stop:
+    target = (
+        options.output_dir if options.output_dir is not None else unique_dir(default_output_dir())
+    )
+    # the results directory is made, proven writable and locked before anything is sent
+    with claimed_results_dir(target, force=options.force) as out_dir, stop_signals() as stop:
         plan = build_plan(
             open_source(options.trace),
             sessions=options.workload.sessions,
@@ -87,7 +98,10 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         if (line := schedule_line(think_s, options)) is not None:
             print(f"agentx: {line}", file=sys.stderr)
         cache_reset = stop.run(_reset_cache(setup)) if options.reset_cache else None
-        tmp = Path(tempfile.mkdtemp(prefix="agentx-replay-"))
+        stale = clean_stale_tmp(Path(tempfile.gettempdir()))
+        if stale is not None:
+            print(f"agentx: {stale}", file=sys.stderr)
+        tmp, tmp_lock = make_run_tmp()
         try:
             if options.n_workers == 1:
                 collected = lanes_loop.run(_run_here(setup, plan, tmp, stop, think_s))
@@ -105,11 +119,57 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
                 workers_choice=choice,
             )
         finally:
+            os.close(tmp_lock)
             for p in tmp.glob("*"):
                 remove_quietly(p)
             with contextlib.suppress(OSError):
                 tmp.rmdir()
     return dataclasses.replace(result, stop_signal=stop.signum)
+
+
+def make_run_tmp() -> tuple[Path, int]:
+    """The run's temporary directory (sent bodies and rows: prompt text) and the descriptor of
+    its lock, held for the run's life: the kernel drops it when the run dies, however it dies,
+    so a later run knows the directory is a dead run's (:func:`clean_stale_tmp`)."""
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+    fd = os.open(tmp / TMP_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    if fcntl is not None:
+        with contextlib.suppress(OSError):  # no lock support: the directory is never cleaned
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return tmp, fd
+
+
+def clean_stale_tmp(root: Path) -> str | None:
+    """Remove the temporary directories (of this user, under ``root``) of replays that died
+    (SIGKILL, the OOM killer): those whose lock is free. One without a lock file (being made,
+    or an older agentx's) is left alone. What was removed, or ``None``."""
+    if fcntl is None:
+        return None
+    removed: list[int] = []
+    for d in sorted(root.glob(f"{TMP_PREFIX}*")):
+        try:
+            st = d.lstat()
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            fd = os.open(d / TMP_LOCK, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live run's
+            os.close(fd)
+            continue
+        size = sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+        shutil.rmtree(d, ignore_errors=True)
+        os.close(fd)
+        removed.append(size)
+    if not removed:
+        return None
+    n = len(removed)
+    return (
+        f"removed {n} temporary director{'y' if n == 1 else 'ies'} of replays that died "
+        f"({sum(removed) / 1e6:.1f} MB, prompt text) from {root}"
+    )
 
 
 async def _reset_cache(setup: RunSetup) -> CacheReset:
@@ -124,7 +184,10 @@ async def _run_here(
     started_late = await start_barrier(o)
     log = SentLog(tmp / "sent-0.log")
     rows = RowSpool(rows_path(tmp, 0))
-    async with http_client(setup) as client, stream_client(setup) as lanes_client:
+    async with (
+        metrics_client(o, setup.metrics_url) as client,
+        stream_client(setup) as lanes_client,
+    ):
         scraper = await start_scraper(setup, client)
         driver = LaneDriver(
             plan.sessions,
@@ -137,10 +200,12 @@ async def _run_here(
         )
         goal = goal_of(o, plan.known_requests, think_s)
         progress = asyncio.create_task(_progress(driver, setup.lanes, goal)) if o.progress else None
+        flusher = asyncio.create_task(_flush_rows(rows))
         try:
             with stop.running(driver.abort):
                 result = await driver.run()
         finally:
+            flusher.cancel()
             if progress is not None:
                 progress.cancel()
             log.close()
@@ -148,6 +213,13 @@ async def _run_here(
         server_metrics = await scraper.stop() if scraper is not None else None
     warnings = [started_late] if started_late else []
     return collect([result], [log.path], [rows.path], server_metrics, warnings)
+
+
+async def _flush_rows(rows: RowSpool) -> None:
+    """A killed run's rows are on disk within about a second, however few it finished."""
+    while True:
+        await asyncio.sleep(FLUSH_AFTER_S / 2)
+        rows.flush_due()
 
 
 async def _progress(driver: LaneDriver, lanes: int, goal: Goal) -> None:

@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -31,6 +32,7 @@ from agentx.replay.client import make_http_client, make_stream_client, tls_conte
 from agentx.replay.endpoint import (
     IGNORE_EOS_SERVERS,
     ServerInfo,
+    base_url,
     check_model,
     default_metrics_url,
     endpoint_note,
@@ -102,6 +104,33 @@ def request_headers(options: ReplayOptions) -> dict[str, str]:
     return {**auth_headers(options), **{k.lower(): v for k, v in options.headers}}
 
 
+def same_origin(a: str, b: str) -> bool:
+    """Whether two URLs share scheme, host and port (the default port of the scheme counted)."""
+    pa, pb = urlsplit(a), urlsplit(b)
+    try:
+        ports = [p.port or {"http": 80, "https": 443}.get(p.scheme) for p in (pa, pb)]
+    except ValueError:
+        return False
+    return (pa.scheme, (pa.hostname or "").lower(), ports[0]) == (
+        pb.scheme,
+        (pb.hostname or "").lower(),
+        ports[1],
+    )
+
+
+def metrics_credentials(
+    options: ReplayOptions, metrics_url: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(headers, query parameters) of a scrape of ``metrics_url``: on the endpoint's origin,
+    the requests' own (the API key, ``--header``, the endpoint's query); on another origin, none
+    of them, so a key is never sent to a server it was not given for. ``--metrics-header``
+    goes with every scrape, and wins."""
+    own = {k.lower(): v for k, v in options.metrics_headers}
+    if same_origin(options.endpoint, metrics_url):
+        return {**request_headers(options), **own}, split_endpoint(options.endpoint)[1]
+    return own, {}
+
+
 def run_tls(options: ReplayOptions) -> ssl.SSLContext:
     """How the run verifies an https server (``--insecure``, ``--ca-bundle``)."""
     return tls_context(insecure=options.insecure, ca_bundle=options.ca_bundle)
@@ -117,15 +146,18 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
         if options.scrape_metrics
         else None
     )
-    async with make_http_client(
-        root,
-        timeout_s=options.timeout_s,
-        max_connections=4,
-        headers=headers,
-        params=params,
-        tls=run_tls(options),
-    ) as client:
-        info = await probe(client, options.endpoint, metrics_url)
+    async with (
+        make_http_client(
+            root,
+            timeout_s=options.timeout_s,
+            max_connections=4,
+            headers=headers,
+            params=params,
+            tls=run_tls(options),
+        ) as client,
+        metrics_client(options, metrics_url) as scrape_client,
+    ):
+        info = await probe(client, options.endpoint, metrics_url, scrape_client)
     model = options.model or (info.models[0] if info.models else None)
     if not model:
         shown = redact_url(options.endpoint)
@@ -226,6 +258,20 @@ def http_client(setup: RunSetup, max_connections: int = 4) -> httpx.AsyncClient:
     )
 
 
+def metrics_client(options: ReplayOptions, metrics_url: str | None) -> httpx.AsyncClient:
+    """The client the Prometheus scrapes of ``metrics_url`` go through, with only the
+    credentials :func:`metrics_credentials` allows it."""
+    headers, params = metrics_credentials(options, metrics_url) if metrics_url else ({}, {})
+    return make_http_client(
+        base_url(metrics_url) if metrics_url else split_endpoint(options.endpoint)[0],
+        timeout_s=options.timeout_s,
+        max_connections=2,
+        headers=headers,
+        params=params,
+        tls=run_tls(options),
+    )
+
+
 def stream_client(setup: RunSetup) -> StreamClient:
     """The client the lanes talk through: one connection per concurrently running thread."""
     return make_stream_client(
@@ -259,6 +305,7 @@ async def start_barrier(options: ReplayOptions) -> str | None:
 
 
 async def start_scraper(setup: RunSetup, client: httpx.AsyncClient) -> MetricsScraper | None:
+    """The run's scraper of ``setup.metrics_url``; ``client``: a :func:`metrics_client`."""
     if not setup.metrics_url:
         return None
     scraper = MetricsScraper(setup.metrics_url, client)

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from agentx.core.errors import UsageError
-from agentx.core.outputs import check_results_dir, unique_dir, write_atomic
+from agentx.core.outputs import check_results_dir, claimed_results_dir, unique_dir, write_atomic
 from agentx.core.urls import redact_url
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.stop import stop_signals
@@ -121,6 +121,18 @@ def run_sweep(
     open_source(base.trace)  # a trace that cannot be read fails before any level starts
     for n in options.levels:
         check_results_dir(out / f"c{n}", force=options.force)
+    # made, proven writable and locked for the whole sweep before its first level
+    with claimed_results_dir(out, force=options.force):
+        return _run_levels(options, on_level, on_start)
+
+
+def _run_levels(
+    options: SweepOptions,
+    on_level: Callable[[SweepPoint], None] | None,
+    on_start: Callable[[int, int], None] | None,
+) -> SweepResult:
+    out = options.output_dir
+    base = options.replay
     data = Sweep(redact_url(base.endpoint), str(base.trace), base.model, ())
     warnings: list[str] = []
     interrupted = False

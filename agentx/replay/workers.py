@@ -33,6 +33,7 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 
 from agentx.core.errors import AgentxError
+from agentx.core.procs import die_with_parent
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
@@ -41,8 +42,8 @@ from agentx.replay.open_loop import for_arrivals
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
 from agentx.replay.setup import (
     RunSetup,
-    http_client,
     lane_config,
+    metrics_client,
     return_large_blocks,
     start_barrier,
     start_scraper,
@@ -56,6 +57,14 @@ from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
 
 READY_TIMEOUT_S = 600.0
+# A running worker reports its progress every PROGRESS_INTERVAL_S: one silent this long (stopped,
+# wedged) is killed and the run ends with the rows the workers spooled.
+SILENT_S = 20.0
+# Once the run is stopping (a signal, a worker lost), how long the others get to send Done.
+STOP_GRACE_S = 20.0
+HEALTH_CHECK_S = 0.5  # how often the parent looks for a worker that died or went silent
+DEAD_GRACE_S = 1.0  # a dead worker's last messages are read within this
+JOIN_S = 5.0  # a worker that has sent Done (or was killed) exits within this
 BOUNDARY_POLL_S = 0.25  # a worker waiting at the end of its warm-up checks for a stop this often
 PROGRESS_INTERVAL_S = 0.5
 
@@ -66,6 +75,7 @@ class WorkerSpec:
     worker: int
     workers: int
     tmp: Path
+    parent_pid: int  # the replay's process: the worker dies with it
 
 
 # What a worker tells the parent, in order: Ready, then Progress..., then Done (or Failed).
@@ -118,6 +128,8 @@ def worker_main(
     """Entry point of one worker process. SIGINT and SIGTERM stop its lanes (the parent sends
     SIGINT and sets ``stop`` when it is stopped; a terminal or a job scheduler may signal the
     worker directly)."""
+    # a SIGKILLed parent runs no clean-up: its workers must not go on loading the server
+    die_with_parent(spec.parent_pid)
     for sig in STOP_SIGNALS:  # the parent decides until the lanes run
         signal.signal(sig, signal.SIG_IGN)
     return_large_blocks()
@@ -177,6 +189,7 @@ async def _worker_run(
             while True:
                 snap = Snapshot.of(driver.counters, time.thread_time() - cpu0)
                 events.put(Progress(spec.worker, snap))
+                rows.flush_due()  # a killed worker's rows are on disk within about a second
                 await asyncio.sleep(PROGRESS_INTERVAL_S)
 
         reporter = asyncio.create_task(report())
@@ -199,7 +212,13 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
     procs = [
         ctx.Process(
             target=worker_main,
-            args=(WorkerSpec(setup, w, o.n_workers, tmp), events, go, stop_all, measure),
+            args=(
+                WorkerSpec(setup, w, o.n_workers, tmp, os.getpid()),
+                events,
+                go,
+                stop_all,
+                measure,
+            ),
             name=f"agentx-replay-worker-{w}",
             daemon=True,
         )
@@ -225,11 +244,11 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
     finally:
         stop_all.set()  # a failure or an early signal: the workers waiting for "go" leave
         go.set()
-        for p in procs:
-            p.join(timeout=5)
+        for p in procs:  # every wait bounded: a stopped worker does not answer SIGTERM
+            p.join(timeout=JOIN_S)
             if p.is_alive():
-                p.terminate()
-                p.join()
+                p.kill()
+                p.join(timeout=JOIN_S)
         events.close()
         events.join_thread()
 
@@ -270,30 +289,38 @@ async def _supervise(
     n = len(procs)
     await _wait_ready(procs, events)
     started_late = await start_barrier(o)
-    async with http_client(setup) as client:
+    async with metrics_client(o, setup.metrics_url) as client:
         scraper = await start_scraper(setup, client)
         go.set()
         snaps: dict[int, Snapshot] = {}
         done: dict[int, str] = {}
+        lost: dict[int, str] = {}
         view = ProgressView(setup.lanes, goal=goal_of(o, plan_requests)) if o.progress else None
         if view is not None:
             view.__enter__()
         try:
             with stop.running(stop_workers):
-                await _collect(procs, events, view, snaps, done, measure, scraper)
+                await _collect(
+                    procs, events, view, snaps, done, lost, measure, scraper, stop, stop_workers
+                )
         finally:
             if view is not None:
                 view.__exit__(None, None, None)
         server_metrics = await scraper.stop() if scraper is not None else None
-    results: list[LaneResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in range(n)]
+    if not done:
+        raise AgentxError("; ".join(lost[w] for w in sorted(lost)))
+    results: list[LaneResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in sorted(done)]
     collected = collect(
         results,
-        [tmp / f"sent-{w}.log" for w in range(n)],
+        [tmp / f"sent-{w}.log" for w in range(n)],  # a lost worker's too: up to its last
         [rows_path(tmp, w) for w in range(n)],
         server_metrics,
         [started_late] if started_late else [],
     )
-    collected.interrupted = collected.interrupted or stop.signum is not None
+    collected.interrupted = collected.interrupted or stop.signum is not None or bool(lost)
+    if lost:  # partial results, and a failed run
+        why = "; ".join(lost[w] for w in sorted(lost))
+        collected.failure = f"{why}: the rows it spooled are kept, the run is partial"
     return collected
 
 
@@ -303,21 +330,61 @@ async def _collect(
     view: ProgressView | None,
     snaps: dict[int, Snapshot],
     done: dict[int, str],
+    lost: dict[int, str],
     measure: MpEvent,
     scraper: MetricsScraper | None,
+    stop: StopSignals,
+    stop_workers: Callable[[], None],
 ) -> None:
-    """Progress and results of the workers, until each has sent its Done. Once every worker
-    has ended its warm-up (or finished), the server's counters are scraped and ``measure`` lets
-    them start the measured window."""
+    """Progress and results of the workers, until each has sent its Done or is ``lost``. Once
+    every worker has ended its warm-up (or finished), the server's counters are scraped and
+    ``measure`` lets them start the measured window. Every wait is bounded: a worker that died
+    is lost at once, one silent for :data:`SILENT_S` (stopped, wedged) or still running
+    :data:`STOP_GRACE_S` after the run began stopping is killed and lost; losing one stops the
+    others, so the run ends with the rows every worker spooled."""
     n = len(procs)
     warmed: set[int] = set()
-    while len(done) < n:
-        ev = await _next_event(events, 0.5)
+    heard = dict.fromkeys(range(n), time.monotonic())
+    stopping_since: float | None = None
+    checked = time.monotonic()
+    dead_since: dict[int, float] = {}
+
+    def lose(w: int, why: str) -> None:
+        nonlocal stopping_since
+        lost[w] = f"replay worker {w} {why}"
+        warmed.add(w)  # the others' measured window does not wait for it
+        if stopping_since is None:
+            stopping_since = time.monotonic()
+            stop_workers()
+
+    while len(done) + len(lost) < n:
+        if stopping_since is None and stop.signum is not None:
+            stopping_since = time.monotonic()
+        ev = await _next_event(events, HEALTH_CHECK_S)
+        # the workers are checked on time, not only when no event comes: a survivor's progress
+        # arrives more often than the timeout above
+        if time.monotonic() - checked >= HEALTH_CHECK_S:
+            checked = now = time.monotonic()
+            for w, p in enumerate(procs):
+                if w in done or w in lost:
+                    continue
+                if not p.is_alive():
+                    # its last message may still be in the pipe: lost once it was read
+                    dead_since.setdefault(w, now)
+                    if now - dead_since[w] > DEAD_GRACE_S:
+                        lose(w, f"died ({_death(p.exitcode)})")
+                elif now - heard[w] > SILENT_S:
+                    _kill(p)
+                    lose(w, f"did not answer for {SILENT_S:.0f} s and was killed")
+                elif stopping_since is not None and now - stopping_since > STOP_GRACE_S:
+                    _kill(p)
+                    lose(w, f"did not stop within {STOP_GRACE_S:.0f} s and was killed")
+            if len(warmed) == n and not measure.is_set():  # the one lost was the last
+                await _open_window(measure, scraper)
         if ev is None:
-            if any(not p.is_alive() and w not in done for w, p in enumerate(procs)):
-                await asyncio.sleep(0.5)  # its last message may still be in the pipe
-                if events.empty():
-                    raise AgentxError("a replay worker died")
+            continue
+        heard[ev.worker] = time.monotonic()
+        if ev.worker in lost:
             continue
         if isinstance(ev, Progress):
             snaps[ev.worker] = ev.snapshot
@@ -328,8 +395,28 @@ async def _collect(
             if isinstance(ev, Done):
                 done[ev.worker] = ev.result_path
             if len(warmed) == n and not measure.is_set():
-                if scraper is not None:
-                    await scraper.begin_window()
-                measure.set()
+                await _open_window(measure, scraper)
         elif isinstance(ev, Failed):
             raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")
+
+
+async def _open_window(measure: MpEvent, scraper: MetricsScraper | None) -> None:
+    """Scrape the server's counters at the measured window's start, then let the workers in."""
+    if scraper is not None:
+        await scraper.begin_window()
+    measure.set()
+
+
+def _kill(p: BaseProcess) -> None:
+    """SIGKILL: a stopped process ignores everything else until it is continued."""
+    with contextlib.suppress(OSError):
+        p.kill()
+    p.join(timeout=JOIN_S)
+
+
+def _death(exitcode: int | None) -> str:
+    """How a process ended, in words: ``killed by SIGKILL``, ``exit code 3``."""
+    if exitcode is not None and exitcode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-exitcode).name}"
+    return f"exit code {exitcode}"

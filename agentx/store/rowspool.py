@@ -1,7 +1,8 @@
 """The spool of a replay's rows: what each process measured, on disk as it finishes.
 
 A replay process appends the row of every finished request (:class:`agentx.core.record.RequestRecord`)
-to its own spool in the run's temporary directory, :data:`BATCH_ROWS` rows at a time, as an
+to its own spool in the run's temporary directory, :data:`BATCH_ROWS` rows at a time (or
+whatever it holds once the oldest waited :data:`FLUSH_AFTER_S`), as an
 Arrow IPC stream of ``requests.parquet``'s schema; so a long run holds no rows in memory, only
 the few it has not written yet. A stream is readable while it is written (every complete batch),
 and after a crash up to its last complete batch. At the end the run reads every process's spool
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -22,6 +24,9 @@ from agentx.store.results import SCHEMA, batch_of, records_of
 
 BATCH_ROWS = 256  # rows written at a time
 BATCH_GAPS = 1 << 18  # ... or sooner, once they hold this many inter-token gaps (2 MB)
+# ... or sooner, once the oldest row not written has waited this long: a killed run loses at most
+# the last second's rows, whatever the batch (the run's periodic tasks call flush_due)
+FLUSH_AFTER_S = 1.0
 
 
 class RowSpool:
@@ -35,6 +40,7 @@ class RowSpool:
         self.error: str | None = None
         self._rows: list[RequestRecord] = []
         self._gaps = 0
+        self._oldest_s = 0.0  # monotonic time the oldest row not written was added
         self._sink: pa.NativeFile | None = None
         self._writer: pa.ipc.RecordBatchStreamWriter | None = None
         try:
@@ -46,9 +52,18 @@ class RowSpool:
     def add(self, row: RequestRecord) -> None:
         if self._writer is None:
             return
+        if not self._rows:
+            self._oldest_s = time.monotonic()
         self._rows.append(row)
         self._gaps += len(row.itl_ns)
         if len(self._rows) >= self.batch_rows or self._gaps >= BATCH_GAPS:
+            self.flush()
+        else:
+            self.flush_due()
+
+    def flush_due(self) -> None:
+        """Write the rows not written yet when the oldest has waited :data:`FLUSH_AFTER_S`."""
+        if self._rows and time.monotonic() - self._oldest_s >= FLUSH_AFTER_S:
             self.flush()
 
     def flush(self) -> None:

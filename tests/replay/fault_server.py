@@ -223,6 +223,9 @@ class FaultServer:
             return web.json_response({"error": {"message": "engine exploded"}}, status=500)
         if fault == "http400":
             return web.json_response({"error": {"message": "context too long"}}, status=400)
+        if fault == "echo_key_401":  # a server that repeats the credential it was sent
+            said = request.headers.get("authorization")
+            return web.json_response({"error": {"message": f"invalid key: {said}"}}, status=401)
         hostile = HOSTILE.get(fault)
         if isinstance(hostile, dict | list) and fault.startswith("json_"):
             return web.json_response(hostile)
@@ -272,6 +275,9 @@ class FaultServer:
                 return resp
             if fault == "malformed" and i == 1:
                 await resp.write(b"data: {not json\n\n")
+            if fault == "echo_key_event" and i == 1:
+                said = request.headers.get("x-api-key") or request.headers.get("authorization")
+                await resp.write(_chunk({"error": {"message": f"quota exceeded for {said}"}}))
             if fault == "error_event" and i == 1:
                 await resp.write(_chunk({"error": {"message": "oom while decoding", "code": 500}}))
         if fault == "truncated":

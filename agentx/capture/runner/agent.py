@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import ssl
 import subprocess
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from agentx.capture.runner.config import UPSTREAMS, CaptureConfig, resolve_upstream
 from agentx.core.errors import CaptureError
+from agentx.core.procs import dies_with_this_process
 
 
 def agent_env(
@@ -106,7 +108,10 @@ class AgentProcess:
     def start(self, env: dict[str, str]) -> int:
         """Launch it; its pid."""
         try:
-            self.proc = subprocess.Popen(self.command, env=env)
+            # a SIGKILLed capture leaves no agent running on: it gets SIGTERM (Linux)
+            self.proc = subprocess.Popen(
+                self.command, env=env, preexec_fn=dies_with_this_process(signal.SIGTERM)
+            )
         except OSError as exc:
             raise CaptureError(f"cannot run {self.command[0]!r}: {exc.strerror or exc}") from None
         return self.proc.pid

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from urllib.parse import urlencode, urlsplit
 
+from agentx.core.urls import credential_values
 from agentx.replay.http1.connection import HTTPConnection, Response
 from agentx.replay.http1.errors import (
     ConnectError,
@@ -53,6 +54,8 @@ class StreamClient:
         host = self._host if ":" not in self._host else f"[{self._host}]"
         authority = host if self._port == default_port else f"{host}:{self._port}"
         self._fixed = {"host": authority, **{k.lower(): v for k, v in (headers or {}).items()}}
+        # what this client sends that the server's text must not carry back into a result
+        self.secrets = credential_values(self._fixed, params or {})
         self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
         self._connect_timeout_s = connect_timeout_s
         self._keepalive_s = keepalive_s
