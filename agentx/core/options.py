@@ -42,6 +42,7 @@ class Panel(StrEnum):
     CAPACITY = "KV cache"
     TIMELINE = "Timeline"
     ENGINE = "Engine"
+    TRACE = "Trace"
     LOAD = "Load"
     SCHEDULE = "Schedule"
     SCENARIO = "AgentX scenario"
