@@ -68,11 +68,12 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         out_dir = unique_dir(default_output_dir())
     with stop_signals() as stop:
         plan = build_plan(
-            open_source(options.trace),
+            open_source(options.trace, flat_chains=options.workload.read.split),
             sessions=options.workload.sessions,
             seed=options.workload.rng_seed,
             shard=options.shard,
             api_mode=options.workload.api,
+            max_entries=options.workload.max_entries,
         )
         plan = for_arrivals(plan, options.request_rate)
         choice = None
