@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from agentx.apis.bodies import exchange_meta
@@ -32,6 +34,7 @@ from agentx.core.errors import FormatError
 from agentx.core.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
 from agentx.formats.weka import parse_weka
+from agentx.formats.weka.chains import Ids, block_ids
 from agentx.formats.weka.checks import Invalid, checked_ids, hash_ids_at
 from agentx.formats.weka.read import file_id_offset
 
@@ -131,13 +134,9 @@ def index_weka(
     except orjson.JSONDecodeError:
         raise _unindexable(data, here, position, default_id) from None
 
-    def block_ids(ordinal: list[int], at: str) -> list[int]:
+    def block_ids(ordinal: list[int], at: str) -> Ids:
         start, end = arrays[ordinal[0]]
-        try:
-            ids = orjson.loads(data[start:end])
-        except orjson.JSONDecodeError:
-            raise Invalid(f"{at}.hash_ids: expected a list of integers") from None
-        return hash_ids_at({"hash_ids": ids}, at, 0, None)[0]
+        return _array(data[start + 1 : end - 1], at)
 
     # ids: ordinals, checked when read (those of the top-level requests also by the split)
     trace = parse_weka(doc, here, import_fields=False, flat_chains=flat_chains, block_ids=block_ids)
@@ -153,6 +152,22 @@ def index_weka(
         block_size=trace.block_size,
         exchanges=tuple(metas),
     )
+
+
+def _array(inner: bytes, at: str) -> Ids:
+    """A JSON array's ids (its text between the brackets) for the split of flat agents: parsed
+    straight into an array; anything but integers fails as the importer fails it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns, and stops, at what is not an integer
+        try:
+            return np.fromstring(inner, dtype=np.int64, sep=",")
+        except (ValueError, DeprecationWarning):
+            pass
+    try:
+        ids = orjson.loads(b"[" + inner + b"]")
+    except orjson.JSONDecodeError:
+        raise Invalid(f"{at}.hash_ids: expected a list of integers") from None
+    return block_ids(hash_ids_at({"hash_ids": ids}, at, 0, None)[0])
 
 
 def _with_id(doc: JSON, default_id: str | None) -> JSON:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentx.formats.weka.chains import ChainRequest, detect, worker_groups
+from agentx.formats.weka.chains import ChainRequest, block_ids, detect, worker_groups
 from agentx.formats.weka.flat import ChainKind, split_flat, split_preamble
 
 OPUS, HAIKU = "opus", "haiku"
@@ -21,7 +21,8 @@ def req(
     n_in: int | None = None,
     n_out: int = 500,
 ) -> ChainRequest:
-    return ChainRequest(pos, t, api, model, n_in if n_in is not None else 64 * len(ids), n_out, ids)
+    n = n_in if n_in is not None else 64 * len(ids)
+    return ChainRequest(pos, t, api, model, n, n_out, block_ids(ids))
 
 
 def grow(n: int, start: int = 0) -> list[int]:

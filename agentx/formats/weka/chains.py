@@ -45,7 +45,7 @@ _NO_IDS: Ids = np.empty(0, np.int64)
 @dataclass(frozen=True, slots=True)
 class ChainRequest:
     """What the detection reads of a request: its position in its list (the tie-break), start
-    and server time in seconds, model, token counts and block ids."""
+    and server time in seconds, model, token counts and block ids (:func:`block_ids`)."""
 
     position: int
     t: float
@@ -53,7 +53,7 @@ class ChainRequest:
     model: str | None
     n_in: int
     n_out: int
-    ids: Sequence[int]
+    ids: Ids
 
     @property
     def end(self) -> float:
@@ -109,8 +109,9 @@ def _lcp(a: Ids, b: Ids) -> int:
     return i if neq[i] else n
 
 
-def _ids(r: ChainRequest) -> Ids:
-    return np.asarray(r.ids, dtype=np.int64)
+def block_ids(ids: Sequence[int]) -> Ids:
+    """A request's block ids as the detection compares them."""
+    return np.asarray(ids, dtype=np.int64)
 
 
 class _Builder:
@@ -127,22 +128,22 @@ class _Builder:
         chain = self.chains[c]
         chain.requests.append(r)
         self.chain_of[r.position] = c
-        if r.ids:
+        if r.ids.shape[0]:
             chain.tail_position = r.position
-            chain.tail_ids = _ids(r)
+            chain.tail_ids = r.ids
             chain.tail_end = r.end
             chain.tail_model = r.model
 
     def add(self, r: ChainRequest) -> None:
         self.by_position[r.position] = r
-        if not r.ids:  # no evidence: on the first chain, never a tail or a fork point
+        if not r.ids.shape[0]:  # no evidence: on the first chain, never a tail or a fork point
             self.empty += 1
             if not self.chains:
                 self.chains.append(Chain())
             self.chains[0].requests.append(r)
             self.chain_of[r.position] = 0
             return
-        h = _ids(r)
+        h = r.ids
         if not self.chains:
             self.chains.append(Chain())
             self._append(0, r)
@@ -229,7 +230,7 @@ def detect(
 def _last_with_ids(chain: Chain) -> int | None:
     """The position of the chain's last hash-bearing request (rows without ids are unseen)."""
     for r in reversed(chain.requests):
-        if r.ids:
+        if r.ids.shape[0]:
             return r.position
     return None
 
@@ -241,7 +242,7 @@ def _elect(
     the tail ended, same model, not a distant low-overlap session; the deepest (ties: the
     earliest, then the lowest index)."""
     end = tail.end
-    blocks = len(tail.ids)
+    blocks = tail.ids.shape[0]
 
     def blocked(c: Chain, fork: Fork) -> bool:
         if blocks == 0:
@@ -311,13 +312,13 @@ def _splice_seams(b: _Builder, max_gap_s: float, min_overlap: float) -> int:
 def _rekey(b: _Builder, forks: list[int], elected: int, owner: int, new_tail: int) -> bool:
     """Measure the forks off a consumed tail against the chain's new last request; True when
     one was moved there."""
-    tail_ids = _ids(b.by_position[new_tail])
+    tail_ids = b.by_position[new_tail].ids
     moved = False
     for i in forks:
         c = b.chains[i]
         if i == elected or c.spliced_into is not None or c.fork is None:
             continue
-        d = _lcp(tail_ids, _ids(c.requests[0]))
+        d = _lcp(tail_ids, c.requests[0].ids)
         if d <= 0:
             continue
         c.fork.position = new_tail

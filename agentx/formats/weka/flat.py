@@ -30,7 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from agentx.formats.weka.chains import ChainRequest, Detection, detect, worker_groups
+import numpy as np
+
+from agentx.formats.weka.chains import ChainRequest, Detection, Ids, detect, worker_groups
 
 TITLE_MAX_OUTPUT = 64  # a preamble this short is a title generation
 SIDECAR_MAX_REQUESTS = 1  # WEKA_AUX_MAX_REQUESTS
@@ -70,12 +72,8 @@ class FlatSplit:
     empty: int
 
 
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def _shares_prefix(a: Ids, b: Ids) -> bool:
+    return bool(a.shape[0] and b.shape[0] and a[0] == b[0])
 
 
 def split_preamble(
@@ -88,15 +86,13 @@ def split_preamble(
         return [], list(requests)
     ordered = sorted(requests, key=lambda r: (r.t, r.position))
     first, rest = ordered[0], ordered[1:]
-    if not first.ids:
+    if not first.ids.shape[0]:
         return [], list(requests)
-    if any(_lcp(first.ids, r.ids) > 0 for r in rest if r.ids):
+    if any(_shares_prefix(first.ids, r.ids) for r in rest):
         return [], list(requests)
     if first.n_out > TITLE_MAX_OUTPUT:
-        others: set[int] = set()
-        for r in rest:
-            others.update(r.ids)
-        if not others.isdisjoint(first.ids):
+        others = np.concatenate([r.ids for r in rest]) if rest else first.ids[:0]
+        if np.isin(first.ids, others).any():
             return [], list(requests)
     return [first], sorted(rest, key=lambda r: r.position)
 

@@ -48,7 +48,7 @@ from agentx.core.errors import FormatError
 from agentx.core.flags import FLAG_SUBAGENT, WEKA_CHAIN, WEKA_EMPTY_HASH, WEKA_SEAMS, weka_flag
 from agentx.core.models import JSON, Exchange, Response, Timing, Usage
 from agentx.core.progress import Progress
-from agentx.formats.weka.chains import ChainRequest
+from agentx.formats.weka.chains import ChainRequest, Ids, block_ids
 from agentx.formats.weka.checks import (
     LOCAL_SCOPE_STRIDE,
     Invalid,
@@ -78,7 +78,7 @@ MAIN = "main"  # the main agent's thread: <id>/main
 
 # The block ids of a record from its hash_ids as the document holds them (an index passes the
 # document with each array cut out and replaced by its ordinal: this reads the array back).
-BlockIds = Callable[[list[int], str], Sequence[int]]
+BlockIds = Callable[[list[int], str], Ids]
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +243,7 @@ class _Builder:
 
     # -- flat parallel agents -------------------------------------------------------------------
 
-    def split_flat(self, block_ids: BlockIds | None) -> None:
+    def split_flat(self, ids_of: BlockIds | None) -> None:
         """Split the top-level requests into the main agent and its flat chains (a trace with
         one agent is left as it is)."""
         top = [self.rows[i] for kind, i in self.top if kind == "r"]
@@ -252,7 +252,7 @@ class _Builder:
         reqs = []
         for row in top:
             usage = row.kw["usage"]
-            ids = row.ids[0] if block_ids is None else block_ids(row.ids[0], row.where)
+            ids = block_ids(row.ids[0]) if ids_of is None else ids_of(row.ids[0], row.where)
             reqs.append(
                 ChainRequest(
                     row.position,
