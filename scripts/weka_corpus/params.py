@@ -145,6 +145,16 @@ class Params:
     sub_think_median: float = 5.0
     sub_think_sigma: float = 0.8
     sub_window_tokens: int = 190_000
+    # flat parallel agents (.flat): chains recorded among the main requests
+    p_flat: float = 0.11
+    flat_extra_episodes: float = 0.45  # episodes per flat session: 1 + Poisson(this)
+    flat_kinds: tuple[float, ...] = (0.62, 0.27, 0.03, 0.065, 0.015)  # .flat.KINDS' order
+    flat_workers: int = 3
+    flat_agent_median: float = 10.0  # requests per agent
+    flat_agent_sigma: float = 1.1
+    flat_think_median: float = 8.0
+    flat_think_sigma: float = 0.8
+    flat_reduction_out_median: float = 900.0
     api: dict[str, ApiModel] = field(
         default_factory=lambda: {
             OPUS: ApiModel(2.75, 1.51, 16.7),
