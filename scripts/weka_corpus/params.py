@@ -51,6 +51,18 @@ tokens, 6.0e9 input tokens, theoretical hit rate 96.3 %). lognormal(m, s) has me
     t of the next row = end of the last row with an  the same
       api_time + think_time (t and think in whole s)
     len(hash_ids) = in // 64; compact JSON           the same
+    flat agents (tests/formats/data/weka-flat; the   p_flat 0.11; episodes per such session
+      reference's split by agentx-harness: 85 of       1 + Poisson(0.45); inline / parallel /
+      710 sessions, 133 chains: 1 sidecar, 14          workers / reduction / sidecar 62 / 27 /
+      reductions, 2 worker-group members)              3 / 6.5 / 1.5 %, tuned (700 traces:
+                                                       91 split, 139 chains: 4 / 16 / 6)
+    trace_0062 fa:000: 8 requests from all 2557      inline agent: lognormal(10, 1.1)
+      blocks of the main request it overlaps;          requests, think lognormal(8, 0.8);
+      the main agent's next prompt is longer           the main's next = its last + report
+    trace_0269 fa:003, wg:000_*: forked at the 248   parallel agent / 3 workers from tools +
+      tools + system blocks                            system + lognormal(800, 0.5)
+    reductions aux:001 (0062, 0269): one request,    in = m's + <= 400, out lognormal(900,
+      m's context, out 374-1609                        0.5) in [50, 3500]
 """
 
 from __future__ import annotations
