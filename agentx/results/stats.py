@@ -125,8 +125,8 @@ class Stats:
     flagged ``usage_estimated`` was counted by agentx's tokenizer, so it is ``tiktoken``) and
     how many rows capture counted so (``usage_estimated_rows``; ``None`` in a file written
     before it was counted), the totals, the figures per block size, the rows that are not model
-    calls, the split of flat parallel agents (``None`` when none was made: not a Weka trace, or
-    ``--flat-chains off``); ``trace`` and ``format`` when read from a file."""
+    calls, the split of flat parallel agents (``None`` when nothing was split: no flat agents,
+    or ``--flat-chains off``); ``trace`` and ``format`` when read from a file."""
 
     sessions: int
     threads: int

@@ -41,8 +41,6 @@ from agentx.prefixcache.theory import HitRateMeter, is_model_call
 from agentx.prefixcache.tokenizer import Tokenizer, tokenizer_name
 from agentx.results.stats import FlatChains, Stats, StatsTotals
 
-SPLIT_FORMATS = frozenset({"weka", "hf"})  # the formats whose flat agents are split on reading
-
 
 def output_tokens_of(ex: Exchange) -> int | None:
     """A request's output tokens: reported, else counted from its answer (``None``: unknown)."""
@@ -75,8 +73,8 @@ class _FlatCount:
         self.seams += sum(int(v) for v in weka_values(ex.flags, WEKA_SEAMS) if v.isdigit())
         self.empty += sum(int(v) for v in weka_values(ex.flags, WEKA_EMPTY_HASH) if v.isdigit())
 
-    def figures(self, known: bool) -> FlatChains | None:
-        if not known and not self.chains:
+    def figures(self) -> FlatChains | None:
+        if not self.chains:
             return None
         kinds = Counter(self.chains.values())
         return FlatChains(
@@ -97,14 +95,14 @@ def summarize(
     block_size: int | None = None,
     tokenizer: Tokenizer | None = None,
     each: Callable[[Exchange, int | None, int], None] | None = None,
-    flat_split: bool = False,
 ) -> Stats:
     """The ``agentx.stats/1`` object of a stream of exchanges (in trace order). Text rows'
     theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k). ``each``
     is told of every model call counted: the exchange, its prompt tokens as the unbounded cache
     counted them (``None``: not hashed) and the tokens that cache served it (the dataset
-    card's hit rate by turn). ``flat_split``: the rows were read with their flat parallel
-    agents split (a Weka trace): the split is reported even when nothing was split."""
+    card's hit rate by turn). The split of flat parallel agents is read from the rows' flags,
+    so a Weka trace and the agentx trace converted from it report the same split (``None``:
+    nothing was split)."""
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be >= 1")
     hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size, tokenizer=tokenizer)
@@ -174,7 +172,7 @@ def summarize(
         ),
         block_sizes=hits.per_block_size(),
         non_model_rows=skipped,
-        flat_chains=flat.figures(flat_split),
+        flat_chains=flat.figures(),
     )
 
 
@@ -209,7 +207,6 @@ def compute_stats(
         _counted(exchanges, prog),
         block_size=block_size,
         tokenizer=tokenizer,
-        flat_split=flat_chains and fmt in SPLIT_FORMATS,
     )
     return dataclasses.replace(result, trace=str(path), format=fmt)
 
