@@ -4,8 +4,14 @@ Both tools replay the same Weka traces against the same `agentx serve-sim` (a fr
 each run, `--fast --max-model-len 400000`) with the same seed, scenario (`agentx`) and
 concurrency, and this script compares what they sent and what it cost them:
 
-- requests and (trace, agent, turn) sets per phase: warm-up (deterministic: primers at t* and
-  the accelerated requests) and measured (a duration window: not deterministic in either tool);
+- the split of flat parallel agents: the harness's own reading of every trace it loads
+  (scripts/harness_reading.py, in its venv) against agentx's threads, and the counts its log
+  line gives against `agentx stats`' `flat_chains`;
+- requests and (trace, chain, turn) sets per phase, agentx with its default spawn/join rule and
+  with `--spawn-join harness`: warm-up (primers at t* and the accelerated requests) and measured
+  (a duration window); a chain is `main`, a subagent's `agent_id`, or a
+  flat chain's name (`fa:000`, `aux:001`, `wg:000_001`), the suffix of the harness's
+  conversation id;
 - input/output tokens: the recorded `in`/`out` of the requests sent (equal sets -> equal
   totals) and the server-counted usage (differs by how each tool lays out the text);
 - the cache hit rate the server reported in the usage blocks (cached / prompt tokens);
@@ -18,9 +24,12 @@ concurrency, and this script compares what they sent and what it cost them:
 
 Settings (environment): AGENTX_HARNESS_VENV (default .venv-harness, created by
 scripts/harness_venv.sh when missing), BENCH_TRACE (a directory of Weka traces; default the
-bundled samples), BENCH_CONCURRENCY (default: one lane per trace), BENCH_DURATION (s, default
-60), BENCH_SPAWN_TRACE (a Weka file with subagents; default the bundled trace_0010_head),
-BENCH_SPAWN_DURATION (s, default 90), BENCH_OUT (default /tmp/agentx-bench-harness).
+bundled samples), BENCH_CORPUS (N: generate N traces of the real corpus's shape, flat agents
+included, with scripts/weka_corpus into BENCH_OUT/corpus-N and replay them instead),
+BENCH_CONCURRENCY (default: one lane per trace, at most 16), BENCH_DURATION (s, default 60),
+BENCH_SPAWN_TRACE (a Weka file with subagents; default the bundled trace_0010_head),
+BENCH_SPAWN_DURATION (s, default 90; 0 skips it), BENCH_PACKED (0 skips the packed dataset's
+runs), BENCH_OUT (default /tmp/agentx-bench-harness).
 """
 
 from __future__ import annotations
@@ -42,7 +51,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 AGENTX = Path(sys.executable).parent / "agentx"
 SEED = 42
-Key = tuple[str, str, int]  # (trace, agent, turn)
+MAX_ENTRIES = 393  # the harness's agentx scenario loads the first 393 traces (agentx's too)
+Key = tuple[str, str, int]  # (trace, chain, turn)
 
 
 # -- processes, measured -----------------------------------------------------------------------
@@ -159,12 +169,21 @@ class Run:
     rows: list[Row] = field(default_factory=list)
 
 
+def harness_key(conversation_id: str) -> tuple[str, str]:
+    """(trace, chain) of a harness conversation: ``T`` (main), ``T::sa:AGENT`` (a subagent),
+    ``T::fa:000``, ``T::aux:001``, ``T::wg:000_001`` (flat chains)."""
+    trace, _, rest = conversation_id.partition("::")
+    if not rest:
+        return trace, "main"
+    return trace, rest[3:] if rest.startswith("sa:") else rest
+
+
 def harness_rows(artifacts: Path) -> list[Row]:
     rows = []
     for line in (artifacts / "profile_export.jsonl").read_text().splitlines():
         rec = json.loads(line)
         meta, metrics = rec["metadata"], rec.get("metrics", {})
-        trace, _, agent = meta["conversation_id"].partition("::sa:")
+        trace, agent = harness_key(meta["conversation_id"])
 
         def value(name: str, metrics: dict[str, Any] = metrics) -> int | None:
             got = metrics.get(name)
@@ -172,7 +191,7 @@ def harness_rows(artifacts: Path) -> list[Row]:
 
         rows.append(
             Row(
-                (trace, agent or "main", int(meta["turn_index"])),
+                (trace, agent, int(meta["turn_index"])),
                 meta["benchmark_phase"] == "warmup",
                 int(meta["request_start_ns"]),
                 value("usage_prompt_tokens"),
@@ -204,18 +223,57 @@ def agentx_rows(results: Path) -> list[Row]:
 
 
 def recorded_tokens(trace_dir: Path) -> dict[Key, tuple[int, int]]:
-    """(trace, agent, turn) -> recorded (in, out), straight from the Weka files."""
+    """(trace, chain, turn) -> recorded (in, out) of the Weka files, as agentx splits them."""
+    from agentx.formats import load_exchanges
+
     out: dict[Key, tuple[int, int]] = {}
-    for f in sorted(trace_dir.glob("*.json")):
-        doc = json.loads(f.read_text())
-        tid = str(doc.get("id") or f.stem)
-        main = [r for r in doc["requests"] if r.get("type") != "subagent"]
-        for k, r in enumerate(main):
-            out[(tid, "main", k)] = (r["in"], r["out"])
-        for s in (r for r in doc["requests"] if r.get("type") == "subagent"):
-            for k, r in enumerate(s["requests"]):
-                out[(tid, s["agent_id"], k)] = (r["in"], r["out"])
+    for ex in load_exchanges(trace_dir):
+        thread, _, n = ex.request_id.rpartition("/")
+        key = (ex.session_id, thread.rsplit("/", 1)[-1], int(n))
+        out[key] = (ex.usage.prompt_tokens or 0, ex.usage.completion_tokens or 0)
     return out
+
+
+# -- the split of flat agents ---------------------------------------------------------------
+
+
+def loaded(traces: Path) -> list[Path]:
+    """The files both tools load: the first 393 by name."""
+    return sorted(traces.glob("*.json"))[:MAX_ENTRIES]
+
+
+def compare_reading(venv: Path, traces: Path, base: Path) -> dict[str, Any]:
+    """The harness's own split of the loaded traces against agentx's threads: per trace, each
+    chain's (t, in) in turn order."""
+    from agentx.core.flags import FLAG_SUBAGENT
+    from agentx.formats.weka import read_weka_file
+
+    files = loaded(traces)
+    out = base / "HARNESS_READING"
+    with open(out, "wb") as fh:
+        cmd = [str(venv / "bin" / "python"), str(ROOT / "scripts" / "harness_reading.py")]
+        subprocess.run([*cmd, *map(str, files)], check=True, stdout=fh)
+    reading = json.loads(out.read_text())
+    same, differ = 0, []
+    counts: Counter[str] = Counter()
+    for f in files:
+        mine: dict[str, dict[int, tuple[int, int | None]]] = {}
+        for ex in read_weka_file(f).exchanges:
+            if FLAG_SUBAGENT in ex.flags:
+                continue
+            thread, _, n = ex.request_id.rpartition("/")
+            key = (ex.timing.start_wall_ns, ex.usage.prompt_tokens)
+            mine.setdefault(thread.rsplit("/", 1)[-1], {})[int(n)] = key
+        theirs: dict[str, dict[int, tuple[int, int | None]]] = {}
+        top = [r for r in json.loads(f.read_bytes())["requests"] if r.get("type") != "subagent"]
+        for (name, turn), r in zip(reading[f.name]["chains"], top, strict=True):
+            theirs.setdefault(name, {})[turn] = (round(r["t"] * 1e9), r["in"])
+        if mine == theirs:
+            same += 1
+        else:
+            differ.append(f.name)
+        counts.update(reading[f.name]["counts"])
+    return {"traces": len(files), "same_split": same, "differ": differ[:20], "counts": counts}
 
 
 # -- the runs -------------------------------------------------------------------------------------
@@ -304,9 +362,15 @@ def run_both(
     hdir.mkdir(parents=True)
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(venv / "tiktoken-cache")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")  # a packed directory is local
+    # the harness keeps each corpus it loaded as memory-mapped files (~/.cache/aiperf; 11 GB for
+    # 393 generated traces) and a rerun skips its loader: an empty cache of the run's own, so
+    # every run is measured as a first one, and its split is logged
+    cache = hdir / "dataset-mmap"
+    env["AIPERF_DATASET_MMAP_CACHE_DIR"] = str(cache)
     with Sim(hdir / "sim.log") as sim:
         cmd = harness_cmd(venv, sim.url, traces, lanes, duration, hdir / "artifacts", harness_extra)
         m = run_measured(cmd, env, hdir / "stdout.txt")
+    shutil.rmtree(cache, ignore_errors=True)
     print(f"{name}: agentx-harness rc={m.rc} wall={m.wall_s:.1f}s", flush=True)
     runs.append(Run("agentx-harness", m, harness_rows(hdir / "artifacts")))
     for variant, extra in agentx_variants.items():
@@ -350,6 +414,14 @@ def compare(runs: list[Run], recorded: dict[Key, tuple[int, int]]) -> dict[str, 
             "measured": phase_figures(meas, recorded),
             "warmup_set_equals_harness": Counter(r.key for r in warm)
             == Counter(r.key for r in base.rows if r.warmup),
+            "measured_set_equals_harness": Counter(r.key for r in meas)
+            == Counter(r.key for r in base.rows if not r.warmup),
+            "warmup_keys_in_common": len(
+                set(r.key for r in warm) & {r.key for r in base.rows if r.warmup}
+            ),
+            "measured_keys_in_common": len(
+                set(r.key for r in meas) & {r.key for r in base.rows if not r.warmup}
+            ),
             "first_measured_keys": [
                 list(r.key) for r in sorted(meas, key=lambda r: r.start_ns)[:8]
             ],
@@ -388,12 +460,35 @@ def table(figures: dict[str, Any]) -> str:
             ),
         )
         row(f"{phase}: hit rate (usage)", lambda f, p=phase: f"{f[p]['usage_hit_rate']} %")
-    row("warm-up (trace, agent, turn) set = harness's", lambda f: f["warmup_set_equals_harness"])
+    row("warm-up (trace, chain, turn) set = harness's", lambda f: f["warmup_set_equals_harness"])
+    row("measured (trace, chain, turn) set = harness's", lambda f: f["measured_set_equals_harness"])
+    row(
+        "keys in common with the harness (warm-up / measured)",
+        lambda f: f"{f['warmup_keys_in_common']} / {f['measured_keys_in_common']}",
+    )
     row("client CPU s (process tree)", lambda f: f["client_cpu_s"])
     row("peak RSS, MB (process tree)", lambda f: f["peak_rss_mb"])
     row("launch -> first request, s", lambda f: f["s_to_first_request"])
     row("wall, s", lambda f: f["wall_s"])
     return "\n".join(lines)
+
+
+def corpus(n: int, base: Path) -> Path:
+    """A generated corpus of ``n`` traces of the real corpus's shape (flat agents included)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from weka_corpus import DEFAULT_SEED, ensure_corpus
+
+    out = base / f"corpus-{n}"
+    ensure_corpus(out, n, DEFAULT_SEED)
+    return out
+
+
+def harness_split_line(log: Path) -> str | None:
+    """The harness's log line with its split counts ("flattened-agent detection split ...")."""
+    for line in log.read_text(errors="replace").splitlines():
+        if "flattened-agent detection split" in line:
+            return line[line.index("flattened-agent") :].strip()
+    return None
 
 
 def main() -> int:
@@ -404,70 +499,93 @@ def main() -> int:
         env={**os.environ, "AGENTX_VENV_PY": sys.executable},
     )
     from agentx.core.examples import example_path
+    from agentx.workload.stats import compute_stats
 
-    traces = Path(os.environ.get("BENCH_TRACE", example_path("weka")))
-    lanes = int(os.environ.get("BENCH_CONCURRENCY", len(list(traces.glob("*.json")))))
-    duration = float(os.environ.get("BENCH_DURATION", "60"))
     base = Path(os.environ.get("BENCH_OUT", "/tmp/agentx-bench-harness"))
+    base.mkdir(parents=True, exist_ok=True)
+    generated = os.environ.get("BENCH_CORPUS")
+    if generated:
+        traces = corpus(int(generated), base)
+    else:
+        traces = Path(os.environ.get("BENCH_TRACE", example_path("weka")))
+    files = loaded(traces)
+    lanes = int(os.environ.get("BENCH_CONCURRENCY", min(16, len(files))))
+    duration = float(os.environ.get("BENCH_DURATION", "60"))
     spawn_file = Path(
         os.environ.get("BENCH_SPAWN_TRACE", example_path("weka") / "trace_0010_head.json")
     )
     spawn_duration = float(os.environ.get("BENCH_SPAWN_DURATION", "90"))
     print(f"uptime: {os.getloadavg()}; traces {traces}, {lanes} lanes, {duration:g} s", flush=True)
 
-    runs = run_both("scenario", venv, traces, lanes, duration, base, [], {"agentx": []})
-    figures = compare(runs, recorded_tokens(traces))
+    split = compare_reading(venv, traces, base)
+    print(
+        f"flat split: {split['same_split']} of {split['traces']} loaded traces split as the "
+        f"harness splits them; its counts: {dict(split['counts'])}",
+        flush=True,
+    )
+    variants = {"agentx": [], "agentx --spawn-join harness": ["--spawn-join", "harness"]}
+    runs = run_both("scenario", venv, traces, lanes, duration, base, [], variants)
+    recorded = recorded_tokens(traces)
+    figures = compare(runs, recorded)
+    capped = base / "loaded"
+    shutil.rmtree(capped, ignore_errors=True)
+    capped.mkdir()
+    for f in files:
+        (capped / f.name).symlink_to(f.resolve())
+    stats = compute_stats(capped).flat_chains
+    line = harness_split_line(base / "scenario-harness" / "stdout.txt")
+    print(f"harness: {line}\nagentx stats: {stats}", flush=True)
     print("\n" + table(figures) + "\n", flush=True)
-
-    # the same traces packed as a dataset: the harness replays its traces.jsonl (the weka
-    # config), agentx the directory (its default config)
-    packed = base / "packed"
-    pack = [str(AGENTX), "dataset", "pack", str(traces), "-o", str(packed), "--force"]
-    subprocess.run([*pack, "--no-plots"], check=True, stdout=subprocess.DEVNULL)
-    packed_runs = run_both("packed", venv, packed, lanes, duration, base, [], {"agentx": []})
-    packed_figures = compare(packed_runs, recorded_tokens(traces))
-    print("packed dataset (harness: its weka config; agentx: the directory)")
-    print("\n" + table(packed_figures) + "\n", flush=True)
-    runs += packed_runs
-
-    spawn_dir = base / "spawn-trace"
-    shutil.rmtree(spawn_dir, ignore_errors=True)
-    spawn_dir.mkdir(parents=True)
-    shutil.copy(spawn_file, spawn_dir / spawn_file.name)
-    ratio = [
-        "--trajectory-start-min-ratio",
-        "0",
-        "--trajectory-start-max-ratio",
-        "0.001",
-        "--warmup-requests-per-lane",
-        "1",
-    ]
-    mine = ["--start-ratio", "0:0.001", "--warmup", "1"]
-    spawn_runs = run_both(
-        "spawn",
-        venv,
-        spawn_dir,
-        1,
-        spawn_duration,
-        base,
-        ratio,
-        {"agentx": mine, "agentx --spawn-join harness": [*mine, "--spawn-join", "harness"]},
-    )
-    orders = {run.tool: order(run) for run in spawn_runs}
-    for tool, seq in orders.items():
-        print(f"\n{tool}: (agent, turn, s after the first request)")
-        print(", ".join(f"{a}/{k}@{t}" for a, k, t in seq[:40]))
-    (base / "results.json").write_text(
-        json.dumps(
-            {
-                "scenario": figures,
-                "packed": packed_figures,
-                "spawn_order": orders,
-                "load": os.getloadavg(),
-            },
-            indent=1,
+    results: dict[str, Any] = {
+        "scenario": figures,
+        "split": split,
+        "harness_split_line": line,
+        "agentx_flat_chains": None if stats is None else stats.to_json(),
+        "load": os.getloadavg(),
+    }
+    if os.environ.get("BENCH_PACKED", "1") != "0":
+        # the same traces packed as a dataset: the harness replays its traces.jsonl (the weka
+        # config), agentx the directory (its default config)
+        packed = base / "packed"
+        pack = [str(AGENTX), "dataset", "pack", str(traces), "-o", str(packed), "--force"]
+        subprocess.run([*pack, "--no-plots"], check=True, stdout=subprocess.DEVNULL)
+        packed_runs = run_both("packed", venv, packed, lanes, duration, base, [], {"agentx": []})
+        packed_figures = compare(packed_runs, recorded)
+        print("packed dataset (harness: its weka config; agentx: the directory)")
+        print("\n" + table(packed_figures) + "\n", flush=True)
+        runs += packed_runs
+        results["packed"] = packed_figures
+    spawn_runs: list[Run] = []
+    if spawn_duration > 0:
+        spawn_dir = base / "spawn-trace"
+        shutil.rmtree(spawn_dir, ignore_errors=True)
+        spawn_dir.mkdir(parents=True)
+        shutil.copy(spawn_file, spawn_dir / spawn_file.name)
+        ratio = [
+            "--trajectory-start-min-ratio",
+            "0",
+            "--trajectory-start-max-ratio",
+            "0.001",
+            "--warmup-requests-per-lane",
+            "1",
+        ]
+        mine = ["--start-ratio", "0:0.001", "--warmup", "1"]
+        spawn_runs = run_both(
+            "spawn",
+            venv,
+            spawn_dir,
+            1,
+            spawn_duration,
+            base,
+            ratio,
+            {"agentx": mine, "agentx --spawn-join harness": [*mine, "--spawn-join", "harness"]},
         )
-    )
+        orders = {run.tool: order(run) for run in spawn_runs}
+        for tool, seq in orders.items():
+            print(f"\n{tool}: (agent, turn, s after the first request)")
+            print(", ".join(f"{a}/{k}@{t}" for a, k, t in seq[:40]))
+        results["spawn_order"] = orders
+    (base / "results.json").write_text(json.dumps(results, indent=1, default=str))
     print(f"\nresults in {base}/results.json")
     return 0 if all(r.measured.rc == 0 for r in runs + spawn_runs) else 1
 

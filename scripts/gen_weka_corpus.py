@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{s.out_dir}: {s.traces} traces, {s.requests} requests "
         f"({s.requests / s.traces:.1f}/trace), {s.subagents} subagents, "
+        f"{s.flat_chains} flat chains, "
         f"{s.input_tokens / 1e9:.2f}e9 input tokens (p50 {pct['p50'] / 1e3:.0f}K, "
         f"p90 {pct['p90'] / 1e3:.0f}K, max {pct['max'] / 1e3:.0f}K), "
         f"theoretical hit rate {s.hit_rate:.2%}, {s.json_bytes / 1e6:.0f} MB JSON, "

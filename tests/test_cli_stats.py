@@ -53,6 +53,37 @@ def test_table_by_default() -> None:
     assert "p99" in res.stdout
 
 
+FLAT = ROOT / "tests" / "formats" / "data" / "weka-flat"
+
+
+def test_the_split_of_flat_agents_in_json_and_the_table() -> None:
+    res = runner.invoke(app, ["stats", str(FLAT), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["flat_chains"] == {  # the harness's counts of these traces (HARNESS_READING)
+        "traces_split": 3,
+        "chains": 9,
+        "agents": 5,
+        "sidecars": 0,
+        "reductions": 2,
+        "worker_group": 2,
+        "seams_merged": 29,
+        "empty_hash_on_main": 0,
+    }
+    assert data["threads"] == 3 + 9
+    off = json.loads(
+        runner.invoke(app, ["stats", str(FLAT), "--json", "--flat-chains", "off"]).stdout
+    )
+    assert (off["flat_chains"], off["threads"], off["requests"]) == (None, 3, data["requests"])
+    assert (
+        json.loads(runner.invoke(app, ["stats", str(EXAMPLE), "--json"]).stdout)["flat_chains"]
+        is None
+    )  # an agentx capture: no split made
+    table = runner.invoke(app, ["stats", str(FLAT)], env={"COLUMNS": "200"}).stdout
+    assert "3 traces split into 9 more chains (5 agents, 0 sidecars, 2 reductions, 2" in table
+    assert runner.invoke(app, ["stats", str(FLAT), "--flat-chains", "maybe"]).exit_code == 2
+
+
 def _one_line_error(res: object) -> str:
     stderr: str = res.stderr  # type: ignore[attr-defined]
     assert res.exit_code == 1, stderr  # type: ignore[attr-defined]

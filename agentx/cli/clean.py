@@ -20,10 +20,11 @@ from agentx.cli.app import (
     trace_argument,
     write_json_file,
 )
-from agentx.cli.declared import declared_command, typer_option
+from agentx.cli.declared import Given, declared_command, typer_option
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.options import Panel, flag, parse_tokens
 from agentx.core.outputs import output_flag
+from agentx.formats.options import ReadOptions
 
 MAX_CONTEXT = flag(
     "--max-context",
@@ -186,7 +187,7 @@ def anonymize(
 
 
 @app.command()
-@declared_command()
+@declared_command(ReadOptions)
 def convert(
     input_path: Annotated[
         Path,
@@ -245,6 +246,8 @@ def convert(
     ] = 1,
     json_out: Annotated[bool, json_option("print the summary as JSON")] = False,
     force: Force = False,
+    *,
+    given: Given,
 ) -> None:
     """Import (format auto-detected) and export: agentx, Mooncake JSONL, Weka JSON."""
     from agentx.core.progress import progress_for
@@ -253,6 +256,7 @@ def convert(
     dst, dataset = output_target(output)
     dataset = dataset and to == "agentx"
     try:
+        read = given.build(ReadOptions)
         with progress_for("convert", console=err) as progress:
             result = run_convert(
                 input_path,
@@ -264,6 +268,7 @@ def convert(
                 jobs=jobs,
                 progress=progress,
                 force=force,
+                flat_chains=read.split,
             )
     except AgentxError as exc:
         fail(exc)

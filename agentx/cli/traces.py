@@ -21,12 +21,13 @@ from agentx.cli.app import (
 from agentx.cli.declared import Given, declared_command, typer_option
 from agentx.core.errors import AgentxError
 from agentx.core.options import Panel
+from agentx.formats.options import ReadOptions
 from agentx.prefixcache.tokenizer import TOKENIZER, TOKENIZER_SERVER
 from agentx.simulate.options import SimulateOptions
 
 
 @app.command()
-@declared_command()
+@declared_command(ReadOptions)
 def stats(
     trace: Annotated[
         Path, trace_argument("agentx Parquet trace, Weka JSON (file or dir), or Mooncake JSONL")
@@ -46,6 +47,8 @@ def stats(
     ] = None,
     tokenizer: Annotated[str | None, typer_option(TOKENIZER)] = None,
     tokenizer_url: Annotated[str | None, typer_option(TOKENIZER_SERVER)] = None,
+    *,
+    given: Given,
 ) -> None:
     """Sessions, threads, requests, token and think-time distributions, theoretical hit rate."""
     from agentx.apis.translate import to_chat
@@ -54,10 +57,15 @@ def stats(
     from agentx.workload import stats as stats_mod
 
     try:
+        read = given.build(ReadOptions)
         tok = resolve_tokenizer(tokenizer, server_url=tokenizer_url, to_chat=to_chat)
         with progress_for("stats", console=err) as progress:
             result = stats_mod.compute_stats(
-                trace, block_size=block_size, tokenizer=tok, progress=progress
+                trace,
+                block_size=block_size,
+                tokenizer=tok,
+                progress=progress,
+                flat_chains=read.split,
             )
     except AgentxError as exc:
         fail(exc)

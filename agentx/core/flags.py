@@ -46,6 +46,13 @@ FLAG_REPAIRED = "repaired"  # orphaned tool calls/results were removed
 
 # -- set by importers ---------------------------------------------------------------------------
 WEKA_PREFIX = "weka."  # weka.type=<n|s>, weka.in=..., weka.out=..., weka.agent_id=..., ...
+# The Weka importer's split of flat parallel agents (agentx.formats.weka.flat), as weka.<key>=
+# flags: every row of a chain recorded among the main agent's requests says what it is
+# (weka.chain=agent|sidecar|reduction|worker); the first row of a split trace's main thread
+# counts the seams spliced and the rows without block ids kept on it (when not 0).
+WEKA_CHAIN = "chain"
+WEKA_SEAMS = "seams"
+WEKA_EMPTY_HASH = "empty_hash"
 
 # -- groups read by more than one stage ---------------------------------------------------------
 # The row's response is incomplete. "aborted", "truncated" and "incomplete" are set by no agentx

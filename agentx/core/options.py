@@ -45,6 +45,7 @@ class Panel(StrEnum):
     CAPACITY = "KV cache"
     TIMELINE = "Timeline"
     ENGINE = "Engine"
+    TRACE = "Trace"
     LOAD = "Load"
     SCHEDULE = "Schedule"
     SCENARIO = "AgentX scenario"

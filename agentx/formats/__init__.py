@@ -129,6 +129,7 @@ def load_exchanges(
     shared: bool = False,
     columns: Collection[str] | None = None,
     progress: Progress | None = None,
+    flat_chains: bool = True,
 ) -> Iterator[Exchange]:
     """Every exchange of a trace in any supported format, in trace order, streamed.
 
@@ -137,6 +138,9 @@ def load_exchanges(
     (faster; treat the bodies as read-only); ``columns`` reads only those trace columns of an
     agentx trace (see :func:`agentx.store.iter_exchanges`); neither changes anything for the
     other formats. ``progress`` is advanced as the source is read (rows, files or bytes).
+    ``flat_chains``: split a Weka trace's flat parallel agents into threads (Weka files and
+    Hugging Face rows: :func:`agentx.formats.weka.parse_weka`; a converted agentx trace keeps
+    the threads it was converted with).
     """
     fmt, path = resolve_trace(path)
     if fmt == "agentx":
@@ -147,11 +151,11 @@ def load_exchanges(
         from agentx.formats.weka import iter_weka, weka_files
 
         weka_files(path)  # fail now on an empty directory
-        return iter_weka(path, progress=progress)
+        return iter_weka(path, progress=progress, flat_chains=flat_chains)
     if fmt == "hf":
         from agentx.formats.hf import iter_hf
 
-        return iter_hf(path)
+        return iter_hf(path, flat_chains=flat_chains)
     from agentx.formats.mooncake import iter_mooncake
 
     return iter_mooncake(path, progress=progress)

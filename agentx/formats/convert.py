@@ -101,23 +101,27 @@ def read_exchanges(
     skipped: Skipped | None = None,
     progress: Progress | None = None,
     columns: Collection[str] | None = None,
+    flat_chains: bool = True,
 ) -> Iterator[Exchange]:
     """Exchanges of any supported trace; with ``skip_bad``, bad records are skipped into
-    ``skipped`` instead of raising. ``columns``: of an agentx trace, read only those."""
+    ``skipped`` instead of raising. ``columns``: of an agentx trace, read only those;
+    ``flat_chains``: as :func:`agentx.formats.load_exchanges`."""
     from agentx.formats import detect_format, load_exchanges
 
     fmt = detect_format(path)
     if not skip_bad or fmt == "agentx":
-        return load_exchanges(path, shared=True, columns=columns, progress=progress)
+        return load_exchanges(
+            path, shared=True, columns=columns, progress=progress, flat_chains=flat_chains
+        )
     sink = skipped if skipped is not None else Skipped()
     if fmt == "weka":
         from agentx.formats.weka import iter_weka
 
-        return iter_weka(path, on_bad=sink.add, progress=progress)
+        return iter_weka(path, on_bad=sink.add, progress=progress, flat_chains=flat_chains)
     if fmt == "hf":
         from agentx.formats.hf import iter_hf
 
-        return iter_hf(path, on_bad=sink.add)
+        return iter_hf(path, on_bad=sink.add, flat_chains=flat_chains)
     from agentx.formats.mooncake import iter_mooncake
 
     return iter_mooncake(path, on_bad=sink.add, progress=progress)
@@ -134,12 +138,14 @@ def convert(
     jobs: int = 1,
     progress: Progress | None = None,
     force: bool = False,
+    flat_chains: bool = True,
 ) -> ConvertReport:
     """Convert ``input_path`` (any supported format) into ``output_path`` in format ``to``.
 
     ``synthesize`` stores synthetic text for hash-only rows (``--with-text``); ``dataset``
     writes a directory of Parquet files; ``jobs`` imports a Weka directory with that many
-    processes. ``progress`` is told how far the reading is."""
+    processes. ``progress`` is told how far the reading is. ``flat_chains``: split Weka
+    traces' flat parallel agents into threads (:func:`agentx.formats.weka.parse_weka`)."""
     from agentx.formats import detect_format
     from agentx.formats.export import write_mooncake, write_weka
     from agentx.store.schema import COLUMNS
@@ -170,6 +176,7 @@ def convert(
             metadata=meta,
             progress=prog,
             force=force,
+            flat_chains=flat_chains,
         )
         return ConvertReport(
             input=str(src),
@@ -191,7 +198,12 @@ def convert(
         # an export never reads the chunk timings, credentials or assistant messages
         columns = None if to == "agentx" else [c for c in COLUMNS if c not in EXPORT_SKIPS]
         for ex in read_exchanges(
-            src, skip_bad=skip_bad, skipped=skipped, progress=prog, columns=columns
+            src,
+            skip_bad=skip_bad,
+            skipped=skipped,
+            progress=prog,
+            columns=columns,
+            flat_chains=flat_chains,
         ):
             counts["read"] += 1
             prog.count("exchanges")

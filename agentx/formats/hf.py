@@ -129,15 +129,22 @@ def iter_rows(files: list[Path]) -> Iterator[tuple[str, Any]]:
 
 
 def iter_hf(
-    path: str | os.PathLike[str], *, on_bad: Callable[[FormatError], None] | None = None
+    path: str | os.PathLike[str],
+    *,
+    on_bad: Callable[[FormatError], None] | None = None,
+    flat_chains: bool = True,
 ) -> Iterator[Exchange]:
     """Exchanges of every trace row, in row order (a bad row raises, or goes to ``on_bad``).
-    The path is checked (and an ``hf://`` dataset downloaded) when this is called."""
-    return exchanges_of(resolve(path), on_bad)
+    The path is checked (and an ``hf://`` dataset downloaded) when this is called.
+    ``flat_chains``: as :func:`agentx.formats.weka.parse_weka`."""
+    return exchanges_of(resolve(path), on_bad, flat_chains=flat_chains)
 
 
 def exchanges_of(
-    files: list[Path], on_bad: Callable[[FormatError], None] | None = None
+    files: list[Path],
+    on_bad: Callable[[FormatError], None] | None = None,
+    *,
+    flat_chains: bool = True,
 ) -> Iterator[Exchange]:
     """Exchanges of every row of ``files`` (:func:`resolve`'s), read whole. Replay and simulate
     index ``.jsonl`` rows instead (:func:`agentx.formats.lazy.index_hf_jsonl`, the same rules)."""
@@ -148,7 +155,7 @@ def exchanges_of(
                 doc = {**doc, "id": f"row{k}"}
             scope = doc.get("hash_id_scope") if isinstance(doc, dict) else None
             offset = k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
-            trace = parse_weka(doc, where, id_offset=offset)
+            trace = parse_weka(doc, where, id_offset=offset, flat_chains=flat_chains)
             if trace.id in seen:
                 raise FormatError(where, f"duplicate trace id {trace.id!r}")
         except FormatError as bad:

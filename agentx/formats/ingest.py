@@ -46,6 +46,7 @@ class _Job:
     metadata: dict[str, str]
     synthesize: bool
     skip_bad: bool
+    flat_chains: bool = True
 
 
 def import_file(job: _Job) -> PartResult:
@@ -53,7 +54,7 @@ def import_file(job: _Job) -> PartResult:
     from agentx.store import TraceWriter
 
     try:
-        trace = read_nth_file(job.source, job.index)
+        trace = read_nth_file(job.source, job.index, flat_chains=job.flat_chains)
     except FormatError as exc:
         if not job.skip_bad:
             raise
@@ -119,10 +120,12 @@ def import_weka_dir(
     metadata: dict[str, str] | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    flat_chains: bool = True,
 ) -> ImportSummary:
     """Import every ``*.json`` of ``src`` into ``dst``: a dataset directory (one
     ``<stem>.parquet`` per source, added to what is there, nothing replaced) or one trace file
-    (an existing one replaced only with ``force``, once the new one is complete)."""
+    (an existing one replaced only with ``force``, once the new one is complete).
+    ``flat_chains``: as :func:`agentx.formats.weka.parse_weka`."""
     prog = progress or Progress()
     files = weka_files(src)
     if not dataset:
@@ -156,7 +159,16 @@ def import_weka_dir(
     out = None if dataset else TraceConcat(dst, trace_id=trace_id, metadata=meta)
     try:
         todo = [
-            _Job(first + k, f, stage / f"{f.stem}.parquet", trace_id, meta, synthesize, skip_bad)
+            _Job(
+                first + k,
+                f,
+                stage / f"{f.stem}.parquet",
+                trace_id,
+                meta,
+                synthesize,
+                skip_bad,
+                flat_chains,
+            )
             for k, f in enumerate(files)
         ]
         prog.phase("importing", total=len(todo), unit="files")

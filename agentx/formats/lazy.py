@@ -7,7 +7,9 @@ follows the lanes in flight, not the corpus.
 - **Weka** (one session per file): the index reads a file with every ``"hash_ids": [...]`` array
   cut out (a regex over the raw bytes, far cheaper than parsing the ids) and replaced by the
   request's ordinal, then validates the rest with :func:`agentx.formats.weka.parse_weka`; each
-  request's locator is the byte span of its array, read back with one ``pread`` when sent.
+  request's locator is the byte span of its array, read back with one ``pread`` when sent. The
+  split of flat parallel agents needs the top-level requests' ids: those arrays are parsed from
+  the bytes already read, for the split alone (nothing of them is kept).
 - **Hugging Face datasets of Weka traces** (``.jsonl``, one trace per line): one pass over the
   file indexes each line as a Weka file is indexed (the same function over the line's bytes and
   its offset in the file), so a request's locator is the span of its array in the file.
@@ -19,10 +21,12 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from agentx.apis.bodies import exchange_meta
@@ -30,7 +34,8 @@ from agentx.core.errors import FormatError
 from agentx.core.models import JSON, Exchange, ExchangeMeta, Response, Timing, Usage
 from agentx.formats.mooncake import MOONCAKE_BLOCK_SIZE, _Bad, parse_record
 from agentx.formats.weka import parse_weka
-from agentx.formats.weka.checks import checked_ids
+from agentx.formats.weka.chains import Ids, block_ids
+from agentx.formats.weka.checks import Invalid, checked_ids, hash_ids_at
 from agentx.formats.weka.read import file_id_offset
 
 _HASH_IDS = re.compile(rb'"hash_ids"\s*:\s*(\[[^\]]*\])')
@@ -102,6 +107,7 @@ def index_weka(
     base: int = 0,
     position: int = 0,
     default_id: str | None = None,
+    flat_chains: bool = True,
 ) -> WekaSession:
     """One Weka document without parsing its block ids: ``data`` is the whole of ``path``, or
     one line of it starting at byte ``base``. Every ``"hash_ids": [...]`` array is cut out and
@@ -109,22 +115,31 @@ def index_weka(
     (``default_id`` is the trace's id when it has none); each request's locator is the span of
     its array in ``path``. ``position`` is the trace's place in its directory or dataset: its
     local-scope ids are offset by it (:func:`agentx.formats.weka.read.file_id_offset`). Raises
-    :class:`FormatError` naming ``where`` (default: ``path``)."""
+    :class:`FormatError` naming ``where`` (default: ``path``). ``flat_chains``: as
+    :func:`agentx.formats.weka.parse_weka`."""
     here = str(path) if where is None else where
     parts: list[bytes] = []
     spans: list[int] = []
+    arrays: list[tuple[int, int]] = []  # each array's bytes in ``data``
     last = 0
     for k, m in enumerate(_HASH_IDS.finditer(data)):
         parts.append(data[last : m.start()])
         parts.append(b'"hash_ids":[%d]' % k)
         spans.append(pack_span(base + m.start(1), m.end(1) - m.start(1)))
+        arrays.append((m.start(1), m.end(1)))
         last = m.end()
     parts.append(data[last:])
     try:
         doc = _with_id(orjson.loads(b"".join(parts)), default_id)
     except orjson.JSONDecodeError:
         raise _unindexable(data, here, position, default_id) from None
-    trace = parse_weka(doc, here, import_fields=False)  # ids: ordinals, checked when read
+
+    def block_ids(ordinal: list[int], at: str) -> Ids:
+        start, end = arrays[ordinal[0]]
+        return _array(data[start + 1 : end - 1], at)
+
+    # ids: ordinals, checked when read (those of the top-level requests also by the split)
+    trace = parse_weka(doc, here, import_fields=False, flat_chains=flat_chains, block_ids=block_ids)
     metas = []
     for ex in trace.exchanges:
         assert ex.hash_ids is not None  # every Weka request has its array (parse_weka checks)
@@ -137,6 +152,22 @@ def index_weka(
         block_size=trace.block_size,
         exchanges=tuple(metas),
     )
+
+
+def _array(inner: bytes, at: str) -> Ids:
+    """A JSON array's ids (its text between the brackets) for the split of flat agents: parsed
+    straight into an array; anything but integers fails as the importer fails it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns, and stops, at what is not an integer
+        try:
+            return np.fromstring(inner, dtype=np.int64, sep=",")
+        except (ValueError, DeprecationWarning):
+            pass
+    try:
+        ids = orjson.loads(b"[" + inner + b"]")
+    except orjson.JSONDecodeError:
+        raise Invalid(f"{at}.hash_ids: expected a list of integers") from None
+    return block_ids(hash_ids_at({"hash_ids": ids}, at, 0, None)[0])
 
 
 def _with_id(doc: JSON, default_id: str | None) -> JSON:
@@ -159,14 +190,14 @@ def _unindexable(data: bytes, where: str, position: int, default_id: str | None)
     return FormatError(where, "a hash_ids array holds a ']' inside a string: cannot index it")
 
 
-def index_weka_file(path: Path, file_index: int = 0) -> WekaSession:
+def index_weka_file(path: Path, file_index: int = 0, *, flat_chains: bool = True) -> WekaSession:
     """Read one Weka file (the ``file_index``-th of its directory) without parsing its block
     ids. Raises :class:`FormatError`."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    return index_weka(data, path, position=file_index)
+    return index_weka(data, path, position=file_index, flat_chains=flat_chains)
 
 
 def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
@@ -185,13 +216,14 @@ def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
 # -- Hugging Face datasets of Weka traces (.jsonl) --------------------------------------------------
 
 
-def index_hf_jsonl(files: Sequence[Path]) -> Iterator[WekaSession]:
+def index_hf_jsonl(files: Sequence[Path], *, flat_chains: bool = True) -> Iterator[WekaSession]:
     """Every row of a dataset's ``.jsonl`` files as a :class:`WekaSession`, in row order, read
     in one pass: each line indexed as :func:`index_weka` indexes a file (its arrays' spans
     relative to the file). Rows are what :func:`agentx.formats.hf.iter_hf` reads: blank lines
     skipped, the k-th row without an id called ``row{k}``, its local-scope ids offset by
     ``k x 2**32``, a duplicate trace id refused; errors name ``file:line``. The block ids are
-    checked when read back (:func:`read_weka_ids`), not here."""
+    checked when read back (:func:`read_weka_ids`), not here (those of the top-level requests
+    of a trace of several also when the flat agents are split: ``flat_chains``)."""
     seen: set[str] = set()
     k = 0
     for path in files:
@@ -205,7 +237,13 @@ def index_hf_jsonl(files: Sequence[Path]) -> Iterator[WekaSession]:
                         continue
                     where = f"{path}:{n}"
                     ws = index_weka(
-                        line, path, where=where, base=start, position=k, default_id=f"row{k}"
+                        line,
+                        path,
+                        where=where,
+                        base=start,
+                        position=k,
+                        default_id=f"row{k}",
+                        flat_chains=flat_chains,
                     )
                     if ws.id in seen:
                         raise FormatError(where, f"duplicate trace id {ws.id!r}")

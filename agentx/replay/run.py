@@ -79,11 +79,12 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
     # the results directory is made, proven writable and locked before anything is sent
     with claimed_results_dir(target, force=options.force) as out_dir, stop_signals() as stop:
         plan = build_plan(
-            open_source(options.trace),
+            open_source(options.trace, flat_chains=options.workload.read.split),
             sessions=options.workload.sessions,
             seed=options.workload.rng_seed,
             shard=options.shard,
             api_mode=options.workload.api,
+            max_entries=options.workload.max_entries,
         )
         plan = for_arrivals(plan, options.request_rate)
         choice = None

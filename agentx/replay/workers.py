@@ -136,11 +136,12 @@ def worker_main(
     try:
         o = spec.setup.options
         plan = build_plan(
-            open_source(o.trace),
+            open_source(o.trace, flat_chains=o.workload.read.split),
             sessions=o.workload.sessions,
             seed=o.workload.rng_seed,
             shard=o.shard,
             api_mode=o.workload.api,
+            max_entries=o.workload.max_entries,
         )
         plan = for_arrivals(plan, o.request_rate)
         events.put(Ready(spec.worker))

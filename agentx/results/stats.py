@@ -16,6 +16,7 @@ from agentx.results.base import (
     need,
     num,
     obj,
+    opt_obj,
     p_of,
     schema_obj,
     sub,
@@ -70,13 +71,62 @@ class StatsTotals:
 
 
 @dataclass(frozen=True, slots=True)
+class FlatChains:
+    """How Weka traces' flat parallel agents were split into threads (the counts agentx-harness
+    logs): traces split, the chains beside their main agents by kind (``agents``: solo agents,
+    ``sidecars``, ``reductions``, ``worker_group``: members of parallel fan-outs), the seams
+    spliced back onto their chains and the rows without block ids kept on the main agent's."""
+
+    traces_split: int
+    chains: int
+    agents: int
+    sidecars: int
+    reductions: int
+    worker_group: int
+    seams_merged: int
+    empty_hash_on_main: int
+
+    def to_json(self) -> Json:
+        return {
+            "traces_split": self.traces_split,
+            "chains": self.chains,
+            "agents": self.agents,
+            "sidecars": self.sidecars,
+            "reductions": self.reductions,
+            "worker_group": self.worker_group,
+            "seams_merged": self.seams_merged,
+            "empty_hash_on_main": self.empty_hash_on_main,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> FlatChains:
+        keys = (
+            "traces_split",
+            "chains",
+            "agents",
+            "sidecars",
+            "reductions",
+            "worker_group",
+            "seams_merged",
+            "empty_hash_on_main",
+        )
+        return cls(*(need(integer(d, k), k) for k in keys))
+
+
+def flat_chains_of(d: Mapping[str, Any]) -> FlatChains | None:
+    found = opt_obj(d, "flat_chains")
+    return None if found is None else FlatChains.from_json(found)
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     """The contract's keys, then agentx's: whose tokens counted (``tokenizer``), where input
     counts came from (``tokens_source``: ``usage``, ``tiktoken`` or ``mixed``; a row capture
     flagged ``usage_estimated`` was counted by agentx's tokenizer, so it is ``tiktoken``) and
     how many rows capture counted so (``usage_estimated_rows``; ``None`` in a file written
     before it was counted), the totals, the figures per block size, the rows that are not model
-    calls; ``trace`` and ``format`` when read from a file."""
+    calls, the split of flat parallel agents (``None`` when nothing was split: no flat agents,
+    or ``--flat-chains off``); ``trace`` and ``format`` when read from a file."""
 
     sessions: int
     threads: int
@@ -93,6 +143,7 @@ class Stats:
     totals: StatsTotals
     block_sizes: Mapping[int, BlockSizeFigures]  # by increasing block size
     non_model_rows: int
+    flat_chains: FlatChains | None = None
     trace: str | None = None
     format: str | None = None
 
@@ -114,6 +165,7 @@ class Stats:
             "totals": self.totals.to_json(),
             "block_sizes": {str(bs): f.to_json() for bs, f in self.block_sizes.items()},
             "non_model_rows": self.non_model_rows,
+            "flat_chains": None if self.flat_chains is None else self.flat_chains.to_json(),
         }
         if self.trace is not None:
             out["trace"] = self.trace
@@ -149,6 +201,7 @@ class Stats:
             totals=StatsTotals.from_json(sub(d, "totals")),
             block_sizes=sizes,
             non_model_rows=count("non_model_rows"),
+            flat_chains=flat_chains_of(d),
             trace=text(d, "trace"),
             format=text(d, "format"),
         )

@@ -54,6 +54,9 @@ of a run (:mod:`agentx.schedule.schedule` runs them):
    recorded offset when the child started before that turn ended). A child's end is its last
    request's end plus its recorded wrap-up (a Weka subagent's ``duration_ms`` beyond its last
    request). ``spawn_join="harness"`` replaces these with agentx-harness's rule (docs/replay.md).
+   From stage B on, a turn also waits for the turns of the other streams of its scope that had
+   ended before it started in the recording (a flat chain and its main agent:
+   :func:`agentx.schedule.spec.barriers`).
 7. **Idle caps** (measured window): a tree that has had nothing in flight for the trace idle
    cap (``--trace-idle-cap``) has its timers pulled in, all by the same amount, so the earliest is due
    then (a watchdog, as the harness's: nothing moves before the cap has elapsed); when nothing at

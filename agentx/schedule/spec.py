@@ -9,10 +9,17 @@ Spawn and join are derived from the recorded times, as agentx-harness derives th
 = spawned with the tree) and **joins** the first later parent turn that started at or after the
 child's recorded end (``join_turn``); a child that no later parent turn waits for runs in the
 background.
+
+A **flat** child is a chain of its parent's own requests (a parallel agent recorded among the
+main agent's requests, :mod:`agentx.formats.weka.flat`): it is grouped apart from the subagents
+spawned at the same turn, and shares its parent's **scope**. Within a scope, the recording
+orders the streams (:func:`barriers`, the harness's ``replay_dependencies.py``): a request waits
+for the latest request of each other stream of its scope that had ended before it started.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from dataclasses import dataclass, replace
 
@@ -37,6 +44,7 @@ class StreamSpec:
     spawn_turn: int | None = None  # parent turn whose completion spawns this stream
     join_turn: int | None = None  # parent turn that waits for this stream; None: background
     end_s: float | None = None  # recorded end of the stream (>= its last turn's end)
+    flat: bool = False  # a chain of its parent's own requests: its parent's scope
 
     @property
     def start_s(self) -> float:
@@ -107,14 +115,78 @@ def index_blockers(tree: TreeSpec) -> Blockers:
 
 
 def group_start(tree: TreeSpec, c: int) -> float:
-    """The earliest start of the children spawned and joined at the same turns as ``c`` (the
-    harness starts a group's first child right at its spawning turn's end)."""
+    """The earliest start of the children of ``c``'s kind (subagents, flat chains) spawned and
+    joined at the same turns as ``c`` (the harness starts a group's first child right at its
+    spawning turn's end)."""
     s = tree.streams[c]
     return min(
         o.start_s
         for o in tree.streams
-        if o.parent == s.parent and o.spawn_turn == s.spawn_turn and o.join_turn == s.join_turn
+        if o.parent == s.parent
+        and o.spawn_turn == s.spawn_turn
+        and o.join_turn == s.join_turn
+        and o.flat == s.flat
     )
+
+
+Turn = tuple[int, int]  # (stream, turn)
+Barriers = dict[Turn, tuple[Turn, ...]]  # a turn -> the turns of other streams it waits for
+
+
+def scope(tree: TreeSpec, i: int) -> int:
+    """The stream whose scope stream ``i`` is in: its own, or (a flat chain) its parent's."""
+    while tree.streams[i].flat and tree.streams[i].parent is not None:
+        parent = tree.streams[i].parent
+        assert parent is not None
+        i = parent
+    return i
+
+
+def barriers(tree: TreeSpec) -> Barriers:
+    """Per turn, the turns of other streams of its scope it waits for, as agentx-harness
+    derives them (``infer_cross_stream_predecessors``): of each other stream, the latest turn
+    (by end, then start, then index) that started before it and had ended by its start; then
+    only those no other of them started after the end of. Turns without any are left out."""
+    scopes: dict[int, list[int]] = {}
+    for i in range(len(tree.streams)):
+        scopes.setdefault(scope(tree, i), []).append(i)
+    out: Barriers = {}
+    for members in scopes.values():
+        if len(members) < 2:
+            continue
+        # per stream: (end, start, turn) in order, and the ends alone (for bisect)
+        ordered = {
+            j: sorted((t.end_s, t.start_s, m) for m, t in enumerate(tree.streams[j].turns))
+            for j in members
+        }
+        ends = {j: [e for e, _, _ in ordered[j]] for j in members}
+        for i in members:
+            for k, turn in enumerate(tree.streams[i].turns):
+                at = turn.start_s
+                frontier: list[tuple[float, float, int, int]] = []  # (end, start, stream, turn)
+                for j in members:
+                    if j == i:
+                        continue
+                    n = bisect.bisect_right(ends[j], at)
+                    while n > 0 and not ordered[j][n - 1][1] < at:
+                        n -= 1  # ended by its start, but did not start before it
+                    if n:
+                        end, start, m = ordered[j][n - 1]
+                        frontier.append((end, start, j, m))
+                kept = tuple(
+                    sorted(
+                        (j, m)
+                        for end, start, j, m in frontier
+                        if not any(
+                            start < later[1] and end <= later[1]
+                            for later in frontier
+                            if later[2] != j
+                        )
+                    )
+                )
+                if kept:
+                    out[(i, k)] = kept
+    return out
 
 
 def check_tree(tree: TreeSpec) -> None:

@@ -6,7 +6,9 @@ latest end among its dependencies (the stream's previous turn, the children join
 for a stream's first turn, its spawn) and ``join_rec`` the same instant in the recording; ``d``
 scales (``time_scale``) and caps (``max_think_s``) a recorded delay. ``harness``: agentx-harness
 1.0.12's rule (a child right at its group's spawn, a joining turn at the later of its own gap
-and its children's ends).
+and its children's ends). In both, a turn also waits for the turns of the other streams of its
+scope that had ended before it started in the recording (:func:`agentx.schedule.spec.barriers`:
+a flat chain and its main agent), from the warm-up's stage B on.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agentx.schedule.options import ScheduleOptions, SpawnJoin
-from agentx.schedule.spec import Blockers, TreeSpec, group_start, index_blockers
+from agentx.schedule.spec import (
+    Barriers,
+    Blockers,
+    TreeSpec,
+    barriers,
+    group_start,
+    index_blockers,
+)
 from agentx.schedule.state import SHIFTABLE, Kind, StreamState, Timer, TimerQueue, TreeRun
 
 
@@ -23,6 +32,7 @@ class Rules:
     def __init__(self, options: ScheduleOptions) -> None:
         self.options = options
         self.blockers: dict[int, Blockers] = {}  # per tree index, made when first needed
+        self.barriers: dict[int, Barriers] = {}  # the same
 
     def delay(self, recorded_s: float) -> float:
         """A recorded delay as replayed: scaled, capped, never negative."""
@@ -35,6 +45,17 @@ class Rules:
         if blockers is None:
             blockers = self.blockers[tree.index] = index_blockers(tree.spec)
         return blockers.get((i, k), ())
+
+    def ordered_after(self, tree: TreeRun, i: int, k: int) -> bool:
+        """Whether every turn of another stream that turn ``k`` of stream ``i`` waits for (its
+        barrier) is history or has ended."""
+        found = self.barriers.get(tree.index)
+        if found is None:
+            found = self.barriers[tree.index] = barriers(tree.spec)
+        return all(
+            m < tree.streams[j].first_turn or (j, m) in tree.end_at_s
+            for j, m in found.get((i, k), ())
+        )
 
     # -- spawn -----------------------------------------------------------------------------
 
@@ -65,7 +86,9 @@ class Rules:
             return False
         if stream.first_turn <= k - 1 and (i, k - 1) not in tree.end_at_s:
             return False  # its previous turn is not history and has not ended
-        return all(tree.streams[c].state is StreamState.DONE for c in self.joining(tree, i, k))
+        if not all(tree.streams[c].state is StreamState.DONE for c in self.joining(tree, i, k)):
+            return False
+        return self.ordered_after(tree, i, k)
 
     def due(self, tree: TreeRun, i: int, k: int) -> float:
         """When turn ``k`` of stream ``i`` is due (its dependencies have all ended)."""
@@ -113,7 +136,9 @@ class Rules:
 
     def anchored(self, tree: TreeRun) -> list[tuple[int, float]]:
         """Streams that can go at the window's start, with their delay after ``t*``: their
-        previous turn is history or ended in the warm-up, so only a join can hold them."""
+        previous turn is history or ended in the warm-up, so only a join can hold them (or a
+        barrier: such a stream counts for the window's origin, as the harness counts it, and
+        goes once the turns it waits for have ended, :meth:`Streams.anchor`)."""
         out = []
         for i, stream in enumerate(tree.streams):
             k = stream.next_turn
@@ -284,6 +309,8 @@ class Streams:
             stream = tree.streams[i]
             k = stream.next_turn
             assert k is not None
+            if not self._rules.ordered_after(tree, i, k):
+                continue  # it waits for turns of other streams: scheduled once they end
             stream.state = StreamState.TIMER
             at_s = max(now_s, origin_s + delay)
             stream.timer = self._queue.push(Timer(at_s, Kind.SEND, tree, i, k))

@@ -10,6 +10,7 @@ import dataclasses
 from agentx.apis.translate import to_chat
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.progress import Progress
+from agentx.formats.options import FlatChains
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
 from agentx.prefixcache.tokenizer import resolve_tokenizer
@@ -87,7 +88,8 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         )
     recorded = None
     w = o.workload
-    api, salt, sessions, seed = w.api, w.salt, w.sessions, w.rng_seed
+    api, salt, sessions, seed, entries = w.api, w.salt, w.sessions, w.rng_seed, w.max_entries
+    flat = str(w.read.flat_chains)
     extra_body, ignore_eos = dict(w.extra_body), o.ignore_eos
     if o.from_results is not None:  # build the bodies that run sent: its own options
         from agentx.report.results_dir import load_results
@@ -96,9 +98,12 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         cfg = summary.config
         api, salt = cfg.get("api", api), cfg.get("salt", salt)
         sessions, seed = cfg.get("sessions", sessions), cfg.get("seed", seed)
+        entries = cfg.get("max_entries", entries)
+        flat = str(cfg.get("flat_chains", flat))
         extra_body = cfg.get("extra_body") or extra_body
         ignore_eos = bool(cfg.get("ignore_eos", ignore_eos))
-    plan = build_plan(open_source(o.trace), sessions=sessions, seed=seed, api_mode=api)
+    trace = open_source(o.trace, flat_chains=flat != FlatChains.OFF)
+    plan = build_plan(trace, sessions=sessions, seed=seed, api_mode=api, max_entries=entries)
     native = _hash_block_size(plan) if o.tokenizer is None else None
     if native is not None and o.block_size is None and kv is None:
         bs = native  # as `stats` and the recorded timeline count a hash-only trace

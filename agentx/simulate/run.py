@@ -156,7 +156,9 @@ def run_simulate(options: SimulateOptions, *, progress: Progress | None = None) 
             if not p.offload_tokens
         )
         return SimulateResult(replayed, curve)
-    workload = load_workload(options.trace, options.block_size, progress=prog)
+    workload = load_workload(
+        options.trace, options.block_size, progress=prog, flat_chains=options.workload.read.split
+    )
     prog.phase("simulating", total=None, unit="")
     data, curve = _recorded(workload, options)
     recorded = dataclasses.replace(

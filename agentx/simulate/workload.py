@@ -264,6 +264,7 @@ def load_workload(
     block_size: int | None = None,
     *,
     progress: Progress | None = None,
+    flat_chains: bool = True,
 ) -> Workload:
     """Read any supported trace (agentx Parquet file or dataset, Weka JSON, Mooncake JSONL) as
     a workload, streamed: each request is hashed (incrementally per thread) and renumbered as
@@ -276,7 +277,9 @@ def load_workload(
     prog = progress or Progress()
     prog.phase("loading")
     columns = [c for c in COLUMNS if c not in SIMULATE_SKIPS]
-    exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
+    exchanges = load_exchanges(
+        path, shared=True, columns=columns, progress=prog, flat_chains=flat_chains
+    )
     text_bs = block_size or DEFAULT_BLOCK_SIZE
     counted = ExchangeBlocks(text_bs, block_size)
     numbers = Renumberer()

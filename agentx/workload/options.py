@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 
 from agentx.core.errors import UsageError
-from agentx.core.options import Panel, coerce_choices, option, option_factory
+from agentx.core.options import Panel, coerce_choices, group, option, option_factory
+from agentx.formats.options import ReadOptions
 from agentx.workload.scenario import Scenario, scenario_name
 
 
@@ -39,6 +40,15 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
 class WorkloadOptions:
     """The sessions a run sends (a seeded sample) and what goes into every body."""
 
+    read: ReadOptions = group(ReadOptions)  # how the trace becomes sessions and threads
+    max_entries: int | None = option(
+        None,
+        "--max-entries",
+        min=1,
+        metavar="N",
+        panel=Panel.LOAD,
+        help="only the trace's first N sessions (files, rows), before --sessions samples",
+    )
     sessions: int | None = option(
         None,
         "--sessions",
@@ -100,3 +110,5 @@ class WorkloadOptions:
         """Raise :class:`UsageError` on options no run could follow."""
         if self.sessions is not None and self.sessions < 1:
             raise UsageError("--sessions must be at least 1")
+        if self.max_entries is not None and self.max_entries < 1:
+            raise UsageError("--max-entries must be at least 1")

@@ -17,6 +17,7 @@ synthetic text when sent (:class:`agentx.prefixcache.synth.ThreadText`).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -313,8 +314,11 @@ def build_plan(
     seed: int = 0,
     shard: tuple[int, int] = (0, 1),
     api_mode: str = "chat",
+    max_entries: int | None = None,
 ) -> ReplayPlan:
     """Index, filter, sample (``sessions`` with ``seed``) and shard (``i % N == I``).
+    ``max_entries``: only the trace's first sessions (files, rows; agentx-harness's
+    ``--num-dataset-entries``), taken before anything else.
 
     ``trace`` is a :class:`TraceSource` (``open_source(path)``) or exchanges in memory. When the
     source knows its sessions without reading them (a Weka directory: one per file), they are
@@ -327,6 +331,8 @@ def build_plan(
     n = source.candidates
     tally = Tally()
     if n is not None:  # sample and shard the sessions the source knows, index them when used
+        if max_entries is not None:
+            n = min(n, max_entries)
         picked: Sequence[int] = range(n)
         if sessions is not None and sessions < n:
             picked = sorted(random.Random(seed).sample(range(n), sessions))
@@ -338,7 +344,7 @@ def build_plan(
             )
         return ReplayPlan(Sessions(source, tally, slots=slots), source, _sampled(sessions, n))
     plans: list[SessionPlan] = []
-    for session in source.index():
+    for session in itertools.islice(source.index(), max_entries):
         rows = tally.add(session)
         if rows:
             plans.append(_session(session, len(plans), rows))

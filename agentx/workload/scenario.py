@@ -6,6 +6,11 @@ fills the options the user did not give: explicit flags win. What agentx always 
 (streaming with usage, output lengths pinned with ``ignore_eos`` where the server honours it) is
 not a preset setting; ``ignore_eos`` is forced on, as the harness requires it.
 
+``--max-entries 393`` is the harness's ``conversation_num_dataset_entries: 393`` (the size of
+``cc-traces-weka-062126``): the harness loads only the first 393 traces of any corpus it is given
+with the ``agentx`` scenario, in file (or row) order, before sampling; ``--max-entries N`` gives
+another cap.
+
 | option | ``agentx`` | ``agentx-mvp`` |
 |---|---|---|
 | ``--duration`` | 3600 s | 1800 s |
@@ -16,6 +21,7 @@ not a preset setting; ``ignore_eos`` is forced on, as the harness requires it.
 | ``--max-failed-ratio`` | 0.10 | none |
 | ``--min-coverage`` (windows >= 900 s) | 0.95 | 0.95 |
 | ``--seed`` | 42 | random (written to summary.json) |
+| ``--max-entries`` (the trace's first sessions) | 393 | all |
 | ``--timeout`` | 21600 s | 21600 s |
 | ``--ignore-eos`` | on | on |
 | cache-bust marker (``--salt``) | on | on |
@@ -49,6 +55,7 @@ PRESETS: dict[Scenario, dict[str, Any]] = {
         "max_failed_ratio": 0.10,
         "min_coverage": 0.95,
         "seed": 42,
+        "max_entries": 393,
         "timeout_s": 21600.0,
         "ignore_eos": True,
         "salt": True,

@@ -187,15 +187,18 @@ class _WekaLoader:
 
 
 class WekaSource:
-    """A Weka file or directory: one session per file, indexed without parsing block ids."""
+    """A Weka file or directory: one session per file, indexed without parsing block ids
+    (``flat_chains``: its flat parallel agents split into threads,
+    :func:`agentx.formats.weka.parse_weka`)."""
 
     apis = frozenset({Api.OPENAI_CHAT})
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, flat_chains: bool = True) -> None:
         from agentx.formats.weka import weka_files
 
         self._files = weka_files(path)
         self._opened: dict[int, WekaSession] = {}
+        self._flat = flat_chains
 
     @property
     def candidates(self) -> int:
@@ -205,7 +208,7 @@ class WekaSource:
         from agentx.formats.lazy import index_weka_file
 
         for k in selection if selection is not None else range(len(self._files)):
-            ws = self._opened[k] = index_weka_file(self._files[k], k)
+            ws = self._opened[k] = index_weka_file(self._files[k], k, flat_chains=self._flat)
             yield SessionIndex(ws.id, ws.exchanges, k)
 
     def load_session(self, session: SessionIndex) -> SessionLoader:
@@ -222,14 +225,15 @@ class HFSource:
     candidates = None
     apis = frozenset({Api.OPENAI_CHAT})
 
-    def __init__(self, files: Sequence[Path]) -> None:
+    def __init__(self, files: Sequence[Path], *, flat_chains: bool = True) -> None:
         self._files = list(files)
         self._rows: dict[int, WekaSession] = {}
+        self._flat = flat_chains
 
     def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
         from agentx.formats.lazy import index_hf_jsonl
 
-        for k, ws in enumerate(index_hf_jsonl(self._files)):
+        for k, ws in enumerate(index_hf_jsonl(self._files, flat_chains=self._flat)):
             if ws.exchanges:  # a row without requests is no session (as read whole)
                 self._rows[k] = ws
                 yield SessionIndex(ws.id, ws.exchanges, k)
@@ -266,7 +270,7 @@ class MooncakeSource:
         return _MooncakeLoader(self._path)
 
 
-def _hf_source(path: Path) -> TraceSource:
+def _hf_source(path: Path, *, flat_chains: bool = True) -> TraceSource:
     """A Hugging Face dataset of Weka traces: its ``.jsonl`` rows indexed (:class:`HFSource`);
     Parquet rows are read whole (as ``agentx convert`` reads them: a row's ids sit in a JSON
     text or struct column, not at a byte span)."""
@@ -274,20 +278,35 @@ def _hf_source(path: Path) -> TraceSource:
 
     files = resolve(path)
     if any(f.suffix == ".parquet" for f in files):
-        return MemorySource(exchanges_of(files))
-    return HFSource(files)
+        return MemorySource(exchanges_of(files, flat_chains=flat_chains))
+    return HFSource(files, flat_chains=flat_chains)
 
 
-SOURCES: dict[str, Callable[[Path], TraceSource]] = {
-    "agentx": ParquetSource,
-    "weka": WekaSource,
-    "mooncake": MooncakeSource,
+def _weka_source(path: Path, *, flat_chains: bool = True) -> TraceSource:
+    return WekaSource(path, flat_chains=flat_chains)
+
+
+def _plain(make: Callable[[Path], TraceSource]) -> Callable[..., TraceSource]:
+    """A source of a format with no flat agents to split."""
+
+    def source(path: Path, *, flat_chains: bool = True) -> TraceSource:
+        return make(path)
+
+    return source
+
+
+SOURCES: dict[str, Callable[..., TraceSource]] = {
+    "agentx": _plain(ParquetSource),
+    "weka": _weka_source,
+    "mooncake": _plain(MooncakeSource),
     "hf": _hf_source,
 }
 
 
-def open_source(path: str | os.PathLike[str]) -> TraceSource:
+def open_source(path: str | os.PathLike[str], *, flat_chains: bool = True) -> TraceSource:
     """The source of any trace agentx reads (format detected from the content; an ``hf://``
-    dataset downloaded first: :func:`agentx.formats.resolve_trace`)."""
+    dataset downloaded first: :func:`agentx.formats.resolve_trace`); ``flat_chains``: split Weka
+    traces' flat parallel agents into threads (:func:`agentx.formats.weka.parse_weka`; a
+    converted agentx trace keeps the threads it was converted with)."""
     fmt, local = resolve_trace(path)
-    return SOURCES[fmt](local)
+    return SOURCES[fmt](local, flat_chains=flat_chains)

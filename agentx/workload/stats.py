@@ -12,6 +12,9 @@ The theoretical hit rate replays every request, in trace order, against an unbou
 rendered tokens at ``block_size`` (incrementally, so a long session costs its unique content);
 hash-only rows (Weka, Mooncake) use their own ``hash_ids`` at their own block size, or at a
 multiple of it when ``block_size`` is one. The block size actually used is reported.
+
+The split of Weka traces' flat parallel agents (``flat_chains``) is counted from the flags the
+importer put on the rows (:mod:`agentx.formats.weka.flat`): the same counts agentx-harness logs.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from agentx.core.flags import FLAG_USAGE_ESTIMATED
+from agentx.core.flags import (
+    FLAG_USAGE_ESTIMATED,
+    WEKA_CHAIN,
+    WEKA_EMPTY_HASH,
+    WEKA_SEAMS,
+    weka_values,
+)
 from agentx.core.models import Exchange
 from agentx.core.percentiles import STATS, percentiles
 from agentx.core.progress import Progress
@@ -30,7 +39,7 @@ from agentx.prefixcache import tokens
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
 from agentx.prefixcache.theory import HitRateMeter, is_model_call
 from agentx.prefixcache.tokenizer import Tokenizer, tokenizer_name
-from agentx.results.stats import Stats, StatsTotals
+from agentx.results.stats import FlatChains, Stats, StatsTotals
 
 
 def output_tokens_of(ex: Exchange) -> int | None:
@@ -47,6 +56,39 @@ def output_tokens_of(ex: Exchange) -> int | None:
     return sum(tokens.count_tokens(p) for p in parts)
 
 
+class _FlatCount:
+    """The split of flat parallel agents, from the rows' flags."""
+
+    def __init__(self) -> None:
+        self.chains: dict[tuple[str, str], str] = {}  # (session, thread) -> kind
+        self.seams = 0
+        self.empty = 0
+
+    def observe(self, ex: Exchange) -> None:
+        if not ex.flags:
+            return
+        kind = weka_values(ex.flags, WEKA_CHAIN)
+        if kind:
+            self.chains.setdefault((ex.session_id, ex.thread_id), kind[0])
+        self.seams += sum(int(v) for v in weka_values(ex.flags, WEKA_SEAMS) if v.isdigit())
+        self.empty += sum(int(v) for v in weka_values(ex.flags, WEKA_EMPTY_HASH) if v.isdigit())
+
+    def figures(self) -> FlatChains | None:
+        if not self.chains:
+            return None
+        kinds = Counter(self.chains.values())
+        return FlatChains(
+            traces_split=len({session for session, _ in self.chains}),
+            chains=len(self.chains),
+            agents=kinds["agent"],
+            sidecars=kinds["sidecar"],
+            reductions=kinds["reduction"],
+            worker_group=kinds["worker"],
+            seams_merged=self.seams,
+            empty_hash_on_main=self.empty,
+        )
+
+
 def summarize(
     exchanges: Iterable[Exchange],
     *,
@@ -58,7 +100,9 @@ def summarize(
     theoretical hits are counted in ``tokenizer``'s tokens (default: agentx's cl100k). ``each``
     is told of every model call counted: the exchange, its prompt tokens as the unbounded cache
     counted them (``None``: not hashed) and the tokens that cache served it (the dataset
-    card's hit rate by turn)."""
+    card's hit rate by turn). The split of flat parallel agents is read from the rows' flags,
+    so a Weka trace and the agentx trace converted from it report the same split (``None``:
+    nothing was split)."""
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be >= 1")
     hits = HitRateMeter(block_size or DEFAULT_BLOCK_SIZE, block_size, tokenizer=tokenizer)
@@ -72,7 +116,9 @@ def summarize(
     cached: list[int] = []
     sources: Counter[str] = Counter()
     estimated = 0  # rows capture flagged usage_estimated
+    flat = _FlatCount()
     for ex in exchanges:
+        flat.observe(ex)
         if not is_model_call(ex):
             skipped += 1
             continue
@@ -126,6 +172,7 @@ def summarize(
         ),
         block_sizes=hits.per_block_size(),
         non_model_rows=skipped,
+        flat_chains=flat.figures(),
     )
 
 
@@ -140,10 +187,12 @@ def compute_stats(
     block_size: int | None = None,
     tokenizer: Tokenizer | None = None,
     progress: Progress | None = None,
+    flat_chains: bool = True,
 ) -> Stats:
     """Stats of a trace in any supported format (see :func:`agentx.formats.detect_format`),
     streamed: memory holds the distributions and the unbounded cache's block set, not the
-    trace. ``progress`` follows the reading."""
+    trace. ``progress`` follows the reading; ``flat_chains``: split Weka traces' flat parallel
+    agents into threads (:func:`agentx.formats.load_exchanges`)."""
     from agentx.formats import detect_format, load_exchanges
     from agentx.store.schema import COLUMNS
 
@@ -151,8 +200,14 @@ def compute_stats(
     prog = progress or Progress()
     prog.phase("reading")
     columns = [c for c in COLUMNS if c not in STATS_SKIPS]
-    exchanges = load_exchanges(path, shared=True, columns=columns, progress=prog)
-    result = summarize(_counted(exchanges, prog), block_size=block_size, tokenizer=tokenizer)
+    exchanges = load_exchanges(
+        path, shared=True, columns=columns, progress=prog, flat_chains=flat_chains
+    )
+    result = summarize(
+        _counted(exchanges, prog),
+        block_size=block_size,
+        tokenizer=tokenizer,
+    )
     return dataclasses.replace(result, trace=str(path), format=fmt)
 
 
@@ -168,6 +223,17 @@ def _fmt(value: float | None, unit: str = "") -> str:
     if unit == "s":
         return f"{value:,.1f}"
     return f"{value:,.0f}"
+
+
+def _flat_line(f: FlatChains) -> str:
+    line = (
+        f"{f.traces_split:,} traces split into {f.chains:,} more chains ({f.agents:,} agents, "
+        f"{f.sidecars:,} sidecars, {f.reductions:,} reductions, {f.worker_group:,} "
+        f"worker-group members), {f.seams_merged:,} seams merged"
+    )
+    if f.empty_hash_on_main:
+        line += f", {f.empty_hash_on_main:,} rows without block ids kept on main"
+    return line
 
 
 def render_table(result: Stats) -> Any:
@@ -200,6 +266,8 @@ def render_table(result: Stats) -> Any:
     head.add_row("total tokens", ", ".join(parts))
     if result.non_model_rows:
         head.add_row("not counted", f"{result.non_model_rows:,} non-model rows")
+    if result.flat_chains is not None:
+        head.add_row("flat agents", _flat_line(result.flat_chains))
 
     dist = Figures()
     dist.add_column("per request")

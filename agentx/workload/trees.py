@@ -4,14 +4,17 @@ Times become seconds from the session's first request. A turn ends at its start 
 recorded response time (``e2e``; a Weka ``api_time``); unknown counts as 0, as agentx-harness
 counts a missing ``api_time``. A thread's predecessor (``ThreadPlan.after``: the request that
 spawned it) is its spawning turn; a Weka subagent's recorded ``duration_ms`` is its recorded
-end. Joins are then derived from the times (:func:`agentx.schedule.with_joins`).
+end. A flat chain of a Weka trace (its rows flagged ``weka.chain``) is a flat stream of its
+parent's scope (:class:`agentx.schedule.StreamSpec`), ending at the latest end of its requests,
+as the harness ends it. Joins are then derived from the times
+(:func:`agentx.schedule.with_joins`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentx.core.flags import weka_values
+from agentx.core.flags import WEKA_CHAIN, weka_values
 from agentx.core.models import ExchangeMeta
 from agentx.schedule import StreamSpec, TreeSpec, TurnSpec, with_joins
 from agentx.workload.plan import SessionPlan
@@ -45,13 +48,16 @@ def tree_of(session: SessionPlan) -> TreeSpec:
     for th in session.threads:
         rows = [turn.meta for turn in th.turns]
         parent, spawn = th.after if th.after is not None else (None, None)
+        turns = tuple(_turn(m, t0) for m in rows)
+        flat = parent is not None and bool(weka_values(rows[0].flags, WEKA_CHAIN))
         streams.append(
             StreamSpec(
                 name=th.thread_id,
-                turns=tuple(_turn(m, t0) for m in rows),
+                turns=turns,
                 parent=parent,
                 spawn_turn=spawn,
-                end_s=_recorded_end_s(rows, t0),
+                end_s=max(t.end_s for t in turns) if flat else _recorded_end_s(rows, t0),
+                flat=flat,
             )
         )
     return TreeSpec(session.session_id, with_joins(streams))

@@ -16,16 +16,18 @@ request repeats the previous one's blocks, sometimes re-hashing the last one to 
 appends fresh ids); auto-compaction near the context window (the prompt restarts from the tools
 + system prefix plus a summary); Task tool calls that spawn subagents (one or several in
 parallel), whose threads start from a per-type tools + system prefix shared by the subagents of
-that type, while the parent waits and then gets their reports as its next tool result. The
-parameters and the fixture measurements behind them are in :mod:`.params`; the resulting
-corpora are described in docs/corpus.md.
+that type, while the parent waits and then gets their reports as its next tool result; flat
+parallel agents recorded among the main requests (:mod:`.flat`: inline and parallel agents,
+worker groups, reductions, sidecars), in 11 % of the sessions. The parameters and the fixture
+measurements behind them are in :mod:`.params`; the resulting corpora are described in
+docs/corpus.md.
 
 Used by ``scripts/gen_weka_corpus.py`` (CLI) and by benchmarks and tests (put ``scripts/`` on
 ``sys.path``).
 """
 
 from .corpus import MANIFEST, CorpusSummary, ensure_corpus, generate_corpus
-from .emit import TraceSummary, build_trace, iter_traces, trace_name
+from .emit import TraceSummary, build_trace, iter_traces, plan_trace, trace_name
 from .params import BLOCK_SIZE, DEFAULT_PARAMS, DEFAULT_SEED, ApiModel, Params
 
 __all__ = [
@@ -41,5 +43,6 @@ __all__ = [
     "ensure_corpus",
     "generate_corpus",
     "iter_traces",
+    "plan_trace",
     "trace_name",
 ]

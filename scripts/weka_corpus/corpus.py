@@ -16,7 +16,7 @@ from .emit import iter_traces, trace_name, write_file
 from .params import DEFAULT_PARAMS, DEFAULT_SEED, Params
 
 MANIFEST = "MANIFEST"  # not *.json: Weka readers only take *.json files
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: flat parallel agents
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class CorpusSummary:
     json_bytes: int
     input_percentiles: dict[str, float]
     seconds: float
+    flat_chains: int = 0
 
     @property
     def hit_rate(self) -> float:
@@ -92,7 +93,13 @@ def generate_corpus(
         raise ValueError("scale must be positive")
     t0 = time.perf_counter()
     totals = dict(
-        requests=0, input_tokens=0, output_tokens=0, hit_tokens=0, subagents=0, json_bytes=0
+        requests=0,
+        input_tokens=0,
+        output_tokens=0,
+        hit_tokens=0,
+        subagents=0,
+        json_bytes=0,
+        flat_chains=0,
     )
     ins: list[np.ndarray] = []
     for k, s in enumerate(iter_traces(out_dir, n_traces, seed, scale, params), 1):

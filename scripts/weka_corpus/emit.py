@@ -26,12 +26,14 @@ class TraceSummary:
     subagents: int
     json_bytes: int
     in_tokens: np.ndarray  # every request's ``in``
+    flat_chains: int = 0  # chains of flat parallel agents among the main requests
 
 
 def assign_ids(trace: Session) -> int:
     """Hash ids, local scope: the main thread's in order of first use, then the subagents'
-    (as in the fixtures). A subagent's first request starts with its type's tools + system
-    blocks, shared by every subagent of that type. Returns the theoretical hit blocks (an
+    (as in the fixtures), then the flat chains'. A subagent's first request starts with its
+    type's tools + system blocks, shared by every subagent of that type; a flat chain's, with
+    the leading blocks of the main request it forked off. Returns the theoretical hit blocks (an
     unbounded cache; vLLM never serves a prompt's last token from cache)."""
     next_id = 1
     hits = 0
@@ -53,7 +55,8 @@ def assign_ids(trace: Session) -> int:
                 hits += min(len(keep), (r.in_tokens - 1) // BLOCK_SIZE)
             ctx = r.hash_ids
 
-    thread([x for x in trace.items if isinstance(x, Request)], np.empty(0, np.int64), False)
+    main = [x for x in trace.items if isinstance(x, Request) and x.chain is None]
+    thread(main, np.empty(0, np.int64), False)
     heads: dict[str, np.ndarray] = {}
     for sub in (x for x in trace.items if isinstance(x, Subagent)):
         key = f"{sub.kind}/{sub.model}/{sub.tool_tokens}/{sub.system_tokens}"
@@ -61,7 +64,22 @@ def assign_ids(trace: Session) -> int:
         if head is None:
             heads[key] = fresh(sub.prefix_blocks)
         thread(sub.requests, heads[key], head is not None)
+    chains: dict[int, list[Request]] = {}
+    for x in trace.items:
+        if isinstance(x, Request) and x.chain is not None:
+            chains.setdefault(x.chain, []).append(x)
+    for reqs in chains.values():
+        fork = reqs[0].fork
+        if fork is None or fork.hash_ids is None:
+            thread(reqs, np.empty(0, np.int64), False)
+        else:
+            thread(reqs, fork.hash_ids[: reqs[0].fork_blocks], True)
     return hits
+
+
+def flat_chains(trace: Session) -> int:
+    """How many flat chains the session has."""
+    return len({x.chain for x in trace.items if isinstance(x, Request) and x.chain is not None})
 
 
 def _req_doc(r: Request) -> dict[str, Any]:
@@ -115,9 +133,10 @@ def _trace_doc(trace: Session) -> dict[str, Any]:
                 "system_tokens": item.system_tokens,
             }
         )
+    top = [x.model for x in trace.items if isinstance(x, Request)]
     return {
         "id": trace.id,
-        "models": [trace.model],
+        "models": list(dict.fromkeys([trace.model, *top])),
         "block_size": BLOCK_SIZE,
         "hash_id_scope": "local",
         "tool_tokens": trace.tool_tokens,
@@ -137,12 +156,23 @@ def trace_name(i: int, n_traces: int) -> str:
     return f"trace_{i + 1:0{max(4, len(str(n_traces)))}d}"
 
 
+FLAT_STREAM = 1  # the flat agents' generator: np.random.default_rng([seed, i, FLAT_STREAM])
+
+
+def plan_trace(
+    i: int, n_traces: int, seed: int, scale: float = 1.0, params: Params = DEFAULT_PARAMS
+) -> Session:
+    """Trace ``i`` of a corpus, planned, its hash ids assigned."""
+    rng = np.random.default_rng([seed, i])
+    flat_rng = np.random.default_rng([seed, i, FLAT_STREAM])
+    return SessionBuilder(trace_name(i, n_traces), rng, params, scale, flat_rng).build()
+
+
 def build_trace(
     i: int, n_traces: int, seed: int, scale: float = 1.0, params: Params = DEFAULT_PARAMS
 ) -> tuple[dict[str, Any], int]:
     """Trace ``i`` of a corpus as a Weka document, and its theoretical hit blocks."""
-    rng = np.random.default_rng([seed, i])
-    trace = SessionBuilder(trace_name(i, n_traces), rng, params, scale).build()
+    trace = plan_trace(i, n_traces, seed, scale, params)
     hits = assign_ids(trace)
     return _trace_doc(trace), hits
 
@@ -153,7 +183,9 @@ def write_file(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _summarize(doc: dict[str, Any], hit_blocks: int, json_bytes: int) -> TraceSummary:
+def _summarize(
+    doc: dict[str, Any], hit_blocks: int, json_bytes: int, flat: int = 0
+) -> TraceSummary:
     ins: list[int] = []
 
     def walk(reqs: list[dict[str, Any]]) -> None:
@@ -173,6 +205,7 @@ def _summarize(doc: dict[str, Any], hit_blocks: int, json_bytes: int) -> TraceSu
         subagents=doc["totals"]["subagent_count"],
         json_bytes=json_bytes,
         in_tokens=np.asarray(ins, dtype=np.int64),
+        flat_chains=flat,
     )
 
 
@@ -187,7 +220,9 @@ def iter_traces(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for i in range(n_traces):
-        doc, hits = build_trace(i, n_traces, seed, scale, params)
+        trace = plan_trace(i, n_traces, seed, scale, params)
+        hits = assign_ids(trace)
+        doc = _trace_doc(trace)
         data = orjson.dumps(doc, option=JSON_OPTS)
         write_file(out / f"{doc['id']}.json", data)
-        yield _summarize(doc, hits, len(data))
+        yield _summarize(doc, hits, len(data), flat_chains(trace))

@@ -51,6 +51,18 @@ tokens, 6.0e9 input tokens, theoretical hit rate 96.3 %). lognormal(m, s) has me
     t of the next row = end of the last row with an  the same
       api_time + think_time (t and think in whole s)
     len(hash_ids) = in // 64; compact JSON           the same
+    flat agents (tests/formats/data/weka-flat; the   p_flat 0.11; episodes per such session
+      reference's split by agentx-harness: 85 of       1 + Poisson(0.45); inline / parallel /
+      710 sessions, 133 chains: 1 sidecar, 14          workers / reduction / sidecar 62 / 27 /
+      reductions, 2 worker-group members)              3 / 6.5 / 1.5 %, tuned (700 traces:
+                                                       91 split, 139 chains: 4 / 16 / 6)
+    trace_0062 fa:000: 8 requests from all 2557      inline agent: lognormal(10, 1.1)
+      blocks of the main request it overlaps;          requests, think lognormal(8, 0.8);
+      the main agent's next prompt is longer           the main's next = its last + report
+    trace_0269 fa:003, wg:000_*: forked at the 248   parallel agent / 3 workers from tools +
+      tools + system blocks                            system + lognormal(800, 0.5)
+    reductions aux:001 (0062, 0269): one request,    in = m's + <= 400, out lognormal(900,
+      m's context, out 374-1609                        0.5) in [50, 3500]
 """
 
 from __future__ import annotations
@@ -145,6 +157,16 @@ class Params:
     sub_think_median: float = 5.0
     sub_think_sigma: float = 0.8
     sub_window_tokens: int = 190_000
+    # flat parallel agents (.flat): chains recorded among the main requests
+    p_flat: float = 0.11
+    flat_extra_episodes: float = 0.45  # episodes per flat session: 1 + Poisson(this)
+    flat_kinds: tuple[float, ...] = (0.62, 0.27, 0.03, 0.065, 0.015)  # .flat.KINDS' order
+    flat_workers: int = 3
+    flat_agent_median: float = 10.0  # requests per agent
+    flat_agent_sigma: float = 1.1
+    flat_think_median: float = 8.0
+    flat_think_sigma: float = 0.8
+    flat_reduction_out_median: float = 900.0
     api: dict[str, ApiModel] = field(
         default_factory=lambda: {
             OPUS: ApiModel(2.75, 1.51, 16.7),

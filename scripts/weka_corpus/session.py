@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .flat import FlatPlanner
 from .params import (
     BLOCK_SIZE,
     HAIKU,
@@ -34,6 +35,9 @@ class Request:
     ttft: float | None
     think_time: float
     hash_ids: np.ndarray | None = None
+    chain: int | None = None  # a flat chain's index (None: the main thread)
+    fork: Request | None = None  # a chain's first request: whose leading blocks it repeats
+    fork_blocks: int = 0  # ... how many of them
 
     @property
     def blocks(self) -> int:
@@ -73,6 +77,7 @@ class Session:
     tool_tokens: int
     system_tokens: int
     items: list[Request | Subagent]
+    flat_kinds: tuple[str, ...] = ()  # each flat chain's kind (.flat.KINDS), by its index
 
 
 class Draw:
@@ -100,11 +105,20 @@ class Draw:
 
 
 class SessionBuilder:
-    """Plans one session: token counts, sharing, timing, subagents (ids come later)."""
+    """Plans one session: token counts, sharing, timing, subagents, flat agents (ids come
+    later). ``flat_rng`` draws the flat agents (:mod:`.flat`): none without it."""
 
-    def __init__(self, trace_id: str, rng: np.random.Generator, p: Params, scale: float) -> None:
+    def __init__(
+        self,
+        trace_id: str,
+        rng: np.random.Generator,
+        p: Params,
+        scale: float,
+        flat_rng: np.random.Generator | None = None,
+    ) -> None:
         self.p = p
         self.d = Draw(rng)
+        self.flat = FlatPlanner(flat_rng, p, scale) if flat_rng is not None else None
         self.scale = scale
         self.id = trace_id
         self.long = self.d.bern(p.p_long)
@@ -142,10 +156,14 @@ class SessionBuilder:
         return float(min(round(s), p.think_max_s))
 
     def _api(self, model: str, n_in: int, n_out: int) -> float:
+        return self.api_s(model, n_in, n_out, self.d.rng)
+
+    def api_s(self, model: str, n_in: int, n_out: int, rng: np.random.Generator) -> float:
+        """A request's server time, its noise drawn from ``rng``."""
         m = self.p.api[model]
         s = m.base_s + m.per_100k_in_s * n_in / 1e5 / self.scale
         s += m.per_1k_out_s * n_out / 1e3 / self.scale
-        return round(max(0.3, s * float(np.exp(m.log_sd * self.d.rng.standard_normal()))), 2)
+        return round(max(0.3, s * float(np.exp(m.log_sd * rng.standard_normal()))), 2)
 
     def _first_in(self) -> int:
         p, d = self.p, self.d
@@ -162,23 +180,30 @@ class SessionBuilder:
     def build(self) -> Session:
         p, d = self.p, self.d
         n_main = int(np.clip(round(d.logn(p.n_main_median, p.n_main_sigma)), 2, p.n_main_max))
+        if self.flat is not None:
+            self.flat.plan(n_main)
         items: list[Request | Subagent] = []
         prev: Request | None = None
         last_end = 0.0
         report_tokens = 0  # subagent reports arriving as the next tool result
         resume_at: float | None = None  # when the last subagent of a spawn ended
+        after_flat = False  # the previous main request was followed by a flat episode
+        min_in = 0  # what the next main prompt holds at least (an inline agent's last one)
         for k in range(n_main):
             if prev is None:
                 n_in, shared, itypes = self._first_in(), 0, ("text",)
             else:
                 itypes = ("tool_result",) if prev.stop == "tool_use" else ("text",)
                 growth = self._tokens(d.logn(p.growth_median, p.growth_sigma)) + report_tokens
-                n_in = prev.in_tokens + prev.out_tokens + growth
+                n_in = max(prev.in_tokens + prev.out_tokens + growth, min_in)
                 shared = max(0, prev.blocks - d.pick(p.rehash_blocks))
-                if n_in > self.compact_at or n_in > self.window - 40_000 * self.scale:
+                if after_flat:  # whole: a re-hashed tail would be as close to the chain
+                    shared = prev.blocks
+                too_long = n_in > self.compact_at or n_in > self.window - 40_000 * self.scale
+                if too_long and not after_flat:  # never right after a flat episode (.flat)
                     n_in, shared = self._compact()
                     itypes = RESET_INPUT if d.bern(0.5) else ("text",)
-            report_tokens = 0
+            report_tokens, min_in, after_flat = 0, 0, False
             if resume_at is not None:
                 t = float(round(resume_at + d.logn(8.0, 0.6)))
                 think = float(round(t - last_end))
@@ -193,6 +218,15 @@ class SessionBuilder:
             if req.end is not None:
                 last_end = req.end
             prev = req
+            if self.flat is not None and k < n_main - 1 and self.flat.wants(k, req):
+                episode = self.flat.episode(self, req)
+                if episode is not None:
+                    items.extend(r for chain in episode.chains for r in chain)
+                    after_flat = True
+                    min_in, report_tokens = episode.min_next_in, episode.report_tokens
+                    if episode.resume_at is not None:
+                        resume_at = last_end = episode.resume_at
+                    continue
             if (
                 self.delegating
                 and req.stop == "tool_use"
@@ -205,7 +239,9 @@ class SessionBuilder:
                     d.uniform(200, 1_500)
                 )
                 resume_at = max(s.t for s in subs)
-        return Session(self.id, self.model, self.tool_tokens, self.system_tokens, items)
+        items.sort(key=lambda x: x.t)  # flat chains among the main requests, in time order
+        kinds = tuple(self.flat.kinds) if self.flat is not None else ()
+        return Session(self.id, self.model, self.tool_tokens, self.system_tokens, items, kinds)
 
     def _compact(self) -> tuple[int, int]:
         p, d = self.p, self.d

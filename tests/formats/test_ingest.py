@@ -69,7 +69,8 @@ def test_a_50_trace_corpus_imports_compactly_in_bounded_memory(
 
     stats = compute_stats(trace).to_json()
     assert (stats["sessions"], stats["requests"]) == (50, summary.requests)
-    assert stats["threads"] == 50 + summary.subagents
+    # a thread per session, per subagent and per flat chain (split as the generator made them)
+    assert stats["threads"] == 50 + summary.subagents + summary.flat_chains
     assert stats["totals"]["input_tokens"] == summary.input_tokens
     assert stats["totals"]["output_tokens"] == summary.output_tokens
     # the generator's own count of hits (its chained ids), not agentx's

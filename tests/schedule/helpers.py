@@ -16,8 +16,11 @@ def stream(
     parent: int | None = None,
     spawn: int | None = None,
     end_s: float | None = None,
+    flat: bool = False,
 ) -> StreamSpec:
-    return StreamSpec(name, tuple(TurnSpec(a, b) for a, b in turns), parent, spawn, None, end_s)
+    return StreamSpec(
+        name, tuple(TurnSpec(a, b) for a, b in turns), parent, spawn, None, end_s, flat
+    )
 
 
 def tree(tree_id: str, *streams: StreamSpec) -> TreeSpec:

@@ -45,9 +45,26 @@ def _docs(path: Path) -> list[dict[str, Any]]:
 
 
 def _threads(doc: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The main thread (every top-level record), then each subagent's."""
     main = [r for r in doc["requests"] if r["type"] != "subagent"]
     subs = [r["requests"] for r in doc["requests"] if r["type"] == "subagent"]
     return [main, *subs]
+
+
+def _agents(path: Path) -> list[list[dict[str, Any]]]:
+    """The top-level records by agent, as agentx splits the flat ones (the main agent, each
+    flat chain), in turn order; then each subagent's."""
+    doc = orjson.loads(path.read_bytes())
+    by_key = {(r["t"], r["in"]): r for r in doc["requests"] if r["type"] != "subagent"}
+    chains: dict[str, dict[int, dict[str, Any]]] = {}
+    for ex in read_weka_file(path).exchanges:
+        if "subagent" in ex.flags:
+            continue
+        thread, _, n = ex.request_id.rpartition("/")
+        key = (round(ex.timing.start_wall_ns / 1e9, 6), ex.usage.prompt_tokens)
+        chains.setdefault(thread, {})[int(n)] = by_key[key]
+    flat = [[turns[k] for k in range(len(turns))] for turns in chains.values()]
+    return [*flat, *_threads(doc)[1:]]
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -99,7 +116,9 @@ def test_agentx_imports_it_and_counts_the_generators_hit_rate(
     assert detect_format(out) == "weka"
     assert MANIFEST not in {f.name for f in weka_files(out)}
     assert (stats50["sessions"], stats50["requests"]) == (50, summary.requests)
-    assert stats50["threads"] == 50 + summary.subagents
+    flat = stats50["flat_chains"]["chains"]  # the generator's, and any the recording made
+    assert flat >= summary.flat_chains > 0
+    assert stats50["threads"] == 50 + summary.subagents + flat
     assert stats50["totals"]["input_tokens"] == summary.input_tokens
     assert stats50["theoretical_hit_rate"] == pytest.approx(summary.hit_rate, abs=1e-12)
     with_subagents = next(f for f in sorted(out.glob("*.json")) if b'"subagent"' in f.read_bytes())
@@ -126,8 +145,9 @@ def test_prompts_grow_turn_by_turn_sharing_the_previous_prefix(
 ) -> None:
     shared_fraction = []
     resets = 0
-    for doc in _docs(corpus50[0]):
-        for thread in _threads(doc):
+    for path in sorted(corpus50[0].glob("*.json")):
+        doc = orjson.loads(path.read_bytes())
+        for thread in _agents(path):
             head = thread[0]["hash_ids"]
             for a, b in pairwise(thread):
                 assert b["t"] >= a["t"]

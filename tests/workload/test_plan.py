@@ -3,6 +3,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,14 @@ from replay.factory import T0, anthropic_session, chat_session, gemini_session, 
 
 from agentx.apis import Api
 from agentx.core.errors import TraceError, UsageError
+from agentx.core.examples import example_path
 from agentx.core.models import Usage
 from agentx.prefixcache.tokens import count_tokens
 from agentx.replay.options import ReplayOptions, parse_shard
 from agentx.workload.build import BuildConfig, ThreadBuilder
 from agentx.workload.options import parse_extra_body
 from agentx.workload.plan import build_plan
+from agentx.workload.source import open_source
 
 
 def test_sessions_threads_and_think_times() -> None:
@@ -130,6 +133,20 @@ def test_sampling_is_seeded_and_shards_partition_the_sessions() -> None:
     assert shards[0] == ["s0", "s3", "s6", "s9"]
     with pytest.raises(UsageError):
         build_plan(rows[:1], shard=(1, 2))
+
+
+def test_max_entries_keeps_the_first_sessions_before_sampling(tmp_path: Path) -> None:
+    rows = [ex for i in range(10) for ex in chat_session(f"s{i}", turns=1, start_ns=T0 + i)]
+    assert [s.session_id for s in build_plan(rows, max_entries=3).sessions] == ["s0", "s1", "s2"]
+    sampled = [s.session_id for s in build_plan(rows, max_entries=5, sessions=2, seed=1).sessions]
+    assert len(sampled) == 2 and set(sampled) <= {"s0", "s1", "s2", "s3", "s4"}
+    weka = tmp_path / "weka"
+    weka.mkdir()
+    for f in sorted(example_path("weka").glob("*.json")):
+        shutil.copy(f, weka / f.name)
+    lazy = build_plan(open_source(weka), max_entries=1)  # a directory: the first file
+    assert len(lazy.sessions) == 1
+    assert [s.session_id for s in lazy.sessions] == ["trace_0001"]
 
 
 def test_api_messages_needs_anthropic_rows() -> None:

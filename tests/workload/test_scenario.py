@@ -31,6 +31,10 @@ def test_agentx_preset_is_the_harness_default() -> None:
     )
     assert o.ignore_eos is True and w.salt is True and o.timeout_s == 21600.0
     assert s.max_think_s is None and s.spawn_join == "recorded"
+    # conversation_num_dataset_entries: the harness loads the first 393 traces of a corpus
+    assert w.max_entries == 393
+    assert scenario_options("agentx", **BASE, max_entries=700).workload.max_entries == 700
+    assert scenario_options("agentx-mvp", **BASE).workload.max_entries is None
 
 
 def test_explicit_options_win_and_none_means_not_given() -> None:

@@ -21,12 +21,22 @@ on child threads). Requests chain by ``parent_request_id`` within their thread; 
 request names the main request before its entry (the turn that spawned it, as agentx-harness
 reads it). Exchanges come out in time order. What an exact export needs beyond that goes into
 ``import_fields`` (:mod:`agentx.formats.weka.record`).
+
+Flat parallel agents (``flat_chains``, the default): the top-level requests are split into the
+main agent and the agents recorded among its requests (:mod:`agentx.formats.weka.flat`, as
+agentx-harness splits them). The main chain keeps ``<id>/main``; each other chain is a thread
+``<id>/<name>`` (``fa:000``, ``aux:001``, ``wg:000_001``) whose rows carry ``weka.chain=<kind>``
+and whose first request names the last main request before it in the file (the main's first
+request when none is), the turn that spawns it; a subagent's first request names the last
+*main* request before its entry. The first main row of a split trace carries ``weka.seams=<n>``
+and ``weka.empty_hash=<n>`` (when not 0). ``flat_chains=False`` keeps every top-level request
+on ``<id>/main``, in file order.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +45,10 @@ import orjson
 
 from agentx.apis import Api
 from agentx.core.errors import FormatError
-from agentx.core.flags import FLAG_SUBAGENT, weka_flag
+from agentx.core.flags import FLAG_SUBAGENT, WEKA_CHAIN, WEKA_EMPTY_HASH, WEKA_SEAMS, weka_flag
 from agentx.core.models import JSON, Exchange, Response, Timing, Usage
 from agentx.core.progress import Progress
+from agentx.formats.weka.chains import ChainRequest, Ids, block_ids
 from agentx.formats.weka.checks import (
     LOCAL_SCOPE_STRIDE,
     Invalid,
@@ -48,6 +59,7 @@ from agentx.formats.weka.checks import (
     str_at,
     strs_at,
 )
+from agentx.formats.weka.flat import FlatSplit, split_flat
 from agentx.formats.weka.record import (
     ABSOLUTE,
     EMPTY,
@@ -62,6 +74,11 @@ from agentx.formats.weka.record import (
 )
 
 SUBAGENT = "subagent"  # the Weka record type of a child thread
+MAIN = "main"  # the main agent's thread: <id>/main
+
+# The block ids of a record from its hash_ids as the document holds them (an index passes the
+# document with each array cut out and replaced by its ordinal: this reads the array back).
+BlockIds = Callable[[list[int], str], Ids]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +103,11 @@ class _Row:
     kw: dict[str, Any]
     fields: dict[str, Any]
     position: int  # index of the record in its list
-    thread: str
+    thread: str  # as in the file (main or a subagent): what the export's order checks read
     ids: tuple[list[int], tuple[int, ...]]  # block ids: as in the file, as stored
+    t: float  # the record's own t and api_time, as written (what the chain detection reads)
+    api_time: float | None
+    where: str  # its JSON path, for errors
 
 
 class _Builder:
@@ -219,7 +239,81 @@ class _Builder:
         if self.fields:
             types = (input_types, output_types)
             fields = request_fields(req, Exchange(**kw), base_ns, n_in or 0, out or 0, types)
-        return _Row(kw, fields, position, thread, ids)
+        return _Row(kw, fields, position, thread, ids, t, api_time, where)
+
+    # -- flat parallel agents -------------------------------------------------------------------
+
+    def split_flat(self, ids_of: BlockIds | None) -> None:
+        """Split the top-level requests into the main agent and its flat chains (a trace with
+        one agent is left as it is)."""
+        top = [self.rows[i] for kind, i in self.top if kind == "r"]
+        if len(top) < 2:
+            return
+        reqs = []
+        for row in top:
+            usage = row.kw["usage"]
+            ids = block_ids(row.ids[0]) if ids_of is None else ids_of(row.ids[0], row.where)
+            reqs.append(
+                ChainRequest(
+                    row.position,
+                    row.t,
+                    row.api_time,
+                    row.kw["model"],
+                    usage.prompt_tokens or 0,
+                    usage.completion_tokens or 0,
+                    ids,
+                )
+            )
+        split = split_flat(reqs)
+        if split is not None:
+            self._apply(split, {row.position: row for row in top})
+
+    def _apply(self, split: FlatSplit, at: dict[int, _Row]) -> None:
+        main_ids = self._chain(at, split.main, f"{self.session}/{MAIN}", (), None)
+        first = at[split.main[0]].kw
+        counts = [(WEKA_SEAMS, split.seams), (WEKA_EMPTY_HASH, split.empty)]
+        first["flags"] = (*first["flags"], *(weka_flag(k, n) for k, n in counts if n))
+
+        def spawner(position: int) -> str | None:
+            """The last main request before ``position`` in the file."""
+            before = [k for k, p in enumerate(split.main) if p < position]
+            return main_ids[max(before)] if before else None
+
+        taken = {*self.agents, MAIN}
+        for chain in split.chains:
+            name = chain.name
+            while name in taken:  # thread ids stay unique
+                name += "'"
+            taken.add(name)
+            flags = (weka_flag(WEKA_CHAIN, chain.kind),)
+            parent = spawner(chain.positions[0]) or main_ids[0]
+            self._chain(at, chain.positions, f"{self.session}/{name}", flags, parent)
+        firsts: dict[str, _Row] = {}
+        for row in self.rows:
+            firsts.setdefault(row.thread, row)
+        for position, _, thread, _ in self.entries:
+            firsts[thread].kw["parent_request_id"] = spawner(position)
+
+    @staticmethod
+    def _chain(
+        at: dict[int, _Row],
+        positions: Sequence[int],
+        thread: str,
+        flags: tuple[str, ...],
+        parent: str | None,
+    ) -> list[str]:
+        """Put the top-level records at ``positions`` (of ``at``) on ``thread``, in that order,
+        each naming the previous (the first names ``parent``); returns their request ids."""
+        ids = []
+        for n, position in enumerate(positions):
+            kw = at[position].kw
+            rid = f"{thread}/{n}"
+            kw.update(request_id=rid, thread_id=thread, parent_request_id=parent)
+            if flags:
+                kw["flags"] = (*kw["flags"], *flags)
+            ids.append(rid)
+            parent = rid
+        return ids
 
     def exchanges(self, header: dict[str, Any]) -> tuple[Exchange, ...]:
         """The rows in time order (ties: file order), with their ``import_fields``."""
@@ -283,13 +377,21 @@ def _inner_origin(requests: object, start: float) -> float:
 
 
 def parse_weka(
-    doc: JSON, path: str | os.PathLike[str], *, id_offset: int = 0, import_fields: bool = True
+    doc: JSON,
+    path: str | os.PathLike[str],
+    *,
+    id_offset: int = 0,
+    import_fields: bool = True,
+    flat_chains: bool = True,
+    block_ids: BlockIds | None = None,
 ) -> WekaTrace:
     """Validate a parsed Weka document and turn it into exchanges.
 
     ``id_offset`` is added to every hash id (used to keep local-scope files apart);
     ``import_fields=False`` leaves out what only an exact export needs (an index's business:
-    the checks are the same)."""
+    the checks are the same); ``flat_chains``: split the flat parallel agents (the module's
+    docstring); ``block_ids``: what a record's ``hash_ids`` in ``doc`` stand for (an index that
+    cut the arrays out reads them back for the split)."""
     p = Path(path)
     try:
         if not isinstance(doc, dict):
@@ -310,7 +412,9 @@ def parse_weka(
         models = tuple(strs_at(doc, "models", "$"))
         scope = str_at(doc, "hash_id_scope", "$")
         builder = _Builder(session, block_size, id_offset, import_fields)
-        builder.thread(doc["requests"], "requests", f"{session}/main", 0, ())
+        builder.thread(doc["requests"], "requests", f"{session}/{MAIN}", 0, ())
+        if flat_chains:
+            builder.split_flat(block_ids)
         tool_tokens = int_at(doc, "tool_tokens", "$", required=False)
         system_tokens = int_at(doc, "system_tokens", "$", required=False)
         exchanges = builder.exchanges(doc)
@@ -340,9 +444,11 @@ def _load(path: Path) -> JSON:
         raise FormatError(str(path), f"not valid JSON ({exc})") from None
 
 
-def read_weka_file(path: str | os.PathLike[str], *, id_offset: int = 0) -> WekaTrace:
+def read_weka_file(
+    path: str | os.PathLike[str], *, id_offset: int = 0, flat_chains: bool = True
+) -> WekaTrace:
     """Read and validate one Weka JSON file."""
-    return parse_weka(_load(Path(path)), path, id_offset=id_offset)
+    return parse_weka(_load(Path(path)), path, id_offset=id_offset, flat_chains=flat_chains)
 
 
 def weka_files(path: str | os.PathLike[str]) -> list[Path]:
@@ -364,10 +470,10 @@ def file_id_offset(doc: JSON, k: int) -> int:
     return k * LOCAL_SCOPE_STRIDE if scope != "global" else 0
 
 
-def read_nth_file(path: Path, k: int) -> WekaTrace:
+def read_nth_file(path: Path, k: int, *, flat_chains: bool = True) -> WekaTrace:
     """The k-th file of a directory, ids offset as :func:`file_id_offset` says."""
     doc = _load(path)
-    return parse_weka(doc, path, id_offset=file_id_offset(doc, k))
+    return parse_weka(doc, path, id_offset=file_id_offset(doc, k), flat_chains=flat_chains)
 
 
 def iter_weka(
@@ -375,17 +481,18 @@ def iter_weka(
     *,
     on_bad: Callable[[FormatError], None] | None = None,
     progress: Progress | None = None,
+    flat_chains: bool = True,
 ) -> Iterator[Exchange]:
     """Exchanges of a Weka file, or of every ``*.json`` in a directory (one session per file,
     read one at a time; ids offset as :func:`read_nth_file` says). A bad file raises
     :class:`FormatError`, or, with ``on_bad``, is passed to it and skipped. ``progress``
-    advances in files."""
+    advances in files; ``flat_chains``: as :func:`parse_weka`."""
     files = weka_files(path)
     prog = progress or Progress()
     prog.phase(None, total=len(files), unit="files")
     for k, f in enumerate(files):
         try:
-            trace = read_nth_file(f, k)
+            trace = read_nth_file(f, k, flat_chains=flat_chains)
         except FormatError as bad:
             if on_bad is None:
                 raise

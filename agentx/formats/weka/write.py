@@ -5,7 +5,8 @@ An imported Weka session (its rows carry the file's header in ``import_fields``,
 and every record as they were read, block ids less the importer's offset. Any other session
 (a capture, a Mooncake import) is laid out with 64-token blocks covering only full blocks
 (``floor(n/64)`` ids), ``t``/``think_time``/``api_time``/``ttft`` in seconds, every thread but
-the session's main one as a ``subagent`` entry with its own relative ``t``.
+the session's main one and its flat chains (``weka.chain`` rows: records of the main list) as a
+``subagent`` entry with its own relative ``t``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import orjson
 
 from agentx.apis.bodies import conversation
 from agentx.core.errors import TraceError, UsageError
-from agentx.core.flags import FLAG_SUBAGENT, weka_values
+from agentx.core.flags import FLAG_SUBAGENT, WEKA_CHAIN, weka_values
 from agentx.core.models import JSON, Exchange
 from agentx.core.outputs import check_output, write_atomic
 from agentx.formats.blocks import IdMapper, block_keys, output_tokens
@@ -175,13 +176,16 @@ def _timed(req: _Req, base_ns: int) -> dict[str, Any]:
 
 def weka_document(session: str, reqs: list[_Req], origin_ns: int | None = None) -> dict[str, Any]:
     """One session as a Weka document. ``t`` counts from ``origin_ns``, by default the session's
-    first request; the session's first thread is the main one, the others are subagents."""
+    first request; the session's first thread is the main one and its flat chains records of
+    the main list too, the others are subagents."""
     threads: dict[str, list[_Req]] = {}
     position = {id(r): i for i, r in enumerate(reqs)}  # ties in time keep the trace's order
     for r in reqs:
         threads.setdefault(r.thread, []).append(r)
     order = sorted(threads.values(), key=lambda rs: (any(r.subagent for r in rs), rs[0].start_ns))
-    root, subs = order[0], order[1:]
+    flat = [r for rs in order[1:] if weka_values(rs[0].flags, WEKA_CHAIN) for r in rs]
+    subs = [rs for rs in order[1:] if not weka_values(rs[0].flags, WEKA_CHAIN)]
+    root = sorted([*order[0], *flat], key=lambda r: (r.start_ns, position[id(r)]))
     base = min(r.start_ns for r in reqs) if origin_ns is None else origin_ns
     entries = [(r.start_ns, position[id(r)], _timed(r, base)) for r in root]
     for rs in subs:
