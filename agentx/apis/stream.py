@@ -95,7 +95,7 @@ class StreamParser:
         if b"\r" in data:
             if data.endswith(b"\r"):
                 data, self._carry = data[:-1], b"\r"
-            data = data.replace(b"\r\n", b"\n")
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # SSE allows CR alone
         parts = self._parts
         if parts:
             if b"\n\n" not in data and not (self._tail_nl and data.startswith(b"\n")):

@@ -6,15 +6,25 @@ failure, an exception or a kill leaves the previous file as it was; the temporar
 unique hidden name (``.NAME.PID.RANDOM.tmp``), so a leftover never blocks a later command. An
 output that already exists is replaced only when the user said so (``--force``); a directory is
 never replaced by a file.
+
+A directory output (a Weka export, a merged results directory) is built the same way, as a whole
+directory beside it, and swapped in with one rename (:func:`atomic_dir`): a kill leaves either
+the old directory or the new one, never a mixture, and what the old one held of this command's
+files is gone with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import fcntl
 import glob
 import os
 import secrets
-from collections.abc import Iterator
+import shutil
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +108,114 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool
     """Write ``data`` (text as UTF-8) to ``path`` through :func:`atomic_output`."""
     with atomic_output(path, force=force) as tmp:
         tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+# Held (flock) inside a directory being built: a leftover without a live holder is a dead
+# command's, removed by the next command writing the same output.
+_BUILDING = ".agentx-building"
+
+
+@contextlib.contextmanager
+def atomic_dir(
+    path: str | os.PathLike[str], *, owned: Callable[[str], bool] = lambda name: True
+) -> Iterator[Path]:
+    """``with atomic_dir(out, owned=...) as tmp:`` fill the new directory ``tmp`` (hidden,
+    beside ``out``); on success it replaces ``out`` as a whole. The entries of an existing
+    ``out`` that ``owned`` (by name: the files this command writes) go with it; any other entry
+    is moved into the new directory first. The caller decided whether ``out`` may be replaced
+    (``--force``). ``OSError`` becomes one :class:`AgentxError` line naming ``out``; on any
+    failure ``out`` is untouched and ``tmp`` removed."""
+    p = Path(path)
+    tmp = temp_path(p)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        _remove_dead_builds(p)
+        tmp.mkdir()
+        with open(tmp / _BUILDING, "wb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            yield tmp
+            if p.exists() and not p.is_dir():  # checked last: a bad input is the first word
+                raise AgentxError(f"cannot write {p}: it is a file")
+            os.unlink(tmp / _BUILDING)  # the lock holds on the open file until the swap is done
+            _swap_in(tmp, p, owned)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise AgentxError(f"cannot write {p}: {exc.strerror or exc}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _remove_dead_builds(p: Path) -> None:
+    """Remove the hidden directories a killed :func:`atomic_dir` left beside ``p``: a build
+    whose lock nobody holds, or (past its lock: an old directory swapped out) whose process is
+    gone."""
+    for name in glob.glob(glob.escape(str(p.parent / f".{p.name}.")) + "*.tmp"):
+        d = Path(name)
+        if not d.is_dir() or d.is_symlink():
+            continue
+        try:
+            with open(d / _BUILDING, "rb") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its writer lives
+        except FileNotFoundError:
+            if _alive(d.name[len(p.name) + 2 :].split(".", 1)[0]):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: str) -> bool:
+    """Whether the process ``pid`` (digits, from a temporary name) runs on this machine."""
+    if not pid.isdigit():
+        return True  # not a name of ours: leave it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists (another user's)
+    return True
+
+
+def _swap_in(new: Path, dst: Path, owned: Callable[[str], bool]) -> None:
+    """Put the directory ``new`` at ``dst`` in one rename; remove what ``dst`` was."""
+    try:
+        os.rename(new, dst)  # dst absent, or an empty directory
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    for entry in os.scandir(dst):
+        if not owned(entry.name) and not os.path.lexists(new / entry.name):
+            os.rename(entry.path, new / entry.name)  # not this command's: it stays
+    if _exchange(new, dst):
+        shutil.rmtree(new, ignore_errors=True)  # the old directory, now at the hidden name
+        return
+    old = dst.with_name(f".{dst.name}.{os.getpid()}.{secrets.token_hex(4)}.old.tmp")
+    os.rename(dst, old)  # without an atomic exchange, dst is absent for this instant
+    os.rename(new, dst)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); ``False`` where the
+    system or the file system cannot."""
+    if sys.platform != "linux":
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 # The files of a results directory (replay -o, merge -o) and of a sweep directory (sweep -o)

@@ -29,6 +29,9 @@ ERR_PROTOCOL = "protocol"  # malformed SSE / JSON
 ERR_NO_USAGE = "no_usage"  # stream ended without a usage block (row still counts as ok)
 ERR_BAD_USAGE = "bad_usage"  # impossible token counts, left unknown (row still counts as ok)
 ERR_CANCELLED = "cancelled"  # run stopped (Ctrl-C, --duration drain deadline)
+ERR_REDIRECT = "redirect"  # a 3xx answer: replay does not follow it (the endpoint moved)
+ERR_NO_CONTENT = "no_content"  # a 2xx answer without a body (204)
+ERR_NOT_A_STREAM = "not_a_stream"  # a 2xx web page (text/html): a proxy or login page answered
 
 
 class Gaps(Sequence[int]):

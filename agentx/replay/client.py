@@ -28,6 +28,7 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from agentx.apis.encodings import DECODE_ERRORS, StreamDecoder, decode_body
 from agentx.apis.registry import family
 from agentx.apis.stream import StreamParser, StreamProtocolError
 from agentx.apis.usage import checked_usage
@@ -38,15 +39,18 @@ from agentx.core.record import (
     ERR_CANCELLED,
     ERR_CONNECT,
     ERR_HTTP,
+    ERR_NO_CONTENT,
     ERR_NO_USAGE,
+    ERR_NOT_A_STREAM,
     ERR_PROTOCOL,
+    ERR_REDIRECT,
     ERR_RESET,
     ERR_TIMEOUT,
     NO_GAPS,
     Gaps,
 )
-from agentx.core.urls import credential_values, redact_values
-from agentx.replay.http1.connection import Response
+from agentx.core.urls import credential_values, redact_url, redact_values
+from agentx.replay.http1.connection import Response, Sink
 from agentx.replay.http1.errors import (
     ConnectError,
     ConnectionClosed,
@@ -302,12 +306,16 @@ async def _stream_request(
                 return StreamOutcome(
                     sent_ns, status, False, ERR_HTTP, f"HTTP {status}: {detail}", ttfb_ns=ttfb_ns
                 )
+            wrong = _not_an_answer(response)
+            if wrong is not None:
+                return StreamOutcome(sent_ns, status, False, *wrong, ttfb_ns=ttfb_ns)
             ctype = response.headers.get("content-type", "")
+            encoding = response.headers.get("content-encoding")
             if "json" in ctype and "event-stream" not in ctype:
-                raw = await response.read()
+                raw = _decoded(await response.read(), encoding)
                 return _non_streamed(api, sent_ns, status, ttfb_ns, raw, live)
             streaming = True
-            end_ns = await response.stream(parser.feed)
+            end_ns = await response.stream(_decoding(parser.feed, encoding))
             parser.finish(end_ns)
     except asyncio.CancelledError:
         # the run was stopped (Ctrl-C): the request becomes a row; the cancellation is handled
@@ -326,6 +334,49 @@ async def _stream_request(
         message = f"unexpected answer ({type(exc).__name__}: {str(exc)[:200]})"
         return _partial(parser, sent_ns, status, ttfb_ns, ERR_PROTOCOL, message)
     return _complete(parser, sent_ns, status, ttfb_ns, end_ns)
+
+
+def _not_an_answer(response: Response) -> tuple[str, str] | None:
+    """``(error_type, message)`` of a status below 400 that carries no answer: a redirect
+    (not followed: the endpoint moved), a body-less 2xx, a web page where a stream belongs."""
+    status, headers = response.status, response.headers
+    if 300 <= status < 400:
+        where = headers.get("location")
+        to = f" to {redact_url(where)}" if where else ""
+        return ERR_REDIRECT, f"HTTP {status} redirect{to}: replay does not follow redirects"
+    if status == 204 or headers.get("content-length", "").strip() == "0":
+        return ERR_NO_CONTENT, f"HTTP {status} without a body"
+    if "text/html" in headers.get("content-type", "").lower():
+        return ERR_NOT_A_STREAM, f"HTTP {status} text/html: a web page, not an answer"
+    return None
+
+
+def _decoded(raw: bytes, encoding: str | None) -> bytes:
+    try:
+        return decode_body(raw, encoding)
+    except ValueError as exc:
+        raise StreamProtocolError(str(exc)) from None
+
+
+def _decoding(feed: Sink, encoding: str | None) -> Sink:
+    """``feed`` behind the answer's ``Content-Encoding`` (asked for ``identity``, a server may
+    compress anyway): each read decoded as it arrives, keeping its instant."""
+    try:
+        decoder = StreamDecoder(encoding)
+    except ValueError as exc:
+        raise StreamProtocolError(str(exc)) from None
+    if decoder.identity:
+        return feed
+
+    def sink(data: bytes, t_ns: int) -> None:
+        try:
+            out = decoder.feed(data)
+        except DECODE_ERRORS as exc:
+            raise StreamProtocolError(f"cannot decode {encoding} stream: {exc}") from None
+        if out:
+            feed(out, t_ns)
+
+    return sink
 
 
 async def _error_body(response: Response, secrets: tuple[str, ...]) -> str:

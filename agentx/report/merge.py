@@ -358,7 +358,7 @@ def merge_results(
         **_identity(shards, warnings),
     )
     if output_dir is not None:
-        write_results(output_dir, summary, records, theory)
+        write_results(output_dir, summary, records, theory, whole=True)
     return MergeResult(summary, records, output_dir, tuple(warnings))
 
 

@@ -16,6 +16,7 @@ from agentx.core.outputs import (
     REQUESTS_FILE,
     SUMMARY_FILE,
     THEORY_FILE,
+    atomic_dir,
     results_at,
     write_atomic,
 )
@@ -118,10 +119,33 @@ def write_results(
     summary: Summary,
     records: Sequence[RequestRecord],
     theory: Sequence[TheoryRow] | None = None,
+    *,
+    whole: bool = False,
 ) -> None:
     """Write a results directory: ``theory`` rows (in send order) when given, at the summary's
     block size. Each file is written to a temporary file and renamed into place (the caller
-    checked the directory: :func:`agentx.core.outputs.check_results_dir`)."""
+    checked the directory: :func:`agentx.core.outputs.check_results_dir`). ``whole`` (a merge,
+    whose directory is made at once): the directory is built beside ``out_dir`` and replaces it
+    as a whole (:func:`agentx.core.outputs.atomic_dir`), so an older ``summary.json`` never
+    stands beside newer rows, nor an older ``theory.parquet`` beside a merge without one."""
+    if whole:
+        with atomic_dir(out_dir, owned=LAYOUT.__contains__) as tmp:
+            _write_files(tmp, summary, records, theory, out_dir)
+        return
+    _write_files(out_dir, summary, records, theory, out_dir)
+
+
+# The files of a results directory: what replacing one as a whole replaces.
+LAYOUT = frozenset({SUMMARY, REQUESTS, THEORY, REPORT})
+
+
+def _write_files(
+    out_dir: Path,
+    summary: Summary,
+    records: Sequence[RequestRecord],
+    theory: Sequence[TheoryRow] | None,
+    shown: Path,
+) -> None:
     from agentx.store.results import write_requests
     from agentx.store.theory import write_theory
 
@@ -133,7 +157,7 @@ def write_results(
             assert block_size is not None  # a run's summary always says it
             write_theory(out_dir / THEORY, theory, block_size)
     except OSError as exc:
-        raise AgentxError(f"cannot write results to {out_dir}: {exc.strerror or exc}") from None
+        raise AgentxError(f"cannot write results to {shown}: {exc.strerror or exc}") from None
     summary_json = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     write_atomic(out_dir / SUMMARY, summary_json, force=True)
-    write_html(summary, out_dir / REPORT, source=page_source(out_dir))
+    write_html(summary, out_dir / REPORT, source=page_source(shown))

@@ -38,6 +38,9 @@ def _p(
 
 
 _B64 = r"A-Za-z0-9+/"
+_AWS_ID = r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"
+# what stands between an AWS key id and its secret: blanks, quotes, separators, a label
+_AWS_SEP = r"[\s,;:=|\"'`]|\\n|\\t|(?i:(?:aws_?)?secret(?:_?access)?(?:_?key)?)"
 # Order matters: specific families before the generic ones that would also match them. The
 # group ``s`` is the secret; a public family prefix before it (``sk-ant-``, ``ghp_``) is kept.
 # Each pattern runs only on text that holds one of its needles (plain substring tests), so
@@ -60,6 +63,18 @@ PATTERNS: tuple[SecretPattern, ...] = (
     ),
     _p("github_token", r"\bgithub_pat_(?P<s>[A-Za-z0-9_]{22,})", "github_pat_"),
     _p("gitlab_token", r"\bglpat-(?P<s>[A-Za-z0-9_\-]{20,})", "glpat-"),
+    # a bare secret access key beside its key id (a credentials CSV, "id: ... secret: ..."):
+    # before the key id's own pattern, which would hide the id this one looks for
+    _p(
+        "aws_secret_access_key",
+        rf"\b{_AWS_ID}\b(?:{_AWS_SEP}){{1,24}}(?P<s>[{_B64}]{{40}})(?![{_B64}])",
+        "AKIA ASIA ABIA ACCA",
+    ),
+    _p(
+        "aws_secret_access_key",
+        rf"(?<![{_B64}])(?P<s>[{_B64}]{{40}})(?=(?:{_AWS_SEP}){{1,24}}{_AWS_ID}\b)",
+        "AKIA ASIA ABIA ACCA",
+    ),
     _p(
         "aws_access_key_id",
         r"\b(?:AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{16})\b",

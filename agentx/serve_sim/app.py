@@ -38,6 +38,7 @@ from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.prefixcache.tokens import set_encode_memo_tokens
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.delivery import complete, json_response, stream
+from agentx.serve_sim.guard import Guard
 from agentx.serve_sim.output import plan_output
 from agentx.serve_sim.replica import Replica
 
@@ -241,11 +242,26 @@ def replica_of(app: web.Application) -> Replica:
     return app[STATE].replica
 
 
+GUARD = web.AppKey("agentx_sim_guard", Guard)
+
+
+def guard_of(app: web.Application) -> Guard:
+    return app[GUARD]
+
+
 def create_app(config: SimConfig) -> web.Application:
     """The aiohttp application for ``config`` (validated). Owns one :class:`Replica`."""
     config.validate()
     set_encode_memo_tokens(ENCODE_MEMO_TOKENS)
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_errors])
+    guard = Guard(
+        max_connections=config.max_connections,
+        header_timeout_s=config.header_timeout_s,
+        body_timeout_s=config.body_timeout_s,
+    )
+    # the body's timeout inside _errors: a 408 in the API's shape
+    middlewares = [guard.connections, _errors, guard.bodies]
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
+    app[GUARD] = guard
     executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentx-sim-tokenize")
     tokenizer = resolve_tokenizer(config.tokenizer, to_chat=to_chat)
     app[STATE] = _State(Replica(config), executor, tokenizer)

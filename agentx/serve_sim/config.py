@@ -19,6 +19,7 @@ tokens/s (37B active parameters, long-context attention); ~80 tokens/s per seque
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -97,6 +98,28 @@ class SimConfig:
         0, "--seed", metavar="N", panel=Panel.SERVING, help="varies filler text and ids"
     )
     tokenizer: str | None = option(None, flag=TOKENIZER)  # None: cl100k_base; a HF tokenizer
+    # A flood's limits (agentx.serve_sim.guard): a partial request is closed, not kept open
+    header_timeout_s: float = option(
+        30.0,
+        "--header-timeout",
+        metavar="S",
+        panel=Panel.SERVING,
+        help="seconds a request head may take to arrive (from the connection or its first byte)",
+    )
+    body_timeout_s: float = option(
+        60.0,
+        "--body-timeout",
+        metavar="S",
+        panel=Panel.SERVING,
+        help="seconds a request body may take to arrive once its head has (then 408)",
+    )
+    max_connections: int = option(
+        4096,
+        "--max-connections",
+        metavar="N",
+        panel=Panel.SERVING,
+        help="open connections at most (lowered to what the file-descriptor limit allows)",
+    )
 
     @classmethod
     def of(cls, **values: Any) -> SimConfig:
@@ -139,6 +162,10 @@ class SimConfig:
             problems.append("--eos-tokens must be >= 0")
         if self.default_max_tokens < 1:
             problems.append("--default-max-tokens must be >= 1")
+        if not (0 < self.header_timeout_s < math.inf and 0 < self.body_timeout_s < math.inf):
+            problems.append("--header-timeout and --body-timeout must be > 0 seconds")
+        if self.max_connections < 1:
+            problems.append("--max-connections must be >= 1")
         if self.tokenizer == "server":
             problems.append("--tokenizer server: serve-sim is the server; give a tokenizer path")
         if problems:

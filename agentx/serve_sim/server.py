@@ -23,7 +23,7 @@ from aiohttp import web
 
 from agentx.core.errors import AgentxError
 from agentx.core.lifecycle import Running
-from agentx.serve_sim.app import create_app, replica_of, warm_up
+from agentx.serve_sim.app import create_app, guard_of, replica_of, warm_up
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.replica import Replica
 
@@ -45,22 +45,41 @@ async def running_server(config: SimConfig | None = None) -> AsyncIterator[Runni
     config = (config or SimConfig(port=0)).validate()
     app = create_app(config)
     await warm_up(app)
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=1.0,
+        lingering_time=LINGER_S,
+    )
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port)
+    protocol, guard = runner.server, guard_of(app)
+    assert protocol is not None  # set up
+    loop = asyncio.get_running_loop()
     try:
-        await site.start()
+        # aiohttp's protocol behind the guard's limits (a site would hand it out bare)
+        listener = await loop.create_server(
+            lambda: guard.protocol(protocol()), config.host, config.port, backlog=BACKLOG
+        )
     except OSError as exc:
         await runner.cleanup()
         raise AgentxError(
             f"serve-sim cannot listen on {config.host}:{config.port}: {exc.strerror or exc}"
         ) from None
-    port = int(runner.addresses[0][1])
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(guard.exception_handler)
+    port = int(listener.sockets[0].getsockname()[1])
     host = config.host if ":" not in config.host else f"[{config.host}]"
     try:
         yield RunningServer(f"http://{host}:{port}", port, replica_of(app))
     finally:
+        listener.close()
+        loop.set_exception_handler(previous)
         await runner.cleanup()
+
+
+BACKLOG = 128  # aiohttp's sites' own
+LINGER_S = 1.0  # the rest of an unread body (a 408's trickle) is read this long, then closed
 
 
 def serve(config: SimConfig, on_ready: Callable[[str], None]) -> None:

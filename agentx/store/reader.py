@@ -38,6 +38,7 @@ from agentx.store.schema import (
     META_WRITER,
     READABLE_FORMATS,
     REQUIRED_COLUMNS,
+    SCHEMA,
 )
 from agentx.store.spool import REPEATED_COLUMNS, spool_header, spool_path, try_lock
 from agentx.store.writer import Compacted, compact
@@ -154,6 +155,9 @@ def _open_file(p: Path) -> _FileInfo:
     missing = [c for c in required if c not in names]
     if missing:
         raise TraceError(f"{p}: corrupt trace (missing columns: {', '.join(missing)})")
+    wrong = _wrong_type(pf.schema_arrow)
+    if wrong:
+        raise TraceError(f"{p}: corrupt trace ({wrong})")
     user = meta.get(META_USER)
     try:
         metadata = orjson.loads(user) if user else {}
@@ -171,6 +175,35 @@ def _open_file(p: Path) -> _FileInfo:
         files=(p,),
     )
     return _FileInfo(info, tuple(c for c in COLUMNS if c in names))
+
+
+def _kind(t: pa.DataType) -> str:
+    """What a column's values are, as far as decoding a row cares (an int32 where the schema
+    says int64, a large or dictionary-encoded string, read the same)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_floating(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"list of {_kind(t.value_type)}"
+    if pa.types.is_null(t):
+        return "null"  # a column with no value at all reads as nulls whatever it should hold
+    return str(t)
+
+
+def _wrong_type(schema: pa.Schema) -> str | None:
+    """The first column whose values are not what the trace format says, as words."""
+    for field in schema:
+        if field.name not in SCHEMA.names:
+            continue
+        want, got = _kind(SCHEMA.field(field.name).type), _kind(field.type)
+        if got not in (want, "null") and not (want == "number" and got == "integer"):
+            return f"column {field.name} holds {field.type} values, not {want}"
+    return None
 
 
 def open_trace(path: str | os.PathLike[str]) -> TraceInfo:
@@ -273,10 +306,14 @@ def _iter(
     progress: Progress,
 ) -> Iterator[Exchange]:
     read = wanted | set(_DECODE_COLUMNS) | (set(_HASH_DECODE) if "hash_ids" in wanted else set())
+    needs_api = "api" in wanted
     for f in info.files:
         for rows, decoder in _file_rows(f, read, sessions, progress, shared=shared):
             try:
                 for row in rows:
+                    if needs_api and not isinstance(row["api"], str):
+                        # every reader branches on a row's API: a row without one is void
+                        raise ValueError(f"request {row['request_id']} has no api")
                     yield decoder.decode(row)
             except (KeyError, ValueError, TypeError) as exc:
                 raise TraceError(f"{f}: corrupt trace ({_first_line(exc)})") from None

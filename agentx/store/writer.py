@@ -74,8 +74,11 @@ class TraceWriter(Committing):
         metadata: dict[str, str] | None = None,
         fsync: bool = False,
         created_at: str | None = None,
+        shown: str | os.PathLike[str] | None = None,
     ) -> None:
         self.path = Path(path)
+        # the name errors give: the user's output, when ``path`` is a temporary file beside it
+        self.shown = Path(shown) if shown is not None else self.path
         self.trace_id = trace_id or uuid.uuid4().hex
         self._fsync = fsync
         self._encoder = DeltaEncoder()
@@ -109,7 +112,7 @@ class TraceWriter(Committing):
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise TraceError(f"cannot write trace {self.path}: {exc.strerror or exc}") from None
+            raise TraceError(f"cannot write trace {self.shown}: {exc.strerror or exc}") from None
 
     def append(self, ex: Exchange) -> None:
         """Spool one exchange durably (flushed to the OS; fsynced too when asked)."""
@@ -137,9 +140,9 @@ class TraceWriter(Committing):
             if self._fsync:
                 os.fsync(self._spool.fileno())
         except OSError as exc:
-            raise TraceError(
-                f"cannot write trace spool {self._spool_path}: {exc.strerror or exc}"
-            ) from None
+            # a capture's spool is the user's to know of; a whole-written trace's is hidden
+            what = f"spool {self._spool_path}" if self.shown == self.path else str(self.shown)
+            raise TraceError(f"cannot write trace {what}: {exc.strerror or exc}") from None
 
     def close(self) -> None:
         """Compact the spool into the Parquet trace and remove the spool (idempotent)."""
@@ -147,7 +150,7 @@ class TraceWriter(Committing):
             return
         try:
             self._spool.flush()
-            compact(self._spool_path, self.path)
+            compact(self._spool_path, self.path, shown=self.shown)
         finally:
             self._spool.close()  # releases the lock only after the spool is gone
 
@@ -187,11 +190,13 @@ class Compacted:
     kept_spool: Path | None = None  # the spool, renamed, when it was not fully recovered
 
 
-def compact(spool: Path, path: Path, progress: Progress | None = None) -> Compacted:
+def compact(
+    spool: Path, path: Path, progress: Progress | None = None, *, shown: Path | None = None
+) -> Compacted:
     """Turn a spool into the Parquet trace (atomically replacing ``path``). The spool is then
     removed, or, when some of it could not be read, kept as ``<spool>.damaged``: never lost,
     and no longer in the way of readers and writers of ``path``. ``progress`` advances in
-    spool bytes.
+    spool bytes. ``shown`` is the name errors give (the user's output ``path`` stands for).
 
     The caller holds the spool's lock (a live writer, or :func:`recover`)."""
     with open(spool, "rb") as fh:
@@ -207,7 +212,7 @@ def compact(spool: Path, path: Path, progress: Progress | None = None) -> Compac
         }
         if header.get("version"):  # spools written before the version stamp have none
             meta[META_VERSION] = str(header["version"]).encode()
-        n = _write_rows(path, read.rows, meta)
+        n = _write_rows(path, read.rows, meta, shown or path)
     if not read.damaged and not read.orphaned:
         spool.unlink()
         return Compacted(n)
@@ -224,7 +229,7 @@ def _free_name(path: Path) -> Path:
     return candidate
 
 
-def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes]) -> int:
+def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes], shown: Path) -> int:
     schema = SCHEMA.with_metadata(meta)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     n = 0
@@ -244,7 +249,7 @@ def _write_rows(path: Path, rows: Iterable[Row], meta: dict[bytes, bytes]) -> in
     except (OSError, pa.ArrowException) as exc:
         tmp.unlink(missing_ok=True)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TraceError(f"cannot write trace {path}: {reason}") from None
+        raise TraceError(f"cannot write trace {shown}: {reason}") from None
     return n
 
 
@@ -269,7 +274,7 @@ def new_trace(
         )
     with (
         atomic_output(p, force=force) as tmp,
-        TraceWriter(tmp, trace_id=trace_id, metadata=metadata, created_at=created_at) as w,
+        TraceWriter(tmp, trace_id=trace_id, metadata=metadata, created_at=created_at, shown=p) as w,
     ):
         yield w
 

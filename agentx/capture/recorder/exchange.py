@@ -17,10 +17,10 @@ import orjson
 from agentx.apis import Api
 from agentx.apis.assemble import error_text
 from agentx.apis.bodies import conversation
+from agentx.apis.encodings import decode_body
 from agentx.apis.registry import classify, family
 from agentx.capture.agents import detect_agent, parent_session_header
 from agentx.capture.credentials import Secrets
-from agentx.capture.encodings import decode_body
 from agentx.capture.procs import Proc, peer_process
 from agentx.capture.recorder.events import RequestSent
 from agentx.capture.recorder.flow import Flow, body_limit

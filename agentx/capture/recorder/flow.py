@@ -14,9 +14,9 @@ import orjson
 
 from agentx.apis import Api
 from agentx.apis.assemble import Assembled, Assembler
+from agentx.apis.encodings import StreamDecoder
 from agentx.apis.registry import family
 from agentx.apis.sse import SSEParser
-from agentx.capture.encodings import StreamDecoder
 from agentx.capture.sessions.placement import Placement
 from agentx.core.models import JSON
 

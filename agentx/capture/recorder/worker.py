@@ -161,18 +161,25 @@ class Recorder:
             try:
                 self.writer.close()
             except (AgentxError, OSError) as exc:
-                kept = spool_path(self.writer.path)
-                self._report_once(
-                    "close",
-                    f"agentx capture: {exc}"
-                    + (
-                        f"; every exchange is kept in {kept}: run `agentx recover "
-                        f"{self.writer.path}` once that is fixed"
-                        if kept.exists()
-                        else ""
-                    ),
-                )
+                self._report_once("close", f"agentx capture: {exc}{self._what_is_kept()}")
         return self.stats()
+
+    def _what_is_kept(self) -> str:
+        """What a failed compaction leaves: the spooled exchanges, and the ones never spooled
+        (a full disk refuses the spool too), counted."""
+        assert self.writer is not None
+        kept, path = spool_path(self.writer.path), self.writer.path
+        if not kept.exists():
+            return ""
+        recover = f"run `agentx recover {path}` once that is fixed"
+        lost = self._stats.snapshot(sessions=0, threads=0, in_flight=0).lost
+        if not lost:
+            return f"; every exchange is kept in {kept}: {recover}"
+        spooled = self.writer.count
+        return (
+            f"; {spooled} {'exchange is' if spooled == 1 else 'exchanges are'} kept in {kept} "
+            f"({recover}); {lost} could not be written and {'is' if lost == 1 else 'are'} lost"
+        )
 
     def stats(self) -> CaptureStats:
         return self._stats.snapshot(

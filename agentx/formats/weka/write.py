@@ -25,7 +25,7 @@ from agentx.apis.bodies import conversation
 from agentx.core.errors import TraceError, UsageError
 from agentx.core.flags import FLAG_SUBAGENT, WEKA_CHAIN, weka_values
 from agentx.core.models import JSON, Exchange
-from agentx.core.outputs import check_output, write_atomic
+from agentx.core.outputs import atomic_dir, check_output, write_atomic
 from agentx.formats.blocks import IdMapper, block_keys, output_tokens
 from agentx.formats.weka.record import (
     ABSOLUTE,
@@ -323,14 +323,14 @@ class _Files:
             path.mkdir(parents=True, exist_ok=True)
 
     def write(self, session: str, doc: JSON) -> None:
-        target = self.path
-        if not self.single:
+        if self.single:
+            write_atomic(self.path, orjson.dumps(doc), force=True)
+        else:  # a directory being built aside (atomic_dir): written as is
             name = _UNSAFE.sub("_", session).strip("._") or "session"
             while name in self.used:
                 name += "_"
             self.used.add(name)
-            target = self.path / f"{name}.json"
-        write_atomic(target, orjson.dumps(doc), force=True)
+            (self.path / f"{name}.json").write_bytes(orjson.dumps(doc))
         self.count += 1
 
 
@@ -393,10 +393,12 @@ def write_weka(
     """Write one Weka file per session: ``path`` is a directory, or a ``.json`` file when the
     trace holds a single session. Returns the number of sessions written. Rows are reduced to
     their Weka fields as they are read (block ids as what each turn adds to its thread's
-    previous one). A session is written (each file replacing its own once complete) and
-    forgotten as soon as its last row is read when ``session_rows`` says how many rows each
-    session has (memory then holds the sessions in flight), else at the end. An existing
-    file, or a directory already holding ``.json`` files, is refused unless ``force``."""
+    previous one). A session is written and forgotten as soon as its last row is read when
+    ``session_rows`` says how many rows each session has (memory then holds the sessions in
+    flight), else at the end. The directory is built beside ``path`` and replaces it whole once
+    every session is written (:func:`agentx.core.outputs.atomic_dir`: no half export, no file
+    of an older one left in it). An existing file, or a directory already holding ``.json``
+    files, is refused unless ``force``."""
     p = Path(path)
     if p.suffix == ".json" or (p.exists() and not p.is_dir()):
         check_output(p, force=force)
@@ -410,10 +412,19 @@ def write_weka(
             f"{len(session_rows)} sessions: a Weka file holds one; give a directory as -o"
         )
     try:
-        files = _Files(p, single) if session_rows is not None else None
-        files = _write_sessions(exchanges, files, session_rows, single, lambda: _Files(p, single))
+        if single:
+            return _write_files(exchanges, p, session_rows, single)
+        with atomic_dir(p, owned=lambda name: name.endswith(".json")) as tmp:
+            return _write_files(exchanges, tmp, session_rows, single)
     except OSError as exc:
         raise TraceError(f"cannot write {p}: {exc.strerror or exc}") from None
+
+
+def _write_files(
+    exchanges: Iterable[Exchange], p: Path, session_rows: Mapping[str, int] | None, single: bool
+) -> int:
+    files = _Files(p, single) if session_rows is not None else None
+    files = _write_sessions(exchanges, files, session_rows, single, lambda: _Files(p, single))
     return files.count
 
 

@@ -70,8 +70,12 @@ class HTTPConnection(asyncio.Protocol):
         try:
             self._http.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._fail(MalformedResponse(f"malformed HTTP response: {exc}"))
-            return
+            if not self.complete:
+                self._fail(MalformedResponse(f"malformed HTTP response: {exc}"))
+                return
+            # a second answer after the complete one (on_message_begin stopped llhttp at its
+            # first byte): the answer stands, the connection is nobody's any more
+            self.keep_alive = False
         pieces = self._pieces
         if pieces:
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
@@ -112,6 +116,8 @@ class HTTPConnection(asyncio.Protocol):
     # -- llhttp callbacks (on_body is the list's append) --------------------------------------
 
     def on_message_begin(self) -> None:
+        if self.complete:  # an unsolicited answer (a 500 after the 200): never read as ours
+            raise MalformedResponse("a second response to one request")
         self.headers = {}
 
     def on_status(self, status: bytes) -> None:

@@ -1,6 +1,8 @@
 """Content-Encoding decoders: one-shot for request bodies, incremental for streamed responses.
 
-The proxy forwards bytes untouched; these only produce the decoded copy that agentx parses.
+Capture's proxy forwards bytes untouched; these only produce the decoded copy that agentx
+parses. Replay asks for ``identity`` but reads a compressed answer the same way (a server that
+gzips its event stream anyway), so a capture of such a server replays.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ else:
     from backports import zstd
 
 SUPPORTED = ("gzip", "x-gzip", "deflate", "br", "zstd", "identity")
+# what a corrupt body raises from StreamDecoder.feed
+DECODE_ERRORS: tuple[type[Exception], ...] = (zlib.error, brotli.error, zstd.ZstdError)
 
 
 class _Step(Protocol):
@@ -109,5 +113,5 @@ def decode_body(raw: bytes, content_encoding: str | None) -> bytes:
         return raw
     try:
         return dec.feed(raw)
-    except (zlib.error, brotli.error, zstd.ZstdError) as exc:
+    except DECODE_ERRORS as exc:
         raise ValueError(f"cannot decode {content_encoding} body: {exc}") from None
