@@ -47,6 +47,13 @@ ROUTE = flag(
     "(sticky by tree, consistent hash), prefix (cache-aware with a load-balance escape), "
     "least-loaded (fewest in flight) or random (seeded by --seed)",
 )
+ROUTER = flag(
+    "--router",
+    choices=Route,
+    panel=Panel.SERVING,
+    help="with --replicas N > 1: the built-in router's policy for requests to the top-level "
+    "paths (the session headers of every --session-header preset are honoured)",
+)
 REPLICAS = flag(
     "--replicas",
     metavar="N",

@@ -27,6 +27,7 @@ from agentx.core.errors import UsageError
 from agentx.core.options import Panel, build, group, option, parse_tokens
 from agentx.prefixcache.engine import EngineParams
 from agentx.prefixcache.tokenizer import TOKENIZER
+from agentx.routing import DEFAULT_ROUTE, REPLICAS, ROUTER, Route
 
 DEFAULT_MODEL = "agentx-sim"
 
@@ -97,6 +98,9 @@ class SimConfig:
         0, "--seed", metavar="N", panel=Panel.SERVING, help="varies filler text and ids"
     )
     tokenizer: str | None = option(None, flag=TOKENIZER)  # None: cl100k_base; a HF tokenizer
+    # several replicas behind one port: each at /replicas/I/..., the router at the top level
+    replicas: int = option(1, flag=REPLICAS)
+    router: Route = option(DEFAULT_ROUTE, flag=ROUTER)
 
     @classmethod
     def of(cls, **values: Any) -> SimConfig:
@@ -139,6 +143,8 @@ class SimConfig:
             problems.append("--eos-tokens must be >= 0")
         if self.default_max_tokens < 1:
             problems.append("--default-max-tokens must be >= 1")
+        if self.replicas < 1:
+            problems.append("--replicas must be >= 1")
         if self.tokenizer == "server":
             problems.append("--tokenizer server: serve-sim is the server; give a tokenizer path")
         if problems:
