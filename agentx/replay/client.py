@@ -18,7 +18,7 @@ import functools
 import os
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -266,8 +266,10 @@ async def stream_request(
     headers: Mapping[str, str] | None = None,
     live: bool = False,
     timeout_s: float | None = None,
+    on_headers: Callable[[Mapping[str, str]], None] | None = None,
 ) -> StreamOutcome:
-    """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read."""
+    """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read.
+    ``on_headers`` is given the response's headers (a router's session token, llm-d's)."""
     parser = family(api).stream_parser(live)
     sent_ns = time.perf_counter_ns()
     status: int | None = None
@@ -277,6 +279,8 @@ async def stream_request(
         async with asyncio.timeout(timeout_s), client.post(path, body, headers) as response:
             status = response.status
             ttfb_ns = response.headers_ns - sent_ns
+            if on_headers is not None:
+                on_headers(response.headers)
             if status >= 400:
                 detail = await _error_body(response)
                 return StreamOutcome(
