@@ -117,9 +117,6 @@ class RequestRecord:
     expected_completion_tokens: int | None = None  # max_tokens it asked for
     theoretical_hit_tokens: int | None = None  # unbounded-cache hit of this request, in send order
     in_window: bool = True  # False: in flight at the --duration deadline, finished after (drained)
-    replica: int | None = None  # which of several --endpoint replicas it was routed to
-    # the unbounded-cache hit of this request on that replica, fed only what was routed there
-    replica_theoretical_hit_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.itl_ns, Gaps):

@@ -1,7 +1,8 @@
 """Serving systems of several replicas: the routing policies (``policy``, ``ring``,
-``prefix``) every driver shares, and the session identity a server-side router reads
-(``headers``). Below the drivers that route (``replay``, ``serve_sim``, ``simulate``), above
-the prefix-cache model the ``prefix`` policy keeps per replica."""
+``prefix``) every driver shares, a routed run's figures (``figures``), and the session
+identity a server-side router reads (``headers``, which replay sends). Below the drivers
+(``replay``, ``serve_sim``, ``simulate``), above the prefix-cache model the ``prefix`` policy
+keeps per replica."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from agentx.routing.policy import (
     REPLICAS,
     ROUTE,
     ROUTER,
-    ROUTES,
     LeastLoaded,
     Random,
     RoundRobin,
@@ -19,9 +19,8 @@ from agentx.routing.policy import (
     Router,
     RouteRequest,
     Session,
-    parse_routes,
 )
-from agentx.routing.prefix import PrefixRouter, PrefixThresholds, body_blocks
+from agentx.routing.prefix import PrefixRouter, PrefixThresholds
 
 
 def make_router(route: Route | str, replicas: int, *, seed: int = 0) -> Router:
@@ -43,7 +42,6 @@ __all__ = [
     "REPLICAS",
     "ROUTE",
     "ROUTER",
-    "ROUTES",
     "SESSION_HEADER",
     "PrefixRouter",
     "PrefixThresholds",
@@ -52,8 +50,6 @@ __all__ = [
     "Router",
     "SessionHeader",
     "SessionPreset",
-    "body_blocks",
     "make_router",
-    "parse_routes",
     "session_header",
 ]

@@ -1,6 +1,5 @@
 """The routing policies: which replica serves a request, one implementation for every driver
-(``replay`` routing over several ``--endpoint`` s, serve-sim's built-in router, ``simulate
---replicas``).
+(serve-sim's built-in router, ``simulate --replicas``).
 
 A driver describes each request as a :class:`RouteRequest` (the tree it belongs to, the size
 of its prompt, and for ``prefix`` its chained block hashes), asks :meth:`Router.pick`, and
@@ -63,39 +62,10 @@ REPLICAS = flag(
 )
 
 
-def parse_routes(typed: object) -> tuple[Route, ...]:
-    """``"round-robin,session,prefix"`` -> the policies, in the order given, each once."""
-    out: list[Route] = []
-    for item in str(typed).split(","):
-        word = item.strip()
-        if not word:
-            continue
-        try:
-            route = Route(word)
-        except ValueError:
-            raise ValueError(f"{word!r} is not a policy ({', '.join(Route)})") from None
-        if route in out:
-            raise ValueError(f"{route} is given twice")
-        out.append(route)
-    if not out:
-        raise ValueError(f"give at least one policy ({', '.join(Route)})")
-    return tuple(out)
-
-
-ROUTES = flag(
-    "--route",
-    metavar="LIST",
-    parse=parse_routes,
-    panel=Panel.LOAD,
-    help="comma list of routing policies, one sweep per policy (e.g. round-robin,session,prefix)",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class RouteRequest:
-    """What a router knows of one request. ``size``: its prompt in the driver's unit (tokens;
-    replay, which does not tokenise while it sends: body bytes), for ``least-loaded``.
-    ``blocks``: its chained block hashes in any block unit, for ``prefix``."""
+    """What a router knows of one request. ``size``: its prompt tokens, for ``least-loaded``.
+    ``blocks``: its chained block hashes, for ``prefix``."""
 
     key: str  # the tree (a session copy and its subagents): what ``session`` keeps together
     size: int = 0

@@ -13,27 +13,17 @@ where the longest prefix of it is held, with the escapes SGLang's ``cache_aware`
 3. otherwise (a new conversation, sharing at most a system prompt) the replica whose
    modelled cache is smallest takes it, so new trees spread over the replicas.
 
-Blocks may be of any unit, one per run: serve-sim's router and ``simulate`` hash tokens at the
-engine's block size; ``replay``, which does not tokenise while it sends, hashes the body's
-bytes (:func:`body_blocks`), whose prefixes are shared exactly where the conversation's are.
+Blocks are the chained hashes of the request's tokens at the engine's block size (serve-sim's
+router and ``simulate`` both have them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from agentx.prefixcache.cache import BlockSet, hit_blocks
-from agentx.prefixcache.hashing import HashArray, block_hashes
+from agentx.prefixcache.hashing import HashArray
 from agentx.routing.policy import Route, Router, RouteRequest
-
-BODY_BLOCK_BYTES = 256  # ~64 tokens of JSON text per block of a body
-
-
-def body_blocks(body: bytes, block_bytes: int = BODY_BLOCK_BYTES) -> HashArray:
-    """Chained hashes of a request body's full ``block_bytes`` blocks (one numpy pass)."""
-    return block_hashes(np.frombuffer(body, dtype=np.uint8), block_bytes)
 
 
 @dataclass(frozen=True, slots=True)

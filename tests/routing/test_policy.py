@@ -11,9 +11,7 @@ from agentx.routing import (
     PrefixThresholds,
     Route,
     RouteRequest,
-    body_blocks,
     make_router,
-    parse_routes,
 )
 from agentx.routing.ring import HashRing
 
@@ -104,27 +102,6 @@ def test_prefix_below_the_cache_threshold_spreads_new_trees() -> None:
     # shares 9 of 20 blocks: under the threshold, so the emptier replica takes it
     shared = RouteRequest("c", blocks=np.concatenate([_blocks(1, 8), _blocks(9, 10)]))
     assert r.pick(shared) != home
-
-
-def test_body_blocks_share_exactly_the_common_prefix() -> None:
-    a = body_blocks(b"x" * 1024 + b"a" * 512, 256)
-    b = body_blocks(b"x" * 1024 + b"b" * 512, 256)
-    assert a.size == b.size == 6
-    assert a[:4].tolist() == b[:4].tolist() and a[4] != b[4]
-
-
-def test_parse_routes() -> None:
-    assert parse_routes("round-robin, session,prefix") == (
-        Route.ROUND_ROBIN,
-        Route.SESSION,
-        Route.PREFIX,
-    )
-    with pytest.raises(ValueError, match="not a policy"):
-        parse_routes("sticky")
-    with pytest.raises(ValueError, match="twice"):
-        parse_routes("session,session")
-    with pytest.raises(ValueError, match="at least one"):
-        parse_routes(" , ")
 
 
 def test_every_route_has_its_router() -> None:
