@@ -28,6 +28,9 @@ STAGES: list[list[str]] = [
     [
         "agentx.prefixcache"
     ],  # tokens, block hashes, the unbounded and bounded caches, the engine model
+    [
+        "agentx.routing"
+    ],  # routing policies over replicas, session headers (replay, serve-sim, simulate)
     ["agentx.store"],  # the trace store and requests.parquet (the only pyarrow importer)
     ["agentx.formats"],  # Weka / Mooncake / Hugging Face import and export, agentx convert
     ["agentx.schedule"],  # the replay's rules as a pure event model (replay and simulate drive it)

@@ -71,8 +71,14 @@ def serve_sim(
         sys.stdout.write(url + "\n")
         sys.stdout.flush()
         mode = "fast (no modelled latency)" if config.engine.fast else "modelled latency"
+        n = config.replicas
+        where = (
+            f"{url} (router: {config.router}; replicas at {url}/replicas/0..{n - 1})"
+            if n > 1
+            else url
+        )
         err.print(
-            f"agentx serve-sim: serving {config.model!r} on {url} ({mode}, profile {profile}); "
+            f"agentx serve-sim: serving {config.model!r} on {where} ({mode}, profile {profile}); "
             "Ctrl-C stops",
             markup=False,
             soft_wrap=True,

@@ -11,6 +11,11 @@ every stage (``stats``, ``scrub``'s report, ``simulate``, ``replay``'s theoretic
   or requests already hashed (:meth:`HitRateMeter.observe_blocks`); :meth:`HitRateMeter.row`
   records what one request sent did to the cache as a :class:`TheoryRow` (``theory.parquet``).
 - :func:`union_theory`: several shards' rows replayed as if they had shared one cache, exactly.
+
+A run that routes its requests over several replicas keeps, beside the shared cache, one
+unbounded cache per replica fed only what was routed to it (:meth:`HitRateMeter.row` with a
+``replica``): the hit rate the replicas could reach, whose gap to the shared cache's is the
+routing loss (docs/replay.md).
 """
 
 from __future__ import annotations
@@ -138,6 +143,8 @@ class HitRateMeter:
         )
         self.block_size = block_size  # of text rows
         self.caches: dict[int, UnboundedPrefixCache] = {}
+        # (replica, block size) -> what a replica could hit of what was routed to it alone
+        self.replica_caches: dict[tuple[int, int], UnboundedPrefixCache] = {}
         self.requests: Counter[int] = Counter()  # by block size
         self.last_prompt_tokens: int | None = None  # of the last exchange observed
 
@@ -171,14 +178,46 @@ class HitRateMeter:
         self.requests[bs] += 1
         return self._cache(bs).observe(hashes, prompt_tokens)
 
+    def observe_routed(
+        self, hashes: HashArray, prompt_tokens: int, replica: int, block_size: int | None = None
+    ) -> tuple[PrefixLookup, PrefixLookup]:
+        """Count one request routed to ``replica``: what the shared cache served it, and what
+        the replica's own unbounded cache (fed only what was routed to it) did."""
+        shared = self.observe_blocks(hashes, prompt_tokens, block_size)
+        bs = self.block_size if block_size is None else block_size
+        key = (replica, bs)
+        cache = self.replica_caches.get(key)
+        if cache is None:
+            cache = self.replica_caches[key] = UnboundedPrefixCache(bs)
+        return shared, cache.observe(hashes, prompt_tokens)
+
     def row(
-        self, request_id: str, sent_ns: int, hashes: HashArray, prompt_tokens: int
+        self,
+        request_id: str,
+        sent_ns: int,
+        hashes: HashArray,
+        prompt_tokens: int,
+        replica: int | None = None,
     ) -> TheoryRow:
-        """Count one request sent (hashed at the text block size) and return what it did to the
-        cache: the row ``theory.parquet`` keeps for it."""
-        lookup = self.observe_blocks(hashes, prompt_tokens)
-        new = new_blocks(hashes, lookup.hit_tokens, self.block_size)
-        return TheoryRow(request_id, sent_ns, lookup.prompt_tokens, lookup.hit_tokens, new)
+        """Count one request sent (hashed at the text block size; ``replica``: the replica it
+        was routed to) and return what it did to the caches: the row ``theory.parquet``
+        keeps for it."""
+        bs = self.block_size
+        if replica is None:
+            lookup = self.observe_blocks(hashes, prompt_tokens)
+            new = new_blocks(hashes, lookup.hit_tokens, bs)
+            return TheoryRow(request_id, sent_ns, lookup.prompt_tokens, lookup.hit_tokens, new)
+        lookup, local = self.observe_routed(hashes, prompt_tokens, replica)
+        return TheoryRow(
+            request_id,
+            sent_ns,
+            lookup.prompt_tokens,
+            lookup.hit_tokens,
+            new_blocks(hashes, lookup.hit_tokens, bs),
+            replica,
+            local.hit_tokens,
+            new_blocks(hashes, local.hit_tokens, bs),
+        )
 
     @property
     def prompt_tokens(self) -> int:
@@ -234,13 +273,17 @@ class HitRateMeter:
 
 @dataclass(frozen=True, slots=True)
 class TheoryRow:
-    """What one request sent did to its run's unbounded prefix cache."""
+    """What one request sent did to its run's unbounded prefix cache and, when the run routed
+    it to one of several replicas, to that replica's own (fed only what was routed there)."""
 
     request_id: str
     sent_ns: int  # on its run's clock
     prompt_tokens: int  # agentx's own count of what was sent
     hit_tokens: int  # what the cache served: a whole number of blocks
     new_blocks: npt.NDArray[np.uint64]  # chained hashes of blocks hit_tokens // block_size, ...
+    replica: int | None = None  # the replica it was routed to (None: one endpoint)
+    replica_hit_tokens: int | None = None  # what that replica's own cache served
+    replica_new_blocks: npt.NDArray[np.uint64] | None = None  # what it added to that cache
 
 
 def union_theory(
@@ -251,9 +294,11 @@ def union_theory(
     ``shards`` holds each shard's rows (in its own send order) and the offset that moves its
     ``sent_ns`` onto the common clock. The rows yielded carry the common-clock ``sent_ns``, the
     shared cache's ``hit_tokens`` and the blocks they added to it (so a merge of merges is
-    exact too).
+    exact too). A routed row's replica figures are replayed the same way against one cache per
+    replica, shared by the shards that routed to it (shards of one run used the same replicas).
     """
     seen = BlockSet()
+    replicas: dict[int, BlockSet] = {}
 
     def timed(rows: Iterable[TheoryRow], offset: int) -> Iterator[tuple[int, TheoryRow]]:
         for r in rows:
@@ -261,10 +306,37 @@ def union_theory(
 
     merged = heapq.merge(*(timed(rows, off) for rows, off in shards), key=lambda p: p[0])
     for sent_ns, row in merged:
-        base = row.hit_tokens // block_size
-        new = row.new_blocks
-        lo = hit_blocks(new, hittable_blocks(row.prompt_tokens, block_size) - base, seen)
-        added = new[lo:]
-        if added.size:
-            seen.update(added.tolist())
-        yield TheoryRow(row.request_id, sent_ns, row.prompt_tokens, (base + lo) * block_size, added)
+        hit, added = _replay(row.prompt_tokens, row.hit_tokens, row.new_blocks, block_size, seen)
+        if row.replica is None or row.replica_hit_tokens is None or row.replica_new_blocks is None:
+            yield TheoryRow(row.request_id, sent_ns, row.prompt_tokens, hit, added)
+            continue
+        local = replicas.setdefault(row.replica, BlockSet())
+        local_hit, local_added = _replay(
+            row.prompt_tokens, row.replica_hit_tokens, row.replica_new_blocks, block_size, local
+        )
+        yield TheoryRow(
+            row.request_id,
+            sent_ns,
+            row.prompt_tokens,
+            hit,
+            added,
+            row.replica,
+            local_hit,
+            local_added,
+        )
+
+
+def _replay(
+    prompt_tokens: int,
+    hit_tokens: int,
+    new: npt.NDArray[np.uint64],
+    block_size: int,
+    seen: BlockSet,
+) -> tuple[int, npt.NDArray[np.uint64]]:
+    """One row against a shared cache ``seen``: its hit there, and the blocks it added."""
+    base = hit_tokens // block_size
+    lo = hit_blocks(new, hittable_blocks(prompt_tokens, block_size) - base, seen)
+    added = new[lo:]
+    if added.size:
+        seen.update(added.tolist())
+    return (base + lo) * block_size, added

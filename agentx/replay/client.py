@@ -18,7 +18,7 @@ import functools
 import os
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -271,12 +271,16 @@ async def stream_request(
     headers: Mapping[str, str] | None = None,
     live: bool = False,
     timeout_s: float | None = None,
+    on_headers: Callable[[Mapping[str, str]], None] | None = None,
 ) -> StreamOutcome:
-    """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read. The
+    """POST ``body`` to ``path`` and consume the streamed answer, timestamping every read.
+    ``on_headers`` is given the response's headers (a router's session token, llm-d's). The
     outcome's error text (the server's words, maybe) never carries a credential the request
     sent: a server that echoes the key gets ``REDACTED`` stored."""
     secrets = (*client.secrets, *credential_values(headers or {}))
-    outcome = await _stream_request(client, path, body, api, headers, live, timeout_s, secrets)
+    outcome = await _stream_request(
+        client, path, body, api, headers, live, timeout_s, secrets, on_headers
+    )
     if outcome.error is None or not secrets:
         return outcome
     return replace(outcome, error=redact_values(outcome.error, secrets))
@@ -291,6 +295,7 @@ async def _stream_request(
     live: bool,
     timeout_s: float | None,
     secrets: tuple[str, ...],
+    on_headers: Callable[[Mapping[str, str]], None] | None,
 ) -> StreamOutcome:
     parser = family(api).stream_parser(live)
     sent_ns = time.perf_counter_ns()
@@ -301,6 +306,8 @@ async def _stream_request(
         async with asyncio.timeout(timeout_s), client.post(path, body, headers) as response:
             status = response.status
             ttfb_ns = response.headers_ns - sent_ns
+            if on_headers is not None:
+                on_headers(response.headers)
             if status >= 400:
                 detail = await _error_body(response, secrets)
                 return StreamOutcome(

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from agentx.core.errors import AgentxError
@@ -38,6 +38,7 @@ from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
 from agentx.replay.http1.pool import StreamClient
 from agentx.replay.theory import SentLog
+from agentx.routing import SessionHeader
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
 from agentx.schedule.arrivals import ArrivalLog, Arrivals
 from agentx.store.rowspool import RowSpool
@@ -62,6 +63,7 @@ class LaneConfig:
     nonce: str = "0"  # unique per run (and per worker), so markers never repeat across runs
     id_prefix: str = "r"
     headers: dict[str, str] = field(default_factory=dict)
+    session_header: SessionHeader | None = None  # --session-header: per request, per tree
     max_failed_ratio: float | None = None  # abort when measured failures exceed this share
     gate_after: int = 10  # ... once this many measured requests have ended
     # --request-rate: the sessions are single requests (agentx.replay.open_loop) sharing the
@@ -152,6 +154,7 @@ class LaneDriver:
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
         self._loaders: dict[int, SessionLoader] = {}  # per tree instance
         self._gate = FailedRatioGate(config.max_failed_ratio, config.gate_after)
+        self._tokens: dict[str, str] = {}  # tree -> the session token a router answered (llm-d)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -349,6 +352,7 @@ class LaneDriver:
         )
         self.counters.sent += 1
         self.counters.in_flight += 1
+        headers, on_headers = self._session_headers(session_id, thread.thread_id, thread.after)
         created_ns = time.perf_counter_ns()
         try:
             if self.aborted or self.failure is not None:
@@ -358,9 +362,10 @@ class LaneDriver:
                 built.path,
                 built.body,
                 built.api,
-                headers=cfg.headers,
+                headers=headers,
                 live=cfg.build.live,
                 timeout_s=cfg.timeout_s,
+                on_headers=on_headers,
             )
         except asyncio.CancelledError:
             # cancelled (Ctrl-C, an abort) while being sent: it is a row
@@ -401,6 +406,28 @@ class LaneDriver:
         if self.rows.error is not None and self.failure is None:
             self.abort(self.rows.error)  # the run's results would be lost
         return record, outcome
+
+    def _session_headers(
+        self, tree: str, thread: str, after: tuple[int, int] | None
+    ) -> tuple[dict[str, str], Callable[[Mapping[str, str]], None] | None]:
+        """A request's headers with its session for a server-side router (``--session-header``:
+        the tree, a subagent's thread, the token the router answered last), and what keeps
+        that token."""
+        cfg = self.config
+        sh = cfg.session_header
+        if sh is None:
+            return cfg.headers, None
+        sub = thread if after is not None else None  # a subagent's thread: after its parent's
+        headers = {**cfg.headers, **sh.headers(tree, sub, self._tokens.get(tree))}
+        if not sh.echo:
+            return headers, None
+
+        def keep(answered: Mapping[str, str]) -> None:
+            token = answered.get(sh.name)
+            if token:
+                self._tokens[tree] = token
+
+        return headers, keep
 
     def _count(self, r: RequestRecord) -> None:
         c = self.counters

@@ -30,6 +30,7 @@ from agentx.core.percentiles import PERCENTILES
 from agentx.core.urls import check_http_url, redact_header, redact_url
 from agentx.metrics.cost import CostOptions
 from agentx.prefixcache.tokenizer import TOKENIZER
+from agentx.routing import SESSION_HEADER, SessionHeader, session_header
 from agentx.schedule.arrivals import ArrivalError, ArrivalProcess, Arrivals, arrival_process
 from agentx.schedule.options import MAX_SECONDS, ScheduleOptions, format_ratio
 from agentx.workload.options import WorkloadOptions
@@ -373,6 +374,8 @@ class ReplayOptions:
         help="extra request header for a gateway or router, repeatable, sent with every "
         "request (wins over agentx's own); a credential's value is never printed or written",
     )
+    # a server-side router's session identity on every request (None: none sent)
+    session_header: SessionHeader | None = option(None, flag=SESSION_HEADER)
     insecure: bool = option(
         False,
         "--insecure",
@@ -485,6 +488,10 @@ class ReplayOptions:
             object.__setattr__(self, "metrics_headers", parse_headers(self.metrics_headers))
         except ValueError as exc:
             raise UsageError(f"--metrics-header: {exc}") from None
+        try:  # as a caller may give it: a preset or a header name
+            object.__setattr__(self, "session_header", session_header(self.session_header))
+        except ValueError as exc:
+            raise UsageError(f"--session-header: {exc}") from None
         validate(self)
 
     def resolved_api_key(self) -> str | None:
@@ -500,6 +507,10 @@ class ReplayOptions:
         data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
         data["headers"] = [redact_header(name, value) for name, value in self.headers]
         data["metrics_headers"] = [redact_header(n, v) for n, v in self.metrics_headers]
+        if self.session_header is None:  # a run without one writes the config it always did
+            data.pop("session_header", None)
+        else:
+            data["session_header"] = str(self.session_header)
         data["ca_bundle"] = str(self.ca_bundle) if self.ca_bundle else None
         data["trace"] = str(self.trace)
         data["output_dir"] = str(self.output_dir) if self.output_dir else None

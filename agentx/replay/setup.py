@@ -240,6 +240,7 @@ def lane_config(
         # --request-rate: one session's requests may run on any worker and share its marker
         nonce=f"{setup.nonce}{o.shard[0]:x}{'' if single else f'{worker:x}'}-",
         id_prefix=f"{o.shard[0]}.{worker}.",
+        session_header=o.session_header,
         max_failed_ratio=o.max_failed_ratio,
         gate_after=len(lanes),
         single_requests=single,

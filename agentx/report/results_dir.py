@@ -155,7 +155,8 @@ def _write_files(
         if theory is not None:
             block_size = summary.cache.block_size
             assert block_size is not None  # a run's summary always says it
-            write_theory(out_dir / THEORY, theory, block_size)
+            routed = any(r.replica is not None for r in theory)
+            write_theory(out_dir / THEORY, theory, block_size, routed=routed)
     except OSError as exc:
         raise AgentxError(f"cannot write results to {shown}: {exc.strerror or exc}") from None
     summary_json = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"

@@ -27,6 +27,7 @@ from agentx.results.base import (
     sub,
     text,
 )
+from agentx.results.routing import ReplicaFigures, Routing, replica_list
 
 SCHEMA = "agentx.simulate/1"
 
@@ -36,11 +37,15 @@ class RunFigures:
     """What one engine run of replay's timeline did: its blocks, evictions, queue and length.
     ``as_unbounded``: not run, derived from the unbounded run (it refilled nothing)."""
 
-    kv_blocks: int
+    kv_blocks: int  # of each replica, when routed over several
     evicted_blocks: int
     peak_waiting: int
     duration_s: float
     as_unbounded: bool = False
+    # routed over several replicas (--replicas): the run's TTFT and each replica's figures
+    ttft_p50_s: float | None = None
+    ttft_p90_s: float | None = None
+    replicas: tuple[ReplicaFigures, ...] = ()
 
     def to_json(self) -> Json:
         out: Json = {
@@ -51,6 +56,12 @@ class RunFigures:
         }
         if self.as_unbounded:
             out["as_unbounded"] = True
+        if self.ttft_p50_s is not None:
+            out["ttft_p50_s"] = self.ttft_p50_s
+        if self.ttft_p90_s is not None:
+            out["ttft_p90_s"] = self.ttft_p90_s
+        if self.replicas:
+            out["replicas"] = [r.to_json() for r in self.replicas]
         return out
 
     @classmethod
@@ -61,6 +72,9 @@ class RunFigures:
             need(integer(d, "peak_waiting"), "peak_waiting"),
             need(num(d, "duration_s"), "duration_s"),
             bool(flag(d, "as_unbounded")),
+            num(d, "ttft_p50_s"),
+            num(d, "ttft_p90_s"),
+            replica_list(d, "replicas") if "replicas" in d else (),
         )
 
 
@@ -261,6 +275,7 @@ class ReplaySimulation:
     kv_from: KvFrom | None = None
     trace: str | None = None
     format: str | None = None
+    routing: Routing | None = None  # --replicas N > 1: the policy, imbalance, routing loss
 
     def to_json(self) -> Json:
         out: Json = {
@@ -286,12 +301,15 @@ class ReplaySimulation:
             out["trace"] = self.trace
         if self.format is not None:
             out["format"] = self.format
+        if self.routing is not None:
+            out["routing"] = self.routing.to_json()
         return out
 
     @classmethod
     def from_json(cls, v: object) -> ReplaySimulation:
         d = schema_obj(v, SCHEMA)
         kv = opt_obj(d, "kv_from")
+        routing = opt_obj(d, "routing")
 
         def count(key: str) -> int:
             return need(integer(d, key), key)
@@ -314,6 +332,7 @@ class ReplaySimulation:
             kv_from=None if kv is None else KvFrom.from_json(kv),
             trace=text(d, "trace"),
             format=text(d, "format"),
+            routing=None if routing is None else Routing.from_json(routing),
         )
 
 

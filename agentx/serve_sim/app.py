@@ -12,6 +12,16 @@ Gemini's last chunk; a Gemini JSON-array stream has no place for it)::
 ``ttft_ms`` runs from the handler's start (request head parsed, before the body is read) to the
 moment the first token chunk is handed to the socket; ``e2e_ms`` to the terminator.
 Running the application: :mod:`agentx.serve_sim.server`.
+
+With ``--replicas N`` the application holds N replicas, each its own engine, KV cache and
+``/metrics``, every endpoint of replica I under the path prefix ``/replicas/I`` (so a client
+routing on its own gives ``--endpoint URL/replicas/0 --endpoint URL/replicas/1``). The top-level
+paths are a built-in router (``--router POLICY``, :mod:`agentx.routing`'s policies): it reads
+the session a request names in any ``--session-header`` preset's headers
+(:func:`agentx.routing.headers.routing_key`), keeps a request that sends back an
+``x-session-token`` it answered on the replica that token names (llm-d's echo), and answers
+``x-session-token`` and ``x-agentx-replica`` naming the replica that served. Behind a router
+there is no top-level ``/metrics`` (a router has no engine): each replica's is its own.
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ from agentx.core.models import JSON
 from agentx.prefixcache.hashing import HashArray, block_hashes
 from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.prefixcache.tokens import set_encode_memo_tokens
+from agentx.routing import Router, RouteRequest, make_router
+from agentx.routing.headers import LLM_D_TOKEN, replica_token, routing_key, token_replica
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.delivery import complete, json_response, stream
 from agentx.serve_sim.guard import Guard
@@ -52,15 +64,41 @@ ENCODE_MEMO_TOKENS = 16 << 20
 _WARMUP: dict[str, JSON] = {"messages": [{"role": "user", "content": "warm up"}]}
 
 
+REPLICA_PREFIX = "/replicas/{replica:\\d+}"  # replica I's endpoints, with --replicas N > 1
+
+
 @dataclass(slots=True)
 class _State:
-    replica: Replica
+    replicas: list[Replica]
     executor: ThreadPoolExecutor
     tokenizer: Tokenizer
+    router: Router | None = None  # --replicas N > 1: the top-level paths' router
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def replica(self) -> Replica:
+        """The first replica (the only one without --replicas): the server's settings."""
+        return self.replicas[0]
 
     def next_id(self, prefix: str) -> str:
         return f"{prefix}{self.replica.config.seed:04x}{next(self.ids):012x}"
+
+    def addressed(self, request: web.Request) -> int | None:
+        """The replica a ``/replicas/I`` path names (404 past the last), ``None`` for a
+        top-level path behind a router; 0 when there is one replica."""
+        index = request.match_info.get("replica")
+        if index is None:
+            return None if self.router is not None else 0
+        if int(index) >= len(self.replicas):
+            raise web.HTTPNotFound()
+        return int(index)
+
+    def route(self, request: web.Request, route: RouteRequest) -> int:
+        """The replica the router sends a top-level request to (llm-d's echoed token first)."""
+        assert self.router is not None
+        token = request.headers.get(LLM_D_TOKEN)
+        pinned = token_replica(token, len(self.replicas)) if token else None
+        return pinned if pinned is not None else self.router.pick(route)
 
 
 STATE = web.AppKey("agentx_sim_state", _State)
@@ -133,7 +171,8 @@ async def _generate(request: web.Request, fam: Family) -> web.StreamResponse:
     if route is None:
         raise web.HTTPNotFound()
     state = request.app[STATE]
-    replica = state.replica
+    index = state.addressed(request)
+    replica = state.replicas[index or 0]
     clock = replica.clock
     t0 = clock()
     cfg = replica.config
@@ -158,9 +197,26 @@ async def _generate(request: web.Request, fam: Family) -> web.StreamResponse:
         call_id=state.next_id(fam.call_id_prefix),
     )
     rid, emitter = fam.emitter(state.next_id, sreq, plan, cfg.seed, route.sse)
-    if sreq.stream:
-        return await stream(request, replica, plan, emitter, hashes, n_prompt, t0, rid)
-    return await complete(replica, plan, emitter, hashes, n_prompt, t0, rid)
+    if index is not None:
+        if sreq.stream:
+            return await stream(request, replica, plan, emitter, hashes, n_prompt, t0, rid)
+        return await complete(replica, plan, emitter, hashes, n_prompt, t0, rid)
+    # the built-in router: the replica it picks serves, and the router counts its load
+    router = state.router
+    assert router is not None
+    ask = RouteRequest(routing_key(request.headers), n_prompt, hashes)
+    index = state.route(request, ask)
+    replica = state.replicas[index]
+    said = {LLM_D_TOKEN: replica_token(index), "x-agentx-replica": str(index)}
+    router.started(index, ask)
+    try:
+        if sreq.stream:
+            return await stream(
+                request, replica, plan, emitter, hashes, n_prompt, t0, rid, extra_headers=said
+            )
+        return await complete(replica, plan, emitter, hashes, n_prompt, t0, rid, extra_headers=said)
+    finally:
+        router.finished(index, ask)
 
 
 def _handler(fam: Family) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -206,20 +262,32 @@ async def _models(request: web.Request) -> web.StreamResponse:
 
 
 async def _metrics(request: web.Request) -> web.StreamResponse:
-    text = request.app[STATE].replica.render_metrics()
+    state = request.app[STATE]
+    index = state.addressed(request)
+    if index is None:  # a router has no engine of its own
+        raise web.HTTPNotFound()
+    text = state.replicas[index].render_metrics()
     return web.Response(
         text=text, content_type="text/plain", charset="utf-8", headers={"X-Format": "prometheus"}
     )
 
 
+def _reset(request: web.Request) -> bool:
+    """Reset the addressed replica's cache; behind the router, every replica's."""
+    state = request.app[STATE]
+    index = state.addressed(request)
+    chosen = state.replicas if index is None else [state.replicas[index]]
+    return all([r.reset_prefix_cache() for r in chosen])
+
+
 async def _reset_prefix_cache(request: web.Request) -> web.StreamResponse:
     """vLLM's ``POST /reset_prefix_cache``: ``{"success": false}`` while requests hold blocks."""
-    return json_response({"success": request.app[STATE].replica.reset_prefix_cache()})
+    return json_response({"success": _reset(request)})
 
 
 async def _flush_cache(request: web.Request) -> web.StreamResponse:
     """SGLang's ``/flush_cache``: 200 when flushed, 400 while requests run."""
-    if request.app[STATE].replica.reset_prefix_cache():
+    if _reset(request):
         return web.Response(text="Cache flushed.\n")
     return web.Response(status=400, text="Cache not flushed: requests are running.\n")
 
@@ -249,8 +317,13 @@ def guard_of(app: web.Application) -> Guard:
     return app[GUARD]
 
 
+def replicas_of(app: web.Application) -> tuple[Replica, ...]:
+    return tuple(app[STATE].replicas)
+
+
 def create_app(config: SimConfig) -> web.Application:
-    """The aiohttp application for ``config`` (validated). Owns one :class:`Replica`."""
+    """The aiohttp application for ``config`` (validated). Owns ``config.replicas``
+    :class:`Replica` s (and their router when there are several)."""
     config.validate()
     set_encode_memo_tokens(ENCODE_MEMO_TOKENS)
     guard = Guard(
@@ -264,21 +337,28 @@ def create_app(config: SimConfig) -> web.Application:
     app[GUARD] = guard
     executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentx-sim-tokenize")
     tokenizer = resolve_tokenizer(config.tokenizer, to_chat=to_chat)
-    app[STATE] = _State(Replica(config), executor, tokenizer)
+    replicas = [Replica(config) for _ in range(config.replicas)]
+    router = (
+        make_router(config.router, config.replicas, seed=config.seed)
+        if config.replicas > 1
+        else None
+    )
+    app[STATE] = _State(replicas, executor, tokenizer, router)
 
     async def _shutdown(app: web.Application) -> None:
         executor.shutdown(wait=False, cancel_futures=True)
 
     app.on_cleanup.append(_shutdown)
     r = app.router
-    for fam in FAMILIES.values():
-        r.add_post(fam.serve_path, _handler(fam))
-    r.add_post("/v1/messages/count_tokens", _count_tokens)
-    r.add_get("/v1/models", _models)
-    r.add_get("/version", _version)
-    r.add_get("/metrics", _metrics)
-    r.add_get("/health", _health)
-    r.add_post("/reset_prefix_cache", _reset_prefix_cache)
-    r.add_post("/flush_cache", _flush_cache)
-    r.add_get("/flush_cache", _flush_cache)
+    for prefix in ("", REPLICA_PREFIX) if config.replicas > 1 else ("",):
+        for fam in FAMILIES.values():
+            r.add_post(prefix + fam.serve_path, _handler(fam))
+        r.add_post(prefix + "/v1/messages/count_tokens", _count_tokens)
+        r.add_get(prefix + "/v1/models", _models)
+        r.add_get(prefix + "/version", _version)
+        r.add_get(prefix + "/metrics", _metrics)
+        r.add_get(prefix + "/health", _health)
+        r.add_post(prefix + "/reset_prefix_cache", _reset_prefix_cache)
+        r.add_post(prefix + "/flush_cache", _flush_cache)
+        r.add_get(prefix + "/flush_cache", _flush_cache)
     return app

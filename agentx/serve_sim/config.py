@@ -28,6 +28,7 @@ from agentx.core.errors import UsageError
 from agentx.core.options import Panel, build, group, option, parse_tokens
 from agentx.prefixcache.engine import EngineParams
 from agentx.prefixcache.tokenizer import TOKENIZER
+from agentx.routing import DEFAULT_ROUTE, REPLICAS, ROUTER, Route
 
 DEFAULT_MODEL = "agentx-sim"
 
@@ -120,6 +121,9 @@ class SimConfig:
         panel=Panel.SERVING,
         help="open connections at most (lowered to what the file-descriptor limit allows)",
     )
+    # several replicas behind one port: each at /replicas/I/..., the router at the top level
+    replicas: int = option(1, flag=REPLICAS)
+    router: Route = option(DEFAULT_ROUTE, flag=ROUTER)
 
     @classmethod
     def of(cls, **values: Any) -> SimConfig:
@@ -166,6 +170,8 @@ class SimConfig:
             problems.append("--header-timeout and --body-timeout must be > 0 seconds")
         if self.max_connections < 1:
             problems.append("--max-connections must be >= 1")
+        if self.replicas < 1:
+            problems.append("--replicas must be >= 1")
         if self.tokenizer == "server":
             problems.append("--tokenizer server: serve-sim is the server; give a tokenizer path")
         if problems:

@@ -61,9 +61,13 @@ async def stream(
     n_prompt: int,
     t0: float,
     rid: str,
+    *,
+    extra_headers: dict[str, str] | None = None,  # a router's: the replica that served
 ) -> web.StreamResponse:
     clock = replica.clock
     headers = {**STREAM_HEADERS, "Content-Type": emitter.content_type, "x-request-id": rid}
+    if extra_headers:
+        headers.update(extra_headers)
     resp = web.StreamResponse(headers=headers)
     await resp.prepare(request)  # headers go out now, as vLLM does, before queueing
     adm = await replica.admit(hashes, n_prompt, plan.tokens)
@@ -137,6 +141,8 @@ async def complete(
     n_prompt: int,
     t0: float,
     rid: str,
+    *,
+    extra_headers: dict[str, str] | None = None,
 ) -> web.Response:
     clock = replica.clock
     adm = await replica.admit(hashes, n_prompt, plan.tokens)
@@ -169,5 +175,6 @@ async def complete(
         "x-agentx-server-ttft-ms": str(timing["ttft_ms"]),
         "x-agentx-server-queue-ms": str(timing["queue_ms"]),
         "x-agentx-server-e2e-ms": str(timing["e2e_ms"]),
+        **(extra_headers or {}),
     }
     return json_response(emitter.body(usage), headers=headers)

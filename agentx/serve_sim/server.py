@@ -23,7 +23,7 @@ from aiohttp import web
 
 from agentx.core.errors import AgentxError
 from agentx.core.lifecycle import Running
-from agentx.serve_sim.app import create_app, guard_of, replica_of, warm_up
+from agentx.serve_sim.app import create_app, guard_of, replica_of, replicas_of, warm_up
 from agentx.serve_sim.config import SimConfig
 from agentx.serve_sim.replica import Replica
 
@@ -37,6 +37,11 @@ class RunningServer:
     url: str
     port: int
     replica: Replica  # read it only from the server's own event loop
+    replicas: tuple[Replica, ...] = ()  # every replica (--replicas), the first is ``replica``
+
+    def replica_url(self, index: int) -> str:
+        """Replica ``index``'s own base URL (with --replicas N > 1; else the server's)."""
+        return f"{self.url}/replicas/{index}" if len(self.replicas) > 1 else self.url
 
 
 @contextlib.asynccontextmanager
@@ -71,7 +76,7 @@ async def running_server(config: SimConfig | None = None) -> AsyncIterator[Runni
     port = int(listener.sockets[0].getsockname()[1])
     host = config.host if ":" not in config.host else f"[{config.host}]"
     try:
-        yield RunningServer(f"http://{host}:{port}", port, replica_of(app))
+        yield RunningServer(f"http://{host}:{port}", port, replica_of(app), replicas_of(app))
     finally:
         listener.close()
         loop.set_exception_handler(previous)
@@ -124,6 +129,11 @@ class SimServer(Running):
         if self._server is None:
             raise AgentxError("SimServer is not running")
         return self._server.port
+
+    def replica_url(self, index: int) -> str:
+        if self._server is None:
+            raise AgentxError("SimServer is not running")
+        return self._server.replica_url(index)
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -23,6 +23,7 @@ from agentx.core.options import (
 from agentx.metrics.prometheus.capacity import KV_FROM
 from agentx.prefixcache.engine import EngineParams
 from agentx.prefixcache.tokenizer import TOKENIZER, TOKENIZER_SERVER
+from agentx.routing import DEFAULT_ROUTE, REPLICAS, ROUTE, Route
 from agentx.schedule.options import ScheduleOptions
 from agentx.workload.options import WorkloadOptions
 from agentx.workload.scenario import scenario_values
@@ -186,6 +187,10 @@ class SimulateOptions:
         "(built with that run's --api, --salt, --sessions, --seed, --extra-body)",
     )
 
+    # several replicas, each an engine with its own KV cache of the capacity simulated
+    replicas: int = option(1, flag=REPLICAS)
+    route: Route = option(DEFAULT_ROUTE, flag=ROUTE)
+
     @classmethod
     def of(cls, **values: Any) -> SimulateOptions:
         """From flat values: any field of these options or of the groups they embed."""
@@ -214,10 +219,14 @@ class SimulateOptions:
         given = [self.kv_blocks, self.capacities_tokens]
         if sum(x is not None for x in given) > 1:
             raise UsageError("give the capacity once: --kv-blocks or --capacity-tokens")
-        replay_only = self.from_results is not None or self.tokenizer is not None
+        if self.replicas < 1:
+            raise UsageError("--replicas must be at least 1")
+        replay_only = (
+            self.from_results is not None or self.tokenizer is not None or self.replicas > 1
+        )
         if self.timeline is Timeline.RECORDED and (replay_only or self.kv_from):
             raise UsageError(
-                "--tokenizer, --kv-from and --from-results need the replay timeline "
+                "--tokenizer, --kv-from, --from-results and --replicas need the replay timeline "
                 "(--timeline replay)"
             )
 

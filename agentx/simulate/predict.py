@@ -9,14 +9,25 @@ import dataclasses
 
 from agentx.apis.translate import to_chat
 from agentx.core.errors import AgentxError, UsageError
+from agentx.core.percentiles import percentiles
 from agentx.core.progress import Progress
 from agentx.formats.options import FlatChains
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
 from agentx.prefixcache.tokenizer import resolve_tokenizer
+from agentx.results.routing import ReplicaFigures, Routing
 from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
+from agentx.routing import Router, make_router
+from agentx.routing.figures import RoutedRequest, routing_figures
 from agentx.simulate.options import SimulateOptions, default_capacities
-from agentx.simulate.replayed import EngineRun, PromptSource, RecordedSends, Sends, run_engine
+from agentx.simulate.replayed import (
+    EngineRun,
+    PromptSource,
+    RecordedSends,
+    Sends,
+    SimRecord,
+    run_engine,
+)
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan, build_plan
@@ -36,17 +47,59 @@ def _capacities(o: SimulateOptions, bs: int, kv_from_tokens: int | None) -> tupl
     return None
 
 
-def _point(cap: int, offload: int, run: EngineRun, bs: int, evicted: int | None = None) -> Point:
+def _point(
+    cap: int,
+    offload: int,
+    run: EngineRun,
+    bs: int,
+    evicted: int | None = None,
+    route: str | None = None,
+) -> Point:
     gpu = run.rate(lambda r: r.gpu_hit_tokens) or 0.0
     both = run.rate(lambda r: r.cached_tokens) or 0.0
+    # routed runs are compared by TTFT too (the output of one replica keeps its keys)
+    ttft = percentiles([r.ttft_s for r in run.records if not r.warmup] if route else [])
     figures = RunFigures(
         kv_blocks=cap // bs,
         evicted_blocks=run.evicted_blocks if evicted is None else evicted,
         peak_waiting=run.peak_waiting,
         duration_s=round(run.duration_s, 3),
         as_unbounded=evicted is not None,
+        ttft_p50_s=None if ttft.p50 is None else round(ttft.p50, 6),
+        ttft_p90_s=None if ttft.p90 is None else round(ttft.p90, 6),
+        replicas=() if route is None else _routed(run, route)[1],
     )
     return Point(cap, offload, both, gpu, both - gpu, figures)
+
+
+def _routed(run: EngineRun, route: str) -> tuple[Routing, tuple[ReplicaFigures, ...]]:
+    """The run's routing block (from its theoretical caches), and each replica's figures with
+    what its bounded cache served and its TTFT median."""
+    measured = [r for r in run.records if not r.warmup]
+    block, by_replica = routing_figures(route, run.replicas, (_routed_request(r) for r in measured))
+    per: list[ReplicaFigures] = []
+    for fig, rows in zip(block.per_replica, by_replica, strict=True):
+        records = [r for r in measured if r.replica == fig.replica]
+        hit = sum(r.cached_tokens for r in records)
+        ttft = percentiles([r.ttft_s for r in records])
+        per.append(
+            ReplicaFigures(
+                fig.replica,
+                fig.requests,
+                fig.prompt_tokens,
+                fig.theoretical_hit_rate,
+                hit / fig.prompt_tokens if fig.prompt_tokens else None,
+                None if ttft.p50 is None else round(ttft.p50, 6),
+            )
+        )
+        assert len(rows) == len(records)
+    return block, tuple(per)
+
+
+def _routed_request(r: SimRecord) -> RoutedRequest:
+    return RoutedRequest(
+        r.replica, r.prompt_tokens, r.theoretical_hit_tokens, r.replica_theoretical_hit_tokens
+    )
 
 
 def _as_unbounded(cap: int, unbounded: EngineRun, bs: int) -> Point:
@@ -124,13 +177,19 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
 
     params = dataclasses.replace(o.engine_params, block_size=bs)
 
+    routed = o.replicas > 1
+    route = str(o.route) if routed else None
+
+    def router() -> Router | None:  # a fresh one per engine run: each run routes anew
+        return make_router(o.route, o.replicas, seed=seed or 0) if routed else None
+
     def run(label: str, kv_tokens: int, offload_tokens: int = 0, **kw: bool) -> EngineRun:
         prog.phase(label, total=known, unit="requests")
         at = dataclasses.replace(params, kv_tokens=kv_tokens, offload_tokens=offload_tokens)
-        return run_engine(sends(), source, at, prog.advance, **kw)
+        return run_engine(sends(), source, at, prog.advance, router=router(), **kw)
 
     known = None
-    unbounded = run("simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=True)
+    unbounded = run("simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=not routed)
     if not unbounded.records:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
     known = len(unbounded.records)  # every pass sends the same requests (their times differ)
@@ -146,16 +205,19 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
     ascending = sorted(set(caps))
     for i, cap in enumerate(ascending, 1):
         label = f"simulating: capacity {i}/{len(ascending)} ({cap:,} tokens)"
-        if exact_from is not None and not o.run_all:
+        # routed: replicas' caches fed different events per capacity, so every one is run
+        if exact_from is not None and not o.run_all and not routed:
             prog.phase(f"{label}: as unbounded (the {exact_from:,}-token cache refilled nothing)")
             gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
         else:
             ran = run(label, cap)
-            gpu_points[cap] = _point(cap, 0, ran, bs)
+            gpu_points[cap] = _point(cap, 0, ran, bs, route=route)
             if ran.as_unbounded:
                 exact_from = cap
         if offload:
-            offload_points[cap] = _point(cap, offload, run(f"{label} + offload", cap, offload), bs)
+            offload_points[cap] = _point(
+                cap, offload, run(f"{label} + offload", cap, offload), bs, route=route
+            )
     points: list[Point] = []
     for cap in caps:
         points.append(gpu_points[cap])
@@ -186,4 +248,5 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         ),
         engine=engine,
         kv_from=(None if kv is None else KvFrom(kv.source, kv.blocks, kv.block_size, kv.tokens)),
+        routing=None if route is None else _routed(unbounded, route)[0],
     )

@@ -34,6 +34,10 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
 def _replay_table(d: ReplaySimulation) -> Any:
     from rich.console import Group
     from rich.table import Table
@@ -64,19 +68,44 @@ def _replay_table(d: ReplaySimulation) -> Any:
         "theoretical hit rate",
         f"{_pct(d.theoretical_hit_rate)} (unbounded, block size {d.block_size})",
     )
+    routing = d.routing
+    if routing is not None:
+        loss = routing.loss_points
+        head.add_row(
+            "routing",
+            f"{routing.policy} over {routing.replicas} replicas: each replica's own unbounded "
+            f"cache {_pct(routing.replica_theoretical_hit_rate)}, routing loss "
+            + ("-" if loss is None else f"{loss:.1f} points")
+            + f", requests max/mean {_ratio(routing.imbalance.requests_max_over_mean)}",
+        )
     table = Figures()
-    for col in ("GPU capacity (tokens)", "blocks", "offload", "hit rate", "GPU", "evicted"):
+    columns = ["GPU capacity (tokens)", "blocks", "offload", "hit rate", "GPU", "evicted"]
+    if routing is not None:
+        columns[0] = "GPU capacity per replica"
+        columns += ["TTFT p50", "per replica"]
+    for col in columns:
         table.add_column(col, justify="right")
     for p in d.points:
         run = p.run
-        table.add_row(
+        row = [
             f"{p.capacity_tokens:,}",
             "-" if run is None else f"{run.kv_blocks:,}",
             human_tokens(p.offload_tokens) if p.offload_tokens else "-",
             _pct(p.hit_rate),
             _pct(p.gpu_hit_rate),
             "-" if run is None else f"{run.evicted_blocks:,}",
-        )
+        ]
+        if routing is not None:
+            ttft = None if run is None else run.ttft_p50_s
+            row.append("-" if ttft is None else f"{ttft:.3f} s")
+            row.append(
+                "-"
+                if run is None
+                else " ".join(
+                    "-" if r.hit_rate is None else f"{100 * r.hit_rate:.0f}%" for r in run.replicas
+                )
+            )
+        table.add_row(*row)
     note = Text(
         "engine model: admission when the prompt fits, cache looked up at admission, LRU "
         "eviction (agentx.prefixcache.engine, as serve-sim)",

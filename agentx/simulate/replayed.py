@@ -11,6 +11,11 @@ hours of replay.
 
 Sends come from :class:`agentx.simulate.schedule.SharedSchedule` (replay's own schedule)
 or, for ``--from-results``, from a real run's recorded send times (:class:`RecordedSends`).
+
+With a router (``--replicas N --route P``) there are N engines, each with its own KV cache of
+the capacity given, admission queue and decode speed; every request goes to the replica the
+policy (:mod:`agentx.routing`, replay's own) picks when it is sent, and the theoretical cache of
+each replica (fed only what was routed to it) is kept beside the shared one.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from agentx.core.record import RequestRecord
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.hashing import HashArray, Hasher, salted
 from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
+from agentx.routing import Router, RouteRequest
 from agentx.simulate.schedule import Send
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
@@ -148,6 +154,12 @@ class SimRecord:
     gpu_hit_tokens: int
     offload_hit_tokens: int
     theoretical_hit_tokens: int
+    replica: int = 0  # the engine that served it (0: the only one)
+    replica_theoretical_hit_tokens: int | None = None  # routed: its replica's unbounded cache
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.sent_s
 
     @property
     def cached_tokens(self) -> int:
@@ -164,6 +176,7 @@ class EngineRun:
     refilled_blocks: int  # blocks computed again after their eviction
     kv_waits: int  # times a request waited for KV room
     named_among_newest: npt.NDArray[np.int64] | None = None  # KVCache.named_among_newest
+    replicas: int = 1  # engines the requests were routed over (their figures are summed)
 
     @property
     def as_unbounded(self) -> bool:
@@ -185,6 +198,9 @@ class _Live:
     send: Send
     prompt: Prompt
     theoretical: int
+    replica: int = 0
+    replica_theoretical: int | None = None
+    route: RouteRequest | None = None  # what the router was told (None: no router)
     admission: Admission | None = None
 
 
@@ -209,6 +225,14 @@ class _Decode:
         return self.at_s + max(0.0, self.heap[0][0] - self.clock) * itl_s
 
 
+@dataclass(slots=True, eq=False)
+class _Engine:
+    """One replica: its engine and its decode clock."""
+
+    engine: ServingEngine
+    decode: _Decode = field(default_factory=_Decode)
+
+
 def run_engine(
     sends: Sends,
     source: PromptSource,
@@ -216,76 +240,96 @@ def run_engine(
     progress: Callable[[], None] | None = None,
     *,
     keep_order: bool = False,
+    router: Router | None = None,
 ) -> EngineRun:
     """Drive the engine with ``sends`` in virtual time; every request's fate. ``progress`` is
     called as each request finishes; ``keep_order`` keeps the final free queue's make-up
-    (:attr:`EngineRun.named_among_newest`)."""
-    engine = ServingEngine(params)
+    (:attr:`EngineRun.named_among_newest`, one engine only). ``router``: one engine per
+    replica, each request sent where it picks."""
+    engines = [_Engine(ServingEngine(params)) for _ in range(router.replicas if router else 1)]
     theory = HitRateMeter(params.block_size)
     tie = itertools.count()
     firsts: list[tuple[float, int, _Live]] = []  # first token due
-    decode = _Decode()
     records: list[SimRecord] = []
     peak_waiting = 0
     now = 0.0
     sends.start(now)
     fast = params.fast
+    pending: dict[int, _Live] = {}
 
-    def admit(at: float) -> None:
-        for ticket in engine.schedule(at):
+    def admit(rep: _Engine, at: float) -> None:
+        for ticket in rep.engine.schedule(at):
             live = pending.pop(id(ticket))
             assert ticket.admission is not None
             live.admission = ticket.admission
             heapq.heappush(firsts, (ticket.admission.first_token_s, next(tie), live))
 
-    pending: dict[int, _Live] = {}
+    def done(live: _Live) -> None:
+        rep = engines[live.replica]
+        _finish(live, now, rep.engine, sends, records)
+        if router is not None and live.route is not None:
+            router.finished(live.replica, live.route)
+        if progress is not None:
+            progress()
+        admit(rep, now)
+
     while True:
-        itl = engine.itl_s()
+        itls = [rep.engine.itl_s() for rep in engines]
         t_send = sends.next_due_s()
         t_first = firsts[0][0] if firsts else math.inf
-        t_end = decode.next_end(itl) if not fast else math.inf
+        ending, t_end = 0, math.inf
+        if not fast:
+            for i, rep in enumerate(engines):
+                at = rep.decode.next_end(itls[i])
+                if at < t_end:
+                    ending, t_end = i, at
         t = min(t_send if t_send is not None else math.inf, t_first, t_end)
         if t == math.inf:
             break
         if not fast:
-            decode.advance(t, itl)
+            for i, rep in enumerate(engines):
+                rep.decode.advance(t, itls[i])
         now = max(now, t)
-        if t == t_end and decode.heap:
-            _, _, live = heapq.heappop(decode.heap)
-            _finish(live, now, engine, sends, records)
-            if progress is not None:
-                progress()
-            admit(now)
+        if t == t_end and engines[ending].decode.heap:
+            _, _, live = heapq.heappop(engines[ending].decode.heap)
+            done(live)
         elif t == t_first:
             _, _, live = heapq.heappop(firsts)
             left = live.prompt.output_tokens - 1
             if fast or left <= 0:
-                _finish(live, now, engine, sends, records)
-                if progress is not None:
-                    progress()
-                admit(now)
+                done(live)
             else:
+                decode = engines[live.replica].decode
                 heapq.heappush(decode.heap, (decode.clock + left, next(tie), live))
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
-                hit = theory.observe_blocks(prompt.array, prompt.prompt_tokens).hit_tokens
-                ticket = engine.submit(
+                if router is None:
+                    hit = theory.observe_blocks(prompt.array, prompt.prompt_tokens).hit_tokens
+                    live = _Live(send, prompt, hit)
+                else:
+                    route = RouteRequest(send.session_id, prompt.prompt_tokens, prompt.array)
+                    replica = router.route_one(route)
+                    shared, own = theory.observe_routed(prompt.array, prompt.prompt_tokens, replica)
+                    live = _Live(send, prompt, shared.hit_tokens, replica, own.hit_tokens, route)
+                rep = engines[live.replica]
+                ticket = rep.engine.submit(
                     prompt.array, prompt.prompt_tokens, prompt.output_tokens, now
                 )
-                pending[id(ticket)] = _Live(send, prompt, hit)
-                admit(now)
-            peak_waiting = max(peak_waiting, engine.waiting)
-    cache = engine.cache
+                pending[id(ticket)] = live
+                admit(rep, now)
+            peak_waiting = max(peak_waiting, sum(rep.engine.waiting for rep in engines))
+    caches = [rep.engine.cache for rep in engines]
     return EngineRun(
         records,
         now,
         peak_waiting,
-        cache.counters.evicted_blocks,
-        cache.named_blocks,
-        cache.counters.refilled_blocks,
-        engine.kv_waits,
-        cache.named_among_newest() if keep_order else None,
+        sum(c.counters.evicted_blocks for c in caches),
+        sum(c.named_blocks for c in caches),
+        sum(c.counters.refilled_blocks for c in caches),
+        sum(rep.engine.kv_waits for rep in engines),
+        caches[0].named_among_newest() if keep_order and len(caches) == 1 else None,
+        len(engines),
     )
 
 
@@ -315,6 +359,8 @@ def _finish(
             gpu_hit_tokens=alloc.gpu_hit_tokens,
             offload_hit_tokens=alloc.offload_hit_tokens,
             theoretical_hit_tokens=live.theoretical,
+            replica=live.replica,
+            replica_theoretical_hit_tokens=live.replica_theoretical,
         )
     )
 

@@ -168,3 +168,67 @@ def test_rows_carry_what_they_added_to_the_shared_cache() -> None:
     assert [r.hit_tokens for r in out] == [0, 16]
     assert out[1].new_blocks.size == 2  # only the 2 blocks past the shared 4
     assert out[1].new_blocks.tolist() == block_hashes(list(range(16)) + [99] * 8, BS)[4:].tolist()
+
+
+def routed_rows(
+    prompts: Sequence[tuple[str, int, Prompt]], replica_of: dict[str, int]
+) -> list[TheoryRow]:
+    """What a routed run writes for one shard (the producer: ``HitRateMeter.row`` with a
+    replica)."""
+    meter = HitRateMeter(BS)
+    return [
+        meter.row(rid, sent_ns, block_hashes(toks, BS), len(toks), replica_of[rid])
+        for rid, sent_ns, toks in prompts
+    ]
+
+
+def per_replica_cache(
+    prompts: Sequence[tuple[str, int, Prompt]], replica_of: dict[str, int]
+) -> dict[str, int]:
+    """The reference: one unbounded cache per replica, over what was routed there in order."""
+    caches: dict[int, UnboundedPrefixCache] = {}
+    out = {}
+    for rid, _, toks in sorted(prompts, key=lambda p: p[1]):
+        cache = caches.setdefault(replica_of[rid], UnboundedPrefixCache(BS))
+        out[rid] = cache.observe(block_hashes(toks, BS), len(toks)).hit_tokens
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sessions=st.lists(session_st, min_size=1, max_size=6),
+    system=st.lists(st.integers(0, 50), max_size=10),
+    n_shards=st.integers(1, 3),
+    replicas=st.integers(1, 3),
+    seed=st.integers(0, 2**32),
+)
+def test_routed_rows_replay_each_replica_cache_exactly(
+    sessions: list[list[Prompt]], system: Prompt, n_shards: int, replicas: int, seed: int
+) -> None:
+    """Each request's replica hit is what that replica's own unbounded cache served, in one
+    run and in the union of shards that routed over the same replicas; the shared hit is
+    unchanged by routing, and never below the replica's (the routing loss is >= 0)."""
+    rng = random.Random(seed)
+    timed, everything = split(sessions_to_prompts(sessions, False, system), n_shards, rng)
+    replica_of = {rid: rng.randrange(replicas) for rid, _, _ in everything}
+    per_shard = [routed_rows(sh, replica_of) for sh in timed]
+    union = list(union_theory([(rows, 0) for rows in per_shard], BS))
+    assert {r.request_id: r.replica_hit_tokens for r in union} == per_replica_cache(
+        everything, replica_of
+    )
+    assert {r.request_id: r.hit_tokens for r in union} == one_cache(everything)
+    assert all(r.replica == replica_of[r.request_id] for r in union)
+    for r in union:
+        assert r.replica_hit_tokens is not None and r.replica_hit_tokens <= r.hit_tokens
+    if n_shards == 1:  # one run: its own rows are already exact
+        own = {r.request_id: r.replica_hit_tokens for r in per_shard[0]}
+        assert own == per_replica_cache(everything, replica_of)
+
+
+def test_one_replica_loses_nothing_and_splitting_a_tree_loses_its_prefix() -> None:
+    prompts = [("a", 1, list(range(16))), ("b", 2, list(range(24)))]
+    same = routed_rows(prompts, {"a": 0, "b": 0})
+    assert [r.replica_hit_tokens for r in same] == [r.hit_tokens for r in same] == [0, 16]
+    split_rows = routed_rows(prompts, {"a": 0, "b": 1})
+    assert [r.hit_tokens for r in split_rows] == [0, 16]
+    assert [r.replica_hit_tokens for r in split_rows] == [0, 0]

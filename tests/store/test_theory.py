@@ -53,3 +53,39 @@ def test_not_a_theory_file(tmp_path: Path) -> None:
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
     with pytest.raises(TraceError, match="not a readable"):
         store.open_theory(tmp_path / "junk.parquet")
+
+
+def test_routed_rows_round_trip_and_one_endpoint_files_keep_their_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "BATCH_ROWS", 2)
+    rows = [
+        TheoryRow(
+            r.request_id,
+            r.sent_ns,
+            r.prompt_tokens,
+            r.hit_tokens,
+            r.new_blocks,
+            i % 3,
+            8 * i,
+            r.new_blocks[: i % 2] + np.uint64(7),
+        )
+        for i, r in enumerate(row(i, i % 4) for i in range(7))
+    ]
+    store.write_theory(tmp_path / "routed.parquet", rows, block_size=16, routed=True)
+    back = list(store.open_theory(tmp_path / "routed.parquet"))
+    for a, b in zip(rows, back, strict=True):
+        assert (b.replica, b.replica_hit_tokens) == (a.replica, a.replica_hit_tokens)
+        assert b.replica_new_blocks is not None and a.replica_new_blocks is not None
+        assert b.replica_new_blocks.tolist() == a.replica_new_blocks.tolist()
+        assert b.new_blocks.tolist() == a.new_blocks.tolist()
+
+    plain = [row(i, 2) for i in range(3)]
+    store.write_theory(tmp_path / "plain.parquet", plain, block_size=16)
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(tmp_path / "plain.parquet").names == store.SCHEMA.names
+    assert all(
+        r.replica is None and r.replica_new_blocks is None
+        for r in store.open_theory(tmp_path / "plain.parquet")
+    )
