@@ -206,3 +206,35 @@ def test_the_module_table_lists_every_module() -> None:
 def test_the_module_table_lists_nothing_that_does_not_exist() -> None:
     gone = [p for p in _table() if not (ROOT / p).exists()]
     assert not gone, f"docs/architecture.md lists modules that do not exist: {gone}"
+
+
+def _sources() -> list[tuple[Path, ast.Module]]:
+    return [(p, ast.parse(p.read_text())) for p in sorted(PKG.rglob("*.py"))]
+
+
+def test_one_engine() -> None:
+    # the serving-engine model has one home; serve-sim and simulate drive it, nothing else is one
+    engines = [
+        f"{p.relative_to(ROOT)}:{node.name}"
+        for p, tree in _sources()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Engine")
+    ]
+    assert engines == ["agentx/prefixcache/engine.py:ServingEngine"]
+
+
+def test_a_flag_is_named_in_three_files_at_most() -> None:
+    # its declaration, its use, and the schedule that honours it: never a string dict of flags
+    named = [p for p, _ in _sources() if "trace_idle_cap" in p.read_text()]
+    assert 0 < len(named) <= 3, named
+
+
+def test_simulate_imports_nothing_from_replay() -> None:
+    for p, tree in _sources():
+        if "simulate" not in p.relative_to(PKG).parts:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("agentx.replay"), f"{p}: {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("agentx.replay") for a in node.names), p

@@ -226,7 +226,7 @@ class _Decode:
 
 
 @dataclass(slots=True, eq=False)
-class _Engine:
+class _ReplicaState:
     """One replica: its engine and its decode clock."""
 
     engine: ServingEngine
@@ -246,7 +246,9 @@ def run_engine(
     called as each request finishes; ``keep_order`` keeps the final free queue's make-up
     (:attr:`EngineRun.named_among_newest`, one engine only). ``router``: one engine per
     replica, each request sent where it picks."""
-    engines = [_Engine(ServingEngine(params)) for _ in range(router.replicas if router else 1)]
+    engines = [
+        _ReplicaState(ServingEngine(params)) for _ in range(router.replicas if router else 1)
+    ]
     theory = HitRateMeter(params.block_size)
     tie = itertools.count()
     firsts: list[tuple[float, int, _Live]] = []  # first token due
@@ -257,7 +259,7 @@ def run_engine(
     fast = params.fast
     pending: dict[int, _Live] = {}
 
-    def admit(rep: _Engine, at: float) -> None:
+    def admit(rep: _ReplicaState, at: float) -> None:
         for ticket in rep.engine.schedule(at):
             live = pending.pop(id(ticket))
             assert ticket.admission is not None
