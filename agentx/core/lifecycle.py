@@ -15,12 +15,8 @@ from types import TracebackType
 from typing import Self
 
 
-class Closing(ABC):
+class _Scoped(ABC):
     __slots__ = ()
-
-    @abstractmethod
-    def close(self) -> object:
-        """Release what is held (idempotent)."""
 
     def __enter__(self) -> Self:
         return self
@@ -31,10 +27,24 @@ class Closing(ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._leave(succeeded=exc_type is None)
+
+    @abstractmethod
+    def _leave(self, *, succeeded: bool) -> None: ...
+
+
+class Closing(_Scoped):
+    __slots__ = ()
+
+    @abstractmethod
+    def close(self) -> object:
+        """Release what is held (idempotent)."""
+
+    def _leave(self, *, succeeded: bool) -> None:
         self.close()
 
 
-class Committing(ABC):
+class Committing(_Scoped):
     __slots__ = ()
 
     @abstractmethod
@@ -45,22 +55,14 @@ class Committing(ABC):
     def abort(self) -> None:
         """Remove what was written; the file that was there before stays as it was."""
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
+    def _leave(self, *, succeeded: bool) -> None:
+        if succeeded:
             self.close()
         else:
             self.abort()
 
 
-class Running(ABC):
+class Running(_Scoped):
     __slots__ = ()
 
     @abstractmethod
@@ -74,10 +76,5 @@ class Running(ABC):
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _leave(self, *, succeeded: bool) -> None:
         self.stop()
