@@ -18,6 +18,7 @@ import heapq
 import multiprocessing as mp
 import os
 import pickle
+import signal
 import time
 import zlib
 from collections import OrderedDict, deque
@@ -180,6 +181,9 @@ def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> I
     return heapq.merge(*streams, key=lambda s: s.sent_ns)
 
 
+PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
+
+
 class TheoryPass:
     """The theoretical pass beside the lanes, so the run's end does not wait for it: a child
     process follows the processes' sent logs as they are written and hashes each body into the
@@ -198,7 +202,7 @@ class TheoryPass:
         self._proc = ctx.Process(
             target=_pass_child,
             args=(logs, out, block_size, max_threads, self._complete, self._count),
-            name="agentx-theory",
+            name=PASS_PROCESS_NAME,
             daemon=True,
         )
         self._proc.start()
@@ -248,6 +252,9 @@ def _pass_child(
     complete: MpEvent,
     count: Synchronized[int],
 ) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent ends it
+    with contextlib.suppress(OSError):  # named in ps and /proc (Linux), apart from the workers
+        Path("/proc/self/comm").write_text(PASS_PROCESS_NAME)
     with contextlib.suppress(OSError, AttributeError):  # Linux: a CPU-bound batch job
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     sent = merged(logs, follow=complete.is_set)
