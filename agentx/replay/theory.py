@@ -33,6 +33,7 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
+from agentx.core.procs import die_with_parent
 from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
@@ -182,6 +183,7 @@ def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> I
 
 
 PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
+CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
 
 
 class TheoryPass:
@@ -201,7 +203,7 @@ class TheoryPass:
         self._count: Synchronized[int] = ctx.Value("q", 0)
         self._proc = ctx.Process(
             target=_pass_child,
-            args=(logs, out, block_size, max_threads, self._complete, self._count),
+            args=(logs, out, block_size, max_threads, self._complete, self._count, os.getpid()),
             name=PASS_PROCESS_NAME,
             daemon=True,
         )
@@ -228,10 +230,14 @@ class TheoryPass:
         return rows
 
     def close(self) -> None:
-        """Stop the child if it still runs (the run failed or was stopped)."""
+        """Stop the child if it still runs (the run failed or was stopped). Every wait bounded:
+        a stopped child does not answer SIGTERM."""
         if self._proc.is_alive():
             self._proc.terminate()
-        self._proc.join()
+            self._proc.join(CLOSE_S)
+            if self._proc.is_alive():
+                self._proc.kill()
+        self._proc.join(CLOSE_S)
         remove_quietly(self.out)
 
 
@@ -251,7 +257,10 @@ def _pass_child(
     max_threads: int,
     complete: MpEvent,
     count: Synchronized[int],
+    parent_pid: int,
 ) -> None:
+    # a SIGKILLed parent runs no clean-up: the pass must not follow its logs forever
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent ends it
     with contextlib.suppress(OSError):  # named in ps and /proc (Linux), apart from the workers
         Path("/proc/self/comm").write_text(PASS_PROCESS_NAME)
