@@ -184,6 +184,7 @@ def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> I
 
 PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
 CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
+STALL_S = 120.0  # the child hashed nothing for this long at the end: stopped or stuck; hash here
 
 
 class TheoryPass:
@@ -209,15 +210,25 @@ class TheoryPass:
         )
         self._proc.start()
 
-    def result(self, progress: Progress | None = None) -> dict[str, TheoryRow] | None:
-        """Once every log is closed: the rows; ``None`` when the child failed (the caller then
+    def result(
+        self, progress: Progress | None = None, stall_s: float = STALL_S
+    ) -> dict[str, TheoryRow] | None:
+        """Once every log is closed: the rows; ``None`` when the child failed, or hashed nothing
+        for ``stall_s`` (stopped, stuck: the wait is bounded), and was ended (the caller then
         runs :func:`theoretical` itself)."""
         self._complete.set()
         prog = progress or Progress()
         prog.phase("theoretical hit rate", unit="requests")
+        seen, since = self._count.value, time.monotonic()
         while self._proc.is_alive():
             self._proc.join(0.1)
-            prog.advance(self._count.value - prog.done)
+            count = self._count.value
+            prog.advance(count - prog.done)
+            if count != seen:
+                seen, since = count, time.monotonic()
+            elif time.monotonic() - since > stall_s:
+                self.close()
+                return None
         if self._proc.exitcode != 0:
             return None
         try:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -163,3 +165,20 @@ def test_the_pass_beside_the_lanes_gives_the_rows_of_the_pass_after_them(tmp_pat
     assert got is not None
     assert _figures(got) == _figures(theoretical(merged(logs), 16))
     assert not (tmp_path / "theory.pickle").exists()
+
+
+def test_a_pass_that_hashes_nothing_for_too_long_is_ended_and_the_caller_hashes(
+    tmp_path: Path,
+) -> None:
+    _synthetic_logs(tmp_path)
+    stuck = TheoryPass([tmp_path / "s0.log", tmp_path / "s1.log"], tmp_path / "t.pickle", 16, 64)
+    pid = stuck._proc.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # a stopped child answers nothing, SIGTERM included
+    try:
+        t0 = time.monotonic()
+        assert stuck.result(stall_s=1.0) is None
+        assert time.monotonic() - t0 < 30  # the stall bound, then SIGTERM, then SIGKILL
+        assert not stuck._proc.is_alive()
+    finally:
+        stuck.close()
