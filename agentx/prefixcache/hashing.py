@@ -10,6 +10,7 @@ Everything here is vectorised numpy on integer hashes: a 100K-token prompt costs
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 from collections import OrderedDict
@@ -37,8 +38,9 @@ _powers: npt.NDArray[np.uint64] = np.ones(1, dtype=np.uint64)
 
 def _powers_upto(n: int) -> npt.NDArray[np.uint64]:
     global _powers
-    if _powers.size < n:
-        size = max(n, 2 * _powers.size)
+    p = _powers  # read once: a thread hashing beside this one may replace it
+    if p.size < n:
+        size = max(n, 2 * p.size)
         p = np.empty(size, dtype=np.uint64)
         p[0] = 1
         with np.errstate(over="ignore"):
@@ -51,7 +53,7 @@ def _powers_upto(n: int) -> npt.NDArray[np.uint64]:
                 step = np.uint64((int(step) * int(step)) & _MASK)
                 k += m
         _powers = p
-    return _powers[:n]
+    return p[:n]
 
 
 def _mix(x: npt.NDArray[np.uint64]) -> HashArray:
@@ -171,6 +173,12 @@ class _ThreadState:
     sums: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     hashes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     n_hashed: int = 0  # blocks of ``hashes`` that are valid
+    # the last segment (piecewise encodings only): its index, its piece cuts and the tokens
+    # before each, so a request that extends it (a synthetic prompt is one growing message)
+    # encodes only what follows the last cut they share
+    tail: int = -1
+    tail_cuts: list[int] = field(default_factory=list)
+    tail_tokens: list[int] = field(default_factory=list)
 
 
 def _same_value(a: JSON, b: JSON) -> bool:
@@ -204,6 +212,36 @@ def _common_items(new: list[JSON], old: list[JSON]) -> int:
         if not _same_value(new[i], old[i]):
             return i
     return limit
+
+
+def _source(state: _ThreadState, i: int) -> tokens.Source:
+    """Segment ``i`` of the thread's previous request."""
+    if i < len(state.head):
+        return state.head[i]
+    return ("message", state.conv[i - len(state.head)])
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of two strings (slices compare in C; ~2 passes)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _shared_cut(text: str, old: str, state: _ThreadState) -> tuple[int, int]:
+    """(the last piece cut ``text`` shares with ``old``, the tail's tokens before it): a cut
+    ``c`` depends on ``text[:c + 1]`` only (:func:`agentx.prefixcache.tokens.piece_cuts`), so
+    every cut of ``old`` below their common prefix's length is a cut of ``text`` too, with the
+    same pieces, hence the same tokens, before it; (0, 0) when they share none."""
+    k = bisect.bisect_left(state.tail_cuts, _common_prefix(text, old))
+    return (state.tail_cuts[k - 1], state.tail_tokens[k - 1]) if k else (0, 0)
 
 
 def _grow(buf: npt.NDArray[np.uint64], n: int, keep: int) -> npt.NDArray[np.uint64]:
@@ -252,14 +290,35 @@ class RequestHasher:
             keep += _common_items(conv, state.conv)
         start = state.ends[keep - 1] if keep else 0
         ends = state.ends[:keep]
-        arrays = []
+        arrays: list[tokens.TokenArray] = []
         offset = start
-        for i in range(keep, len(head) + len(conv)):
+        last = len(head) + len(conv) - 1
+        piecewise = self.encoding in tokens.PIECEWISE_ENCODINGS
+        for i in range(keep, last + 1):
             src = head[i] if i < len(head) else ("message", conv[i - len(head)])
-            arr = tokens.encode(tokens.render_source(src), self.encoding)
-            arrays.append(arr)
-            offset += int(arr.size)
+            text = tokens.render_source(src)
+            if i < last or not piecewise:
+                arr = tokens.encode(text, self.encoding)
+                arrays.append(arr)
+                offset += int(arr.size)
+                ends.append(offset)
+                continue
+            cut = reused = 0
+            if i == keep == state.tail:  # the previous request's last segment, changed
+                cut, reused = _shared_cut(text, tokens.render_source(_source(state, i)), state)
+                start = offset = offset + reused  # the sums up to here are still valid
+            cuts, pieces = tokens.encode_pieces_from(text, cut, self.encoding)
+            arrays.extend(pieces)
+            kept = bisect.bisect_right(state.tail_cuts, cut) if cut else 0
+            before = itertools.accumulate((int(a.size) for a in pieces[:-1]), initial=reused)
+            state.tail_tokens = [*state.tail_tokens[:kept], *itertools.islice(before, 1, None)]
+            state.tail_cuts = [*state.tail_cuts[:kept], *cuts]
+            offset += sum(int(a.size) for a in pieces)
             ends.append(offset)
+        if keep <= last:
+            state.tail = last if piecewise else -1
+        elif state.tail != last:  # cut to a prefix: the remembered tail is gone
+            state.tail = -1
         n = offset
         state.sums = _grow(state.sums, n, start)
         if n > start:

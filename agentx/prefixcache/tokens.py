@@ -9,6 +9,7 @@ encoded once, not once per turn.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -61,25 +62,32 @@ PIECEWISE_ENCODINGS = frozenset({"cl100k_base"})
 _SAFE_CUT = re.compile(r"[A-Za-z](?= )|\n(?=[!-~])")
 
 
-def split_pieces(text: str, piece_chars: int = PIECE_CHARS) -> list[str]:
-    """``text`` cut at safe places (see above) about every ``piece_chars`` characters.
+def piece_cuts(text: str, start: int = 0, piece_chars: int = PIECE_CHARS) -> list[int]:
+    """Where :func:`split_pieces` cuts ``text`` after ``start`` (``start`` itself a cut or 0).
 
-    Where the cuts fall depends only on the text before them (and one character after), so two
-    texts with a common prefix are cut alike up to shortly before the end of that prefix."""
-    pieces: list[str] = []
-    start = 0
-    target = piece_chars
+    Cut ``c`` depends only on ``text[:c + 1]`` and the cut before it, so a text that shares its
+    first ``p`` characters with another has all the other's cuts below ``p - 1``, and cutting
+    resumes at any cut exactly as it went on from there."""
+    cuts: list[int] = []
+    target = (start // piece_chars + 1) * piece_chars
     n = len(text)
     while target < n:
         m = _SAFE_CUT.search(text, target)
         if m is None:
             break
         cut = m.end()
-        pieces.append(text[start:cut])
-        start = cut
+        cuts.append(cut)
         target = (cut // piece_chars + 1) * piece_chars
-    pieces.append(text[start:])
-    return pieces
+    return cuts
+
+
+def split_pieces(text: str, piece_chars: int = PIECE_CHARS) -> list[str]:
+    """``text`` cut at safe places (see above) about every ``piece_chars`` characters.
+
+    Where the cuts fall depends only on the text before them (and one character after), so two
+    texts with a common prefix are cut alike up to shortly before the end of that prefix."""
+    bounds = [0, *piece_cuts(text, 0, piece_chars), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 class _EncodeMemo:
@@ -105,6 +113,15 @@ class _EncodeMemo:
             out.setflags(write=False)
             return out
         return self._one(text, encoding)
+
+    def pieces_from(
+        self, text: str, start: int, encoding: str
+    ) -> tuple[list[int], list[TokenArray]]:
+        """``text[start:]`` (``start`` a cut of :func:`piece_cuts`, or 0) encoded piece by piece
+        for a piecewise encoding: the cuts after ``start`` and each piece's ids (memoised)."""
+        cuts = piece_cuts(text, start)
+        bounds = [start, *cuts, len(text)]
+        return cuts, [self._one(text[a:b], encoding) for a, b in itertools.pairwise(bounds)]
 
     def _one(self, text: str, encoding: str) -> TokenArray:
         key = (text, encoding)
@@ -148,6 +165,15 @@ _encode_cached = _EncodeMemo()
 def encode(text: str, encoding: str = DEFAULT_ENCODING) -> TokenArray:
     """Token ids of ``text`` (memoised; the returned array is read-only)."""
     return _encode_cached(text, encoding)
+
+
+def encode_pieces_from(
+    text: str, start: int, encoding: str = DEFAULT_ENCODING
+) -> tuple[list[int], list[TokenArray]]:
+    """For an encoding in :data:`PIECEWISE_ENCODINGS`: the :func:`piece_cuts` of ``text`` after
+    ``start`` (0 or one of its cuts) and the ids of each piece of ``text[start:]``; together with
+    the ids before ``start``, exactly ``encode(text)``."""
+    return _encode_cached.pieces_from(text, start, encoding)
 
 
 def set_encode_memo_tokens(max_tokens: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
 from agentx.core.errors import AgentxError
+from agentx.core.progress import progress_for
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.core.urls import redact_url
 from agentx.formats.fingerprint import trace_fingerprint
@@ -36,7 +37,7 @@ from agentx.replay.bottleneck import warning as bottleneck_warning
 from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import LaneResult
 from agentx.replay.setup import RunSetup
-from agentx.replay.theory import merged, theoretical
+from agentx.replay.theory import TheoryPass, merged, theoretical, theory_threads
 from agentx.report.results_dir import write_results
 from agentx.results.summary import Summary
 from agentx.results.summary.identity import ClientHost
@@ -88,6 +89,7 @@ class Collected:
     arrival_logs: list[ArrivalLog] = field(default_factory=list)  # open loop, one per process
     ticks: list[Tick] = field(default_factory=list)  # every process's loop monitor
     tallies: list[Tally] = field(default_factory=list)  # what each process indexed (lazy plans)
+    theory: TheoryPass | None = None  # the theoretical pass beside the lanes (default tokens)
 
 
 def collect(
@@ -146,17 +148,19 @@ def collect(
 
 
 def _with_theory(
-    spools: list[Path],
-    logs: list[Path],
-    block_size: int,
-    tokenizer: Tokenizer,
-    lanes: int,
+    c: Collected, block_size: int, tokenizer: Tokenizer, lanes: int
 ) -> tuple[list[RequestRecord], list[TheoryRow]]:
     """The spooled rows, in send order, with their theoretical figures (in ``tokenizer``'s
-    tokens), and the rows of ``theory.parquet``."""
-    # the threads in flight together: a few per lane (a session's subagents run beside it)
-    expected = theoretical(merged(logs), block_size, tokenizer, max_threads=2 * lanes + 16)
-    records = read_spools(spools)  # read after the pass: its per-thread state is gone
+    tokens), and the rows of ``theory.parquet``: the pass that ran beside the lanes, finished,
+    or the whole pass now."""
+    with progress_for("replay") as progress:
+        expected = c.theory.result(progress) if c.theory is not None else None
+        if expected is None:
+            logs = merged(c.sent_logs)
+            expected = theoretical(
+                logs, block_size, tokenizer, theory_threads(lanes), progress=progress
+            )
+    records = read_spools(c.row_spools)  # read after the pass: its per-thread state is gone
     for i, r in enumerate(records):
         e = expected.get(r.request_id)
         if e is not None:
@@ -185,9 +189,7 @@ def finish_run(
     if plan.sessions.lazy and not any(t is tally for t in c.tallies):  # indexed by workers
         for t in c.tallies:
             tally.merge(t)
-    records, theory = _with_theory(
-        c.row_spools, c.sent_logs, setup.block_size, tokenizer, o.schedule.concurrency
-    )
+    records, theory = _with_theory(c, setup.block_size, tokenizer, o.schedule.concurrency)
     verdict = judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
     config = _config(setup, plan, c, cache_reset, workers_choice)
     figures = build_summary(

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - Windows: temporary directories are not
     fcntl = None  # type: ignore[assignment]
 from agentx.core.outputs import claimed_results_dir, unique_dir
 from agentx.metrics.slo import SloCheck, parse_slo
+from agentx.prefixcache.tokenizer import is_default_tokenizer
 from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
 from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
@@ -52,7 +53,13 @@ from agentx.replay.setup import (
     stream_client,
 )
 from agentx.replay.stop import StopSignals, stop_signals
-from agentx.replay.theory import SentLog, remove_quietly
+from agentx.replay.theory import (
+    SentLog,
+    TheoryPass,
+    remove_quietly,
+    sent_log_path,
+    theory_threads,
+)
 from agentx.replay.workers import rows_path, run_workers
 from agentx.store.rowspool import FLUSH_AFTER_S, RowSpool
 from agentx.workload.plan import ReplayPlan, build_plan
@@ -103,12 +110,15 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         if stale is not None:
             print(f"agentx: {stale}", file=sys.stderr)
         tmp, tmp_lock = make_run_tmp()
+        early: TheoryPass | None = None
         try:
+            early = _theory_pass(setup, tmp)
             if options.n_workers == 1:
                 collected = lanes_loop.run(_run_here(setup, plan, tmp, stop, think_s))
             else:
                 collected = run_workers(setup, plan, tmp, stop)
             collected.interrupted = collected.interrupted or stop.signum is not None
+            collected.theory = early
             result = finish_run(
                 setup,
                 plan,
@@ -120,6 +130,8 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
                 workers_choice=choice,
             )
         finally:
+            if early is not None:
+                early.close()
             os.close(tmp_lock)
             for p in tmp.glob("*"):
                 remove_quietly(p)
@@ -173,6 +185,16 @@ def clean_stale_tmp(root: Path) -> str | None:
     )
 
 
+def _theory_pass(setup: RunSetup, tmp: Path) -> TheoryPass | None:
+    """The theoretical pass beside the lanes, for agentx's own tokens (another tokenizer, a
+    server's or a chat template's, counts after the run)."""
+    if not is_default_tokenizer(setup.options.tokenizer):
+        return None
+    logs = [sent_log_path(tmp, w) for w in range(setup.options.n_workers)]
+    lanes = setup.options.schedule.concurrency
+    return TheoryPass(logs, tmp / "theory.pickle", setup.block_size, theory_threads(lanes))
+
+
 async def _reset_cache(setup: RunSetup) -> CacheReset:
     async with http_client(setup) as client:
         return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
@@ -183,7 +205,7 @@ async def _run_here(
 ) -> Collected:
     o = setup.options
     started_late = await start_barrier(o)
-    log = SentLog(tmp / "sent-0.log")
+    log = SentLog(sent_log_path(tmp, 0))
     rows = RowSpool(rows_path(tmp, 0))
     async with (
         metrics_client(o, setup.metrics_url) as client,

@@ -15,18 +15,29 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import multiprocessing as mp
 import os
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+import pickle
+import signal
+import time
+import zlib
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import orjson
 
+from agentx.core.procs import die_with_parent
+from agentx.core.progress import Progress
+from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
-from agentx.prefixcache.tokenizer import Tokenizer
+from agentx.prefixcache.tokenizer import Cl100kTokenizer, Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +125,48 @@ class SentLog:
         self._last = LastBodies(0)  # the bodies are no longer needed
 
 
-def read_log(path: Path, max_bytes: int = LAST_BODIES_BYTES) -> Iterator[SentBody]:
-    last = LastBodies(max_bytes)
-    with open(path, "rb") as f:
-        while header := f.readline():
-            try:
-                request_id, api, sent_ns, thread, keep, size = orjson.loads(header)
-            except (orjson.JSONDecodeError, ValueError):
-                return  # a log cut short (disk full): what came before still counts
-            rest = f.read(size)
-            if len(rest) < size:
+FOLLOW_S = 0.05  # how long a reader following a log being written waits for more
+
+
+def sent_log_path(tmp: Path, worker: int) -> Path:
+    """Where process ``worker`` of a run spools the bodies it sent."""
+    return tmp / f"sent-{worker}.log"
+
+
+def read_log(
+    path: Path, max_bytes: int = LAST_BODIES_BYTES, follow: Callable[[], bool] | None = None
+) -> Iterator[SentBody]:
+    """The bodies of one log, in send order. With ``follow`` the log is still being written
+    until ``follow()`` says it is complete: the reader waits for the file and for each record's
+    end instead of stopping at the end of what was written so far."""
+    if follow is not None:
+        while not path.exists():
+            if follow() and not path.exists():
                 return
+            time.sleep(FOLLOW_S)
+    last = LastBodies(max_bytes)
+    ended = False
+    with open(path, "rb") as f:
+        while True:
+            pos = f.tell()
+            header = f.readline()
+            rest = b""
+            whole = header.endswith(b"\n")
+            if whole:
+                try:
+                    request_id, api, sent_ns, thread, keep, size = orjson.loads(header)
+                except (orjson.JSONDecodeError, ValueError):
+                    return  # a log cut short (disk full): what came before still counts
+                rest = f.read(size)
+                whole = len(rest) == size
+            if not whole:
+                if follow is None or ended:
+                    return
+                ended = follow()  # all was written before it said so: one more look, then stop
+                f.seek(pos)
+                if not ended:
+                    time.sleep(FOLLOW_S)
+                continue
             prev = last.get(thread) if keep else b""
             if prev is None or len(prev) < keep:
                 return  # cannot happen with the writer's own log
@@ -133,10 +175,114 @@ def read_log(path: Path, max_bytes: int = LAST_BODIES_BYTES) -> Iterator[SentBod
             yield SentBody(request_id, api, sent_ns, thread, body)
 
 
-def merged(paths: Iterable[Path]) -> Iterator[SentBody]:
-    """Several processes' logs as one stream in send order (perf_counter is system-wide)."""
-    streams = [read_log(p) for p in paths if p.exists()]
+def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> Iterator[SentBody]:
+    """Several processes' logs as one stream in send order (perf_counter is system-wide); with
+    ``follow``, logs still being written (:func:`read_log`)."""
+    streams = [read_log(p, follow=follow) for p in paths if follow is not None or p.exists()]
     return heapq.merge(*streams, key=lambda s: s.sent_ns)
+
+
+PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
+CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
+STALL_S = 120.0  # the child hashed nothing for this long at the end: stopped or stuck; hash here
+
+
+class TheoryPass:
+    """The theoretical pass beside the lanes, so the run's end does not wait for it: a child
+    process follows the processes' sent logs as they are written and hashes each body into the
+    unbounded cache (:func:`theoretical`); when the lanes are done, :meth:`result` waits for the
+    requests it has not reached yet. The same rows as :func:`theoretical` over the closed logs.
+
+    The child is a batch job to the scheduler (``SCHED_BATCH``): a lane woken by its socket
+    preempts it, and it keeps a full share of the CPU for the end. Not niced: a niced child
+    would starve on a busy machine just when the run waits for it."""
+
+    def __init__(self, logs: list[Path], out: Path, block_size: int, max_threads: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.out = out
+        self._complete = ctx.Event()
+        self._count: Synchronized[int] = ctx.Value("q", 0)
+        self._proc = ctx.Process(
+            target=_pass_child,
+            args=(logs, out, block_size, max_threads, self._complete, self._count, os.getpid()),
+            name=PASS_PROCESS_NAME,
+            daemon=True,
+        )
+        self._proc.start()
+
+    def result(
+        self, progress: Progress | None = None, stall_s: float = STALL_S
+    ) -> dict[str, TheoryRow] | None:
+        """Once every log is closed: the rows; ``None`` when the child failed, or hashed nothing
+        for ``stall_s`` (stopped, stuck: the wait is bounded), and was ended (the caller then
+        runs :func:`theoretical` itself)."""
+        self._complete.set()
+        prog = progress or Progress()
+        prog.phase("theoretical hit rate", unit="requests")
+        seen, since = self._count.value, time.monotonic()
+        while self._proc.is_alive():
+            self._proc.join(0.1)
+            count = self._count.value
+            prog.advance(count - prog.done)
+            if count != seen:
+                seen, since = count, time.monotonic()
+            elif time.monotonic() - since > stall_s:
+                self.close()
+                return None
+        if self._proc.exitcode != 0:
+            return None
+        try:
+            with open(self.out, "rb") as f:
+                rows: dict[str, TheoryRow] = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError):
+            return None
+        finally:
+            remove_quietly(self.out)
+        return rows
+
+    def close(self) -> None:
+        """Stop the child if it still runs (the run failed or was stopped). Every wait bounded:
+        a stopped child does not answer SIGTERM."""
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(CLOSE_S)
+            if self._proc.is_alive():
+                self._proc.kill()
+        self._proc.join(CLOSE_S)
+        remove_quietly(self.out)
+
+
+class _SharedCount(Progress):
+    def __init__(self, count: Synchronized[int]) -> None:
+        super().__init__()
+        self._count = count
+
+    def advance(self, n: float = 1) -> None:
+        self._count.value += int(n)
+
+
+def _pass_child(
+    logs: list[Path],
+    out: Path,
+    block_size: int,
+    max_threads: int,
+    complete: MpEvent,
+    count: Synchronized[int],
+    parent_pid: int,
+) -> None:
+    # a SIGKILLed parent runs no clean-up: the pass must not follow its logs forever
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent ends it
+    with contextlib.suppress(OSError):  # named in ps and /proc (Linux), apart from the workers
+        Path("/proc/self/comm").write_text(PASS_PROCESS_NAME)
+    with contextlib.suppress(OSError, AttributeError):  # Linux: a CPU-bound batch job
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    sent = merged(logs, follow=complete.is_set)
+    rows = theoretical(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
+    part = out.with_name(out.name + ".part")
+    with open(part, "wb") as f:
+        pickle.dump(rows, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(part, out)
 
 
 def theoretical(
@@ -144,6 +290,9 @@ def theoretical(
     block_size: int,
     tokenizer: Tokenizer | None = None,
     max_threads: int = 4096,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, TheoryRow]:
     """What each request sent did to an unbounded prefix cache (its prompt tokens, hit tokens and
     new blocks: :meth:`agentx.prefixcache.theory.HitRateMeter.row`), in send order (the dict
@@ -154,17 +303,74 @@ def theoretical(
     content) rather than O(n^2). ``max_threads`` bounds the threads whose state is kept (~2 MB
     each for 100K-token prompts): the threads in flight together; one forgotten and seen again is
     hashed from scratch, with the same result.
+
+    Threads are independent until their blocks meet in the cache, so they are hashed on
+    ``workers`` threads (default: one per usable core, at most :data:`MAX_HASH_WORKERS`), each
+    thread always on the same one, in its own order; tiktoken encodes with the GIL released.
+    The cache takes the results in send order, at most a few per worker ahead: the same figures
+    as one thread, whatever ``workers``.
     """
+    prog = progress or Progress()
+    prog.phase("theoretical hit rate", unit="requests")
     meter = HitRateMeter(block_size, max_threads=max_threads, tokenizer=tokenizer)
     out: dict[str, TheoryRow] = {}
-    for s in sent:
-        try:
-            body = orjson.loads(s.body)
-        except orjson.JSONDecodeError:
-            continue
-        hashes, n = meter.hash_body(s.api, body, s.thread)
-        out[s.request_id] = meter.row(s.request_id, s.sent_ns, hashes, n)
+    n = workers if workers is not None else hash_workers(tokenizer)
+    if n <= 1:
+        for s in sent:
+            hashed = _hash(meter.blocks.hasher, s)
+            if hashed is not None:
+                out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed)
+            prog.advance()
+        return out
+    hashers = [make_hasher(tokenizer, block_size, max_threads=max_threads) for _ in range(n)]
+    pools = [ThreadPoolExecutor(1, thread_name_prefix="agentx-theory") for _ in range(n)]
+    pending: deque[tuple[SentBody, Future[tuple[HashArray, int] | None]]] = deque()
+
+    def take() -> None:
+        s, future = pending.popleft()
+        hashed = future.result()
+        if hashed is not None:
+            out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed)
+        prog.advance()
+
+    try:
+        for s in sent:
+            k = zlib.crc32(s.thread.encode()) % n  # a thread's requests stay in order on one
+            pending.append((s, pools[k].submit(_hash, hashers[k], s)))
+            if len(pending) >= HASH_AHEAD * n:
+                take()
+        while pending:
+            take()
+    finally:
+        for pool in pools:
+            pool.shutdown(cancel_futures=True)
     return out
+
+
+def theory_threads(lanes: int) -> int:
+    """The threads whose hashing state the pass keeps: those in flight together, a few per lane
+    (a session's subagents run beside it)."""
+    return 2 * lanes + 16
+
+
+MAX_HASH_WORKERS = 8
+HASH_AHEAD = 8  # bodies in flight per hashing thread: bounds the bodies held
+
+
+def hash_workers(tokenizer: Tokenizer | None) -> int:
+    """Threads hashing sent bodies: one per usable core for agentx's cl100k rendering (tiktoken
+    releases the GIL), one for other tokenizers (a server's, a chat template's)."""
+    if tokenizer is not None and not isinstance(tokenizer, Cl100kTokenizer):
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_HASH_WORKERS))
+
+
+def _hash(hasher: Hasher, s: SentBody) -> tuple[HashArray, int] | None:
+    try:
+        body = orjson.loads(s.body)
+    except orjson.JSONDecodeError:
+        return None
+    return hasher.hash_request(s.api, body, s.thread)
 
 
 def remove_quietly(path: Path) -> None:

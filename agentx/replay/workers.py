@@ -51,7 +51,7 @@ from agentx.replay.setup import (
 )
 from agentx.replay.stop import SIGNALS as STOP_SIGNALS
 from agentx.replay.stop import StopSignals
-from agentx.replay.theory import SentLog
+from agentx.replay.theory import SentLog, sent_log_path
 from agentx.store.rowspool import RowSpool
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
@@ -163,7 +163,7 @@ async def _worker_run(
     o = setup.options
     lanes = tuple(range(spec.worker, setup.lanes, spec.workers))
     sessions = plan.sessions.every(spec.worker, spec.workers)
-    log = SentLog(spec.tmp / f"sent-{spec.worker}.log")
+    log = SentLog(sent_log_path(spec.tmp, spec.worker))
     rows = RowSpool(rows_path(spec.tmp, spec.worker))
     config = lane_config(
         setup, lanes, _share(o.schedule.max_requests, spec.worker, spec.workers), spec.worker
@@ -313,7 +313,7 @@ async def _supervise(
     results: list[LaneResult] = [pickle.loads(Path(done[w]).read_bytes()) for w in sorted(done)]
     collected = collect(
         results,
-        [tmp / f"sent-{w}.log" for w in range(n)],  # a lost worker's too: up to its last
+        [sent_log_path(tmp, w) for w in range(n)],  # a lost worker's too: up to its last
         [rows_path(tmp, w) for w in range(n)],
         server_metrics,
         [started_late] if started_late else [],

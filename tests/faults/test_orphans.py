@@ -17,7 +17,7 @@ from replay.fault_server import FaultServer
 from upstream import Upstream
 
 from faults.test_capture_kill import free_port
-from faults.test_signals import alive, children, start_run, trace, wait_requests
+from faults.test_signals import alive, children, named_pass, start_run, trace, wait_requests
 
 AGENTX = [sys.executable, "-m", "agentx"]
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG: Linux")
@@ -45,10 +45,13 @@ def test_workers_stop_when_their_parent_is_sigkilled(
     proc = start_run(
         "replay", trace, server, tmp_path / "out", tmp_path, "--concurrency", "2", "--workers", "2"
     )
+    workers: list[int] = []
     try:
         wait_requests(server, proc, 4)
+        theory = named_pass(proc.pid)  # the theoretical pass beside the lanes goes too
         workers = children(proc.pid)
         assert len(workers) == 2, workers
+        workers += theory
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         assert gone(workers, 30), [p for p in workers if alive(p)]  # they ran 600 s before
@@ -56,7 +59,7 @@ def test_workers_stop_when_their_parent_is_sigkilled(
         time.sleep(1.0)
         assert len(server.requests) <= sent + 2  # nothing more after those in flight
     finally:
-        for pid in children(proc.pid):
+        for pid in {*children(proc.pid), *(p for p in workers if alive(p))}:
             os.kill(pid, signal.SIGKILL)
 
 

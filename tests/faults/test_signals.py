@@ -19,6 +19,7 @@ import pytest
 from replay.factory import T0, chat_session, write
 from replay.fault_server import FaultServer
 
+from agentx.replay.theory import PASS_PROCESS_NAME
 from agentx.store.results import read_requests
 
 AGENTX = [sys.executable, "-m", "agentx"]
@@ -66,8 +67,9 @@ def wait_requests(server: FaultServer, proc: subprocess.Popen[str], n: int) -> N
         time.sleep(0.05)
 
 
-def children(pid: int) -> list[int]:
-    """Worker processes of ``pid`` (multiprocessing spawn children)."""
+def children(pid: int, *, workers: bool = True) -> list[int]:
+    """Worker processes of ``pid`` (multiprocessing spawn children), or with ``workers=False``
+    its theoretical pass (named by the pass itself)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -78,9 +80,19 @@ def children(pid: int) -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and b"spawn_main" in cmdline:
+        comm = stat.split("(", 1)[1].rsplit(")", 1)[0]
+        if ppid == pid and b"spawn_main" in cmdline and (comm != PASS_PROCESS_NAME) == workers:
             out.append(int(entry.name))
     return out
+
+
+def named_pass(pid: int) -> list[int]:
+    """The theoretical pass of ``pid``, once it has named itself (it does so first thing)."""
+    deadline = time.monotonic() + 30
+    while not (found := children(pid, workers=False)):
+        assert time.monotonic() < deadline, "no theoretical pass beside the lanes"
+        time.sleep(0.05)
+    return found
 
 
 def alive(pid: int) -> bool:
@@ -128,8 +140,10 @@ def test_sigterm_writes_partial_results_and_exits_143(
         "replay", trace, server, out, tmp_path, "--concurrency", "2", "--workers", str(workers)
     )
     wait_requests(server, proc, 4)
+    theory = named_pass(proc.pid)  # the theoretical pass beside the lanes
     kids = children(proc.pid)
-    assert len(kids) == (workers if workers > 1 else 0)
+    assert len(kids) == (workers if workers > 1 else 0) and len(theory) == 1
+    kids += theory
     proc.send_signal(signal.SIGTERM)
     err = finish(proc)
     assert proc.returncode == 143, err
@@ -144,8 +158,10 @@ def test_sigint_to_the_parent_alone_stops_the_workers(
     out = tmp_path / "out"
     proc = start_run("replay", trace, server, out, tmp_path, "--concurrency", "2", "--workers", "2")
     wait_requests(server, proc, 4)
+    theory = named_pass(proc.pid)
     kids = children(proc.pid)
-    assert len(kids) == 2
+    assert len(kids) == 2 and len(theory) == 1
+    kids += theory
     proc.send_signal(signal.SIGINT)
     err = finish(proc)
     assert proc.returncode == 130, err

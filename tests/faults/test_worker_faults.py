@@ -24,6 +24,7 @@ from faults.test_signals import (
     children,
     finish,
     leftovers,
+    named_pass,
     start,
     start_run,
     trace,
@@ -51,7 +52,9 @@ def worker_rows(out: Path) -> dict[int, int]:
 
 
 def started(server: FaultServer, proc_pid: int, proc: object) -> list[int]:
-    """The two workers' pids, once both run."""
+    """The two workers' pids, once both run (the theoretical pass, started first, is told
+    apart once it has named itself)."""
+    named_pass(proc_pid)
     workers: list[int] = []
     deadline = time.monotonic() + 60
     while len(workers) != 2:

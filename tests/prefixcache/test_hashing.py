@@ -208,3 +208,45 @@ def test_salted_hashes_differ_per_salt_and_keep_equal_blocks_equal() -> None:
     assert len(set(a.tolist()) | set(b.tolist()) | set(h.tolist())) == 12
     assert (salted(h, 0) == a).all()  # deterministic: an instance's turns share their prefix
     assert (salted(chain_ids([1, 2, 9]), 0)[:2] == a[:2]).all()
+
+
+# ---- one long message that grows: a synthetic prompt, as replay sends a hash-only trace ----
+
+_WORDS = ["alpha", "beta", "x1", "it's", "(y)", "\n", "  ", "é", "zeta\n", "42", "-", "\t"]
+
+
+def _text(rng: np.random.Generator, n_words: int) -> str:
+    return " ".join(_WORDS[i] for i in rng.integers(0, len(_WORDS), n_words))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3000)), min_size=1, max_size=8),
+    st.integers(0, 2**31),
+    st.sampled_from([1, 16, 64]),
+)
+def test_a_growing_long_message_hashes_like_the_reference(
+    steps: list[tuple[int, int]], seed: int, bs: int
+) -> None:
+    """Each request is one user message (often past several pieces of text) that extends,
+    edits near its end, cuts or rewrites the previous one, beside a second thread."""
+    rng = np.random.default_rng(seed)
+    hasher = RequestHasher(bs)
+    text = _text(rng, 3000)
+    for op, n in steps:
+        if op == 0:  # extend
+            text += _text(rng, n)
+        elif op == 1:  # re-hash the end: a few characters before it change, then more
+            text = text[: max(0, len(text) - 1 - n % 500)] + "Q" + _text(rng, n)
+        elif op == 2:  # cut to a prefix
+            text = text[: len(text) * 2 // 3]
+        elif op == 3:  # a change early on
+            text = "early " + text[7:]
+        for thread, content in (("t", text), ("u", text[::-1])):
+            body = {"model": "m", "messages": [{"role": "user", "content": content}]}
+            if op == 4:  # a second message after it: the long one is no longer the last
+                body["messages"].append({"role": "assistant", "content": _text(rng, 20)})
+            hashes, n_tokens = hasher.hash_request("openai.chat", body, thread)
+            ref = request_tokens("openai.chat", body)
+            assert n_tokens == ref.size
+            assert np.array_equal(hashes, block_hashes(ref, bs))

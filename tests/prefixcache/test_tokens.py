@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -166,3 +168,27 @@ def test_a_long_text_is_memoised_in_pieces_and_its_extension_reuses_them() -> No
     assert memo(longer, tokens.DEFAULT_ENCODING).tolist() == enc.encode_ordinary(longer)
     assert len(memo) <= held + 3  # the extension added only its last pieces
     assert not memo(longer, tokens.DEFAULT_ENCODING).flags.writeable
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=_TRICKY, max_size=400), st.integers(1, 40), st.data())
+def test_cutting_resumes_at_any_cut_as_it_went_on(text: str, piece_chars: int, data: Any) -> None:
+    cuts = tokens.piece_cuts(text, 0, piece_chars)
+    assert cuts == sorted(set(cuts)) and all(0 < c < len(text) for c in cuts)
+    if cuts:
+        k = data.draw(st.integers(0, len(cuts) - 1))
+        assert tokens.piece_cuts(text, cuts[k], piece_chars) == cuts[k + 1 :]
+
+
+def test_pieces_from_a_cut_with_the_ids_before_it_are_the_whole_text() -> None:
+    words = [f"word{i % 97} it's {i}\n" if i % 5 else f"x{i} " for i in range(4000)]
+    text = "".join(words)
+    enc = tokens.get_encoding()
+    cuts, pieces = tokens.encode_pieces_from(text, 0)
+    assert len(pieces) == len(cuts) + 1 > 3
+    assert [t for p in pieces for t in p.tolist()] == enc.encode_ordinary(text)
+    c = cuts[2]
+    later, rest = tokens.encode_pieces_from(text, c)
+    assert later == cuts[3:]
+    head = enc.encode_ordinary(text[:c])
+    assert head + [t for p in rest for t in p.tolist()] == enc.encode_ordinary(text)

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -10,8 +14,9 @@ from hypothesis import strategies as st
 from agentx.apis import Api
 from agentx.prefixcache.cache import UnboundedPrefixCache
 from agentx.prefixcache.hashing import block_hashes
+from agentx.prefixcache.theory import TheoryRow
 from agentx.prefixcache.tokens import request_tokens
-from agentx.replay.theory import SentLog, merged, read_log, theoretical
+from agentx.replay.theory import SentLog, TheoryPass, merged, read_log, theoretical
 
 
 def bodies(n: int) -> list[bytes]:
@@ -91,3 +96,89 @@ def test_a_growing_conversation_spools_what_it_adds(tmp_path: Path) -> None:
     log.close()
     assert log.spooled_bytes < sum(map(len, sent)) / 5
     assert [s.body for s in read_log(tmp_path / "a.log")] == sent
+
+
+def _synthetic_logs(tmp_path: Path, n_logs: int = 2) -> list[Path]:
+    """Bodies of several threads, one growing user message each, across ``n_logs`` logs."""
+    logs = [SentLog(tmp_path / f"s{i}.log") for i in range(n_logs)]
+    texts = {t: f"salt {t} " for t in "abcde"}
+    for i in range(40):
+        thread = "abcde"[i * 7 % 5]
+        texts[thread] += " ".join(f"w{(i * j) % 53}" for j in range(300 + 40 * i)) + "\n"
+        body = orjson.dumps(
+            {"model": "m", "messages": [{"role": "user", "content": texts[thread]}]}
+        )
+        logs[i % n_logs].add(f"r{i}", Api.OPENAI_CHAT, 1000 + i, thread, body)
+    for log in logs:
+        log.close()
+    return [log.path for log in logs]
+
+
+def _figures(rows: dict[str, TheoryRow]) -> list[tuple[str, int, int, list[int]]]:
+    return [(k, r.prompt_tokens, r.hit_tokens, r.new_blocks.tolist()) for k, r in rows.items()]
+
+
+def test_hashing_threads_side_by_side_gives_the_figures_of_one(tmp_path: Path) -> None:
+    logs = _synthetic_logs(tmp_path)
+    one = theoretical(merged(logs), 16, workers=1)
+    assert len(one) == 40 and sum(r.hit_tokens for r in one.values()) > 0
+    for workers in (2, 3):
+        assert _figures(theoretical(merged(logs), 16, workers=workers)) == _figures(one)
+
+
+def test_a_followed_log_is_read_whole_while_it_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "live.log"
+    sent = bodies(6)
+    complete = threading.Event()
+
+    def write() -> None:
+        time.sleep(0.1)  # the reader waits for the file to appear
+        with open(path, "wb") as f:
+            for i, body in enumerate(sent):
+                header = orjson.dumps([f"r{i}", Api.OPENAI_CHAT, i, "t", 0, len(body)]) + b"\n"
+                f.write(header[:5])  # a record written in parts, the reader between them
+                f.flush()
+                time.sleep(0.02)
+                f.write(header[5:] + body[:7])
+                f.flush()
+                time.sleep(0.02)
+                f.write(body[7:])
+                f.flush()
+        complete.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    got = [s.body for s in read_log(path, follow=complete.is_set)]
+    writer.join()
+    assert got == sent
+    assert [s.body for s in read_log(tmp_path / "never.log", follow=lambda: True)] == []
+
+
+def test_the_pass_beside_the_lanes_gives_the_rows_of_the_pass_after_them(tmp_path: Path) -> None:
+    logs = [tmp_path / "s0.log", tmp_path / "s1.log"]
+    early = TheoryPass(logs, tmp_path / "theory.pickle", 16, 64)  # before the logs exist
+    try:
+        _synthetic_logs(tmp_path)
+        got = early.result()
+    finally:
+        early.close()
+    assert got is not None
+    assert _figures(got) == _figures(theoretical(merged(logs), 16))
+    assert not (tmp_path / "theory.pickle").exists()
+
+
+def test_a_pass_that_hashes_nothing_for_too_long_is_ended_and_the_caller_hashes(
+    tmp_path: Path,
+) -> None:
+    _synthetic_logs(tmp_path)
+    stuck = TheoryPass([tmp_path / "s0.log", tmp_path / "s1.log"], tmp_path / "t.pickle", 16, 64)
+    pid = stuck._proc.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # a stopped child answers nothing, SIGTERM included
+    try:
+        t0 = time.monotonic()
+        assert stuck.result(stall_s=1.0) is None
+        assert time.monotonic() - t0 < 30  # the stall bound, then SIGTERM, then SIGKILL
+        assert not stuck._proc.is_alive()
+    finally:
+        stuck.close()

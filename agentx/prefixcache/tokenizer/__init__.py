@@ -57,6 +57,11 @@ def tokenizer_name(tokenizer: Tokenizer | None) -> str:
     return DEFAULT_TOKENIZER if tokenizer is None else tokenizer.name
 
 
+def is_default_tokenizer(spec: str | None) -> bool:
+    """Whether ``--tokenizer`` names agentx's own cl100k rendering (given or not)."""
+    return spec is None or spec in (DEFAULT_TOKENIZER, "")
+
+
 def resolve_tokenizer(
     spec: str | None,
     *,
@@ -70,7 +75,7 @@ def resolve_tokenizer(
 
     ``to_chat`` converts a non-chat body (Anthropic, Responses) to chat messages before the
     template sees it. Raises :class:`UsageError` for a spec that cannot be used."""
-    if spec is None or spec in (DEFAULT_TOKENIZER, ""):
+    if spec is None or is_default_tokenizer(spec):
         return Cl100kTokenizer()
     if spec == SERVER:
         if not server_url:
