@@ -8,7 +8,6 @@ report where the job says."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -138,9 +137,6 @@ def _check_json(schema: str, path: Path) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("check_jsonschema") is None, reason="check-jsonschema not installed"
-)
 @pytest.mark.parametrize(
     ("schema", "name"),
     [
