@@ -4,17 +4,20 @@ A SIGKILLed parent (the OOM killer, a preempted pod, ``kill -9``) runs no clean-
 children must notice by themselves: on Linux the kernel sends them a signal of their choosing
 when their parent dies (``PR_SET_PDEATHSIG``). A child that asks after its parent already died
 would wait forever, so it checks its parent's pid right after asking. Elsewhere this is a no-op
-(the parent's own stop paths still end its children).
+(the parent's own stop paths still end its children). :func:`end_process` is those stop paths'
+one bounded wait.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import signal
 import sys
 from collections.abc import Callable
+from multiprocessing.process import BaseProcess
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -56,3 +59,15 @@ def dies_with_this_process(signum: int = signal.SIGTERM) -> Callable[[], None] |
             os.kill(os.getpid(), signal.SIGKILL)
 
     return preexec
+
+
+def end_process(p: BaseProcess, wait_s: float, *, terminate: bool = False) -> None:
+    """Wait at most ``wait_s`` for ``p`` to end (after SIGTERM with ``terminate``), then SIGKILL
+    it and wait again: every wait bounded, since a stopped process answers nothing else."""
+    if terminate and p.is_alive():
+        p.terminate()
+    p.join(wait_s)
+    if p.is_alive():
+        with contextlib.suppress(OSError):
+            p.kill()
+        p.join(wait_s)

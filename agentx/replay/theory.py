@@ -33,7 +33,7 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
-from agentx.core.procs import die_with_parent
+from agentx.core.procs import die_with_parent, end_process
 from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
@@ -243,12 +243,7 @@ class TheoryPass:
     def close(self) -> None:
         """Stop the child if it still runs (the run failed or was stopped). Every wait bounded:
         a stopped child does not answer SIGTERM."""
-        if self._proc.is_alive():
-            self._proc.terminate()
-            self._proc.join(CLOSE_S)
-            if self._proc.is_alive():
-                self._proc.kill()
-        self._proc.join(CLOSE_S)
+        end_process(self._proc, CLOSE_S, terminate=True)
         remove_quietly(self.out)
 
 

@@ -33,7 +33,7 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 
 from agentx.core.errors import AgentxError
-from agentx.core.procs import die_with_parent
+from agentx.core.procs import die_with_parent, end_process
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
@@ -245,11 +245,8 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
     finally:
         stop_all.set()  # a failure or an early signal: the workers waiting for "go" leave
         go.set()
-        for p in procs:  # every wait bounded: a stopped worker does not answer SIGTERM
-            p.join(timeout=JOIN_S)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=JOIN_S)
+        for p in procs:
+            end_process(p, JOIN_S)
         events.close()
         events.join_thread()
 
