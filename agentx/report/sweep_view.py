@@ -109,20 +109,23 @@ def sweep_charts(data: Sweep, width: int = 490, height: int = 280) -> dict[str, 
     pts = _by_level(data)
     levels = [p.concurrency for p in pts]
     log = bool(levels) and min(levels) > 0 and max(levels) / min(levels) >= 8
+    by_level: dict[str, Any] = {  # the x axis of every chart against concurrency
+        "x_label": "concurrency (session lanes" + (", log scale)" if log else ")"),
+        "x_format": lambda v: f"{v:g}",
+        "x_ticks": levels,
+        "log_x": log,
+        "width": width,
+        "height": height,
+    }
     out["ttft_vs_concurrency"] = svg.line_chart(
         [
             svg.Series("TTFT p50", [(p.concurrency, p.ttft_ms_p50) for p in pts]),
             svg.Series("TTFT p99", [(p.concurrency, p.ttft_ms_p99) for p in pts], svg.PALETTE[1]),
         ],
         title="Time to first token vs concurrency",
-        x_label="concurrency (session lanes" + (", log scale)" if log else ")"),
         y_label="TTFT (ms)",
         y_format=lambda v: f"{v:,.1f} ms",
-        x_format=lambda v: f"{v:g}",
-        x_ticks=levels,
-        log_x=log,
-        width=width,
-        height=height,
+        **by_level,
     )
     lines: tuple[tuple[str, Callable[[SweepPoint], float | None], str], ...] = (
         ("reported by the server", lambda p: p.hit_rate_reported, svg.PALETTE[0]),
@@ -137,16 +140,11 @@ def sweep_charts(data: Sweep, width: int = 490, height: int = 280) -> dict[str, 
         out["hit_rate_vs_concurrency"] = svg.line_chart(
             hits,
             title="Prefix-cache hit rate vs concurrency",
-            x_label="concurrency (session lanes" + (", log scale)" if log else ")"),
             y_label="hit rate",
             y_format=lambda v: f"{v:.1%}",
             tick_format=lambda v: f"{v:.0%}",
             y_max=1.0,
-            x_format=lambda v: f"{v:g}",
-            x_ticks=levels,
-            log_x=log,
-            width=width,
-            height=height,
+            **by_level,
         )
     if data.has_cost:
         xy, labels = _curve(data, lambda p: p.usd_per_million_output_tokens)
