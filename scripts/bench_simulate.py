@@ -8,12 +8,29 @@ stack engine (every capacity at once, GPU-only and with offload), and serve-sim'
 replaying one capacity on the first 1,000 requests (extrapolated per capacity to all 10K).
 
     .venv/bin/python scripts/bench_simulate.py [--sessions 100] [--turns 100]
+
+With ``--trace``: ``agentx simulate TRACE --json`` on a real corpus, once per ``--agentx``
+(``NAME=PATH``: an ``agentx`` executable, or a source tree run as ``python -m agentx`` with
+it on ``PYTHONPATH``, e.g. a checkout before a change and this one), the versions alternating
+for ``--runs`` rounds and each timeline (``--timeline replay``, the default, and
+``recorded``); per run its wall time, CPU seconds, peak RSS and the load average; then the
+medians side by side and whether every version printed the same bytes.
+
+    .venv/bin/python scripts/bench_simulate.py --trace $CORPORA/w1x.parquet \\
+        --agentx before=BEFORE --agentx after=. --runs 3
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -46,12 +63,90 @@ def subset(w: Workload, n: int) -> Workload:
     return Workload(w.requests[:n], w.block_size, w.unique_blocks, w.sessions)
 
 
+def _command(path: str) -> tuple[list[str], dict[str, str]]:
+    """How to run one agentx: an executable, or a source tree on PYTHONPATH."""
+    env = dict(os.environ)
+    if Path(path).is_dir():
+        env["PYTHONPATH"] = str(Path(path).resolve())
+        return [sys.executable, "-m", "agentx"], env
+    return [path], env
+
+
+def _run_corpus(path: str, trace: Path, extra: list[str]) -> dict[str, float | str]:
+    cmd, env = _command(path)
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen(
+            [*cmd, "simulate", str(trace), "--json", *extra],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        digest = hashlib.sha256(out.read()).hexdigest()[:12]
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{path}: simulate exited {os.waitstatus_to_exitcode(status)}")
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "load": load,
+        "sha": digest,
+    }
+
+
+def corpus(args: argparse.Namespace) -> None:
+    agentxs = [a.split("=", 1) for a in args.agentx or ["this=."]]
+    timelines = {"replay": [], "recorded": ["--timeline", "recorded"]}
+    runs: dict[tuple[str, str], list[dict[str, float | str]]] = {}
+    print("| timeline | agentx | round | wall | CPU | peak RSS | load | output |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for timeline in args.timeline or list(timelines):
+        for k in range(args.runs):
+            for name, path in agentxs:  # alternating: each round runs every version once
+                r = _run_corpus(path, args.trace, timelines[timeline] + args.extra)
+                runs.setdefault((timeline, name), []).append(r)
+                print(
+                    f"| {timeline} | {name} | {k + 1} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s "
+                    f"| {r['rss_mb']:.0f} MiB | {r['load']:.1f} | {r['sha']} |",
+                    flush=True,
+                )
+    print("\nmedians:\n")
+    print("| timeline | agentx | wall | CPU | peak RSS | same output as the first |")
+    print("|---|---|---:|---:|---:|---|")
+    for (timeline, name), rows in runs.items():
+        first = runs[(timeline, agentxs[0][0])][0]["sha"]
+        same = all(r["sha"] == first for r in rows)
+
+        def med(key: str, rows: list[dict[str, float | str]] = rows) -> float:
+            return statistics.median(float(r[key]) for r in rows)
+
+        print(
+            f"| {timeline} | {name} | {med('wall_s'):.1f} s | {med('cpu_s'):.1f} s "
+            f"| {med('rss_mb'):.0f} MiB | {'yes' if same else 'NO'} |"
+        )
+    print(f"\nload average {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=100)
     ap.add_argument("--turns", type=int, default=100)
     ap.add_argument("--reference-requests", type=int, default=1000)
+    ap.add_argument("--trace", type=Path, help="a corpus: compare --agentx versions on it")
+    ap.add_argument("--agentx", action="append", help="NAME=PATH (repeatable; with --trace)")
+    ap.add_argument("--runs", type=int, default=1, help="rounds (with --trace)")
+    ap.add_argument(
+        "--timeline", action="append", choices=["replay", "recorded"], help="default: both"
+    )
+    ap.add_argument("extra", nargs="*", help="more simulate arguments (after --)")
     args = ap.parse_args()
+    if args.trace is not None:
+        corpus(args)
+        return
 
     t0 = time.perf_counter()
     raw = make_raw(args.sessions, args.turns)

@@ -32,8 +32,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from agentx.core.options import Panel, option, parse_tokens
-from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
+from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
 from agentx.prefixcache.kvcache import Allocation, KVCache
+from agentx.prefixcache.kvcache.cache import Hashes
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,7 @@ class Admission:
 class Ticket:
     """A submitted request; ``admission`` is set when the engine admits it."""
 
-    hashes: HashArray
+    hashes: Hashes  # chained block hashes, or dense ids (``dense_ids``)
     prompt_tokens: int
     output_tokens: int
     arrived_s: float
@@ -141,9 +142,12 @@ class Ticket:
 class ServingEngine:
     """One simulated serving engine (not thread-safe; one caller drives it)."""
 
-    def __init__(self, params: EngineParams) -> None:
+    def __init__(self, params: EngineParams, *, dense_ids: bool = False) -> None:
+        """``dense_ids``: requests name their blocks by dense ids, not hashes (``KVCache``)."""
         self.params = params
-        self.cache = KVCache(params.kv_tokens, params.block_size, params.offload_tokens)
+        self.cache = KVCache(
+            params.kv_tokens, params.block_size, params.offload_tokens, dense_ids=dense_ids
+        )
         self.running = 0
         self.kv_waits = 0  # times the head of the queue waited for KV room
         self._waiting: deque[Ticket] = deque()
@@ -158,9 +162,7 @@ class ServingEngine:
         p = self.params
         return (1.0 + p.batch_slowdown * max(0, self.running - 1)) / p.decode_tps
 
-    def submit(
-        self, hashes: HashArray, prompt_tokens: int, output_tokens: int, now: float
-    ) -> Ticket:
+    def submit(self, hashes: Hashes, prompt_tokens: int, output_tokens: int, now: float) -> Ticket:
         """Queue a request (call :meth:`schedule` to admit what fits)."""
         ticket = Ticket(hashes, prompt_tokens, output_tokens, now)
         self._waiting.append(ticket)
@@ -193,7 +195,7 @@ class ServingEngine:
         return admitted
 
     def start(
-        self, hashes: HashArray, prompt_tokens: int, output_tokens: int, arrived: float, now: float
+        self, hashes: Hashes, prompt_tokens: int, output_tokens: int, arrived: float, now: float
     ) -> Admission:
         """Admit a request at once (``fast`` mode, or a caller with its own queue)."""
         p = self.params

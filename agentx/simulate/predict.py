@@ -21,6 +21,8 @@ from agentx.routing import Router, make_router
 from agentx.routing.figures import RoutedRequest, routing_figures
 from agentx.simulate.options import SimulateOptions, default_capacities
 from agentx.simulate.replayed import (
+    LOADERS_KEPT,
+    LOADERS_PER_LANE,
     EngineRun,
     PromptSource,
     RecordedSends,
@@ -166,8 +168,14 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
     )
     build = BuildConfig(api, o.model or SIM_MODEL, extra_body, ignore_eos, False)
     hasher = make_hasher(tokenizer, bs, max_threads=4096)
+    lanes = o.schedule.concurrency if recorded is None else None  # a recorded run's: unknown
     source = PromptSource(
-        build, hasher, plan.source, salt=salt, hash_block_size=bs if hash_level else None
+        build,
+        hasher,
+        plan.source,
+        salt=salt,
+        hash_block_size=bs if hash_level else None,
+        loaders_kept=LOADERS_KEPT if lanes is None else LOADERS_PER_LANE * lanes + 2,
     )
 
     def sends() -> Sends:
@@ -186,10 +194,13 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
     def run(label: str, kv_tokens: int, offload_tokens: int = 0, **kw: bool) -> EngineRun:
         prog.phase(label, total=known, unit="requests")
         at = dataclasses.replace(params, kv_tokens=kv_tokens, offload_tokens=offload_tokens)
+        kw.setdefault("theory", False)  # the unbounded pass measures it (routed: every pass)
         return run_engine(sends(), source, at, prog.advance, router=router(), **kw)
 
     known = None
-    unbounded = run("simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=not routed)
+    unbounded = run(
+        "simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=not routed, theory=True
+    )
     if not unbounded.records:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
     known = len(unbounded.records)  # every pass sends the same requests (their times differ)

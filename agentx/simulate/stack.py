@@ -65,14 +65,26 @@ def anonymous_blocks(r: SimRequest, block_size: int, reserve_output: bool) -> in
 class Fenwick:
     """Counts over positions ``1..n`` with vectorised prefix sums and run updates.
 
-    A node holds at most ``n``, so the tree is int32 below 2**31 positions: one slot per block of
-    every request is the simulator's largest array (91.5M slots for a 6e9-token corpus).
+    A node holds at most ``n``, so the tree is int32 below 2**31 positions. The stack engine
+    sizes it to twice the entries that can be live at once (:func:`queue_slots`), not one slot
+    per block of every request (91.5M for a 6e9-token corpus), and renumbers the live entries
+    when the positions run out (:meth:`ones`).
     """
 
     def __init__(self, n: int) -> None:
         self.n = n
         dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
         self.tree: npt.NDArray[np.signedinteger[Any]] = np.zeros(n + 1, dtype=dtype)
+
+    @classmethod
+    def ones(cls, n: int, live: int) -> Fenwick:
+        """A tree of ``n`` positions whose first ``live`` hold 1 (node ``i`` covers
+        ``(i - lowbit(i), i]``)."""
+        fen = cls(n)
+        i = np.arange(n + 1, dtype=np.int64)
+        low = i & -i
+        fen.tree[:] = np.clip(live - (i - low), 0, low).astype(fen.tree.dtype, copy=False)
+        return fen
 
     def prefix(self, pos: Int64Array) -> Int64Array:
         """Sum over ``1..p`` for each ``p`` in ``pos`` (``0 <= p <= n``)."""
@@ -124,6 +136,27 @@ class Fenwick:
             np.add.at(self.tree, k, inc.astype(self.tree.dtype, copy=False))
 
 
+def queue_slots(workload: Workload, anon: Sequence[int]) -> int:
+    """Positions of the free queue's Fenwick tree: every release stamps its entries with the
+    next positions, but at most every distinct block and every unnamed entry ever freed are
+    live at once, so twice that (and room for the largest release) is enough, renumbering the
+    live entries when the positions run out; never more than one per entry ever released."""
+    total = sum(int(r.blocks.size) for r in workload.requests) + sum(anon)
+    largest = max(
+        (int(r.blocks.size) + a for r, a in zip(workload.requests, anon, strict=True)), default=0
+    )
+    return min(total, 2 * (workload.unique_blocks + sum(anon)) + largest)
+
+
+def _renumbered(fen: Fenwick, released_at: Int64Array, queued: int) -> Fenwick:
+    """The free queue's live entries at positions ``1..queued``, in the same order: a free
+    block's new position is its rank among the live entries (so every depth is unchanged), and
+    the unnamed entries between fill the positions in between."""
+    free = np.flatnonzero(released_at)
+    released_at[free] = fen.prefix(released_at[free])
+    return Fenwick.ones(fen.n, queued)
+
+
 @dataclass(frozen=True, slots=True)
 class StackResult:
     """Hit blocks of one stack pass at each capacity asked for (same order as ``capacities``).
@@ -162,7 +195,8 @@ def stack_simulate(
     reqs = workload.requests
     bs = workload.block_size
     anon = [anonymous_blocks(r, bs, reserve_output) for r in reqs]
-    fen = Fenwick(sum(int(r.blocks.size) for r in reqs) + sum(anon))
+    slots = queue_slots(workload, anon)
+    fen = Fenwick(slots)
     refcount = np.zeros(workload.unique_blocks, dtype=np.int64)
     released_at = np.zeros(workload.unique_blocks, dtype=np.int64)  # 0: pinned or never seen
     caps = np.asarray(capacities_blocks, dtype=np.int64)
@@ -184,6 +218,8 @@ def stack_simulate(
             freed = ids[refcount[ids] == 0]
             m = anon[i] + int(freed.size)
             if m:
+                if clock + m > fen.n:  # out of positions: the live entries renumbered 1..queued
+                    fen, clock = _renumbered(fen, released_at, queued), queued
                 fen.add_range(clock + 1, clock + m, 1)
                 released_at[freed] = clock + m - np.arange(freed.size, dtype=np.int64)
                 clock += m

@@ -121,12 +121,14 @@ def raw_requests(
 
 
 class DenseIds:
-    """64-bit block hashes -> dense ids ``0, 1, 2, ...`` in order of first appearance, at ~16
-    bytes per distinct block (a dict costs ~100): recent hashes in a dict, older ones in sorted
-    numpy levels merged like an LSM tree (O(log n) levels, vectorised lookups)."""
+    """64-bit block hashes -> dense ids ``first_id, first_id + 1, ...`` in order of first
+    appearance, at ~16 bytes per distinct block (a dict costs ~100): recent hashes in a dict,
+    older ones in sorted numpy levels merged like an LSM tree (O(log n) levels, vectorised
+    lookups)."""
 
-    def __init__(self, buffer: int = 1 << 18) -> None:
+    def __init__(self, buffer: int = 1 << 18, first_id: int = 0) -> None:
         self._buffer_size = buffer
+        self._first = first_id
         self._recent: dict[int, int] = {}
         self._levels: list[tuple[HashArray, IdArray]] = []
         self.size = 0
@@ -146,10 +148,10 @@ class DenseIds:
             for j, h in zip(missing.tolist(), hashes[missing].tolist(), strict=True):
                 v = recent.get(h)
                 if v is None:
-                    v = recent[h] = self.size
+                    v = recent[h] = self._first + self.size
                     self.size += 1
                 found_ids[j] = v
-            if self.size > MAX_BLOCKS:
+            if self._first + self.size > MAX_BLOCKS:
                 raise UsageError(
                     f"more than {MAX_BLOCKS:,} distinct blocks: use a larger --block-size"
                 )
@@ -195,8 +197,8 @@ class Renumberer:
     is renumbered whole, with the same ids.
     """
 
-    def __init__(self, max_threads: int = 512) -> None:
-        self.index = DenseIds()
+    def __init__(self, max_threads: int = 512, *, first_id: int = 0) -> None:
+        self.index = DenseIds(first_id=first_id)
         self._threads: dict[str, _ThreadIds] = {}
         self._max_threads = max_threads
 

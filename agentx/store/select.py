@@ -35,6 +35,7 @@ from agentx.store.schema import COLUMNS
 from agentx.store.spool import REPEATED_COLUMNS
 
 GROUPS_KEPT = 2  # row groups kept decoded: the sessions read one after another share them
+FILES_KEPT = 8
 
 INDEX_COLUMNS = (
     "session_id",
@@ -65,6 +66,19 @@ class GroupCache:
 
     kept: int = GROUPS_KEPT
     _tables: OrderedDict[tuple[Path, int], pa.Table] = field(default_factory=OrderedDict)
+    # the last files read, open (a footer parsed once, not once per session; a dataset of
+    # thousands of files keeps a few open, not thousands of descriptors)
+    _files: OrderedDict[Path, pq.ParquetFile] = field(default_factory=OrderedDict)
+
+    def file(self, path: Path, open_file: Callable[[], pq.ParquetFile]) -> pq.ParquetFile:
+        found = self._files.get(path)
+        if found is None:
+            found = self._files[path] = open_file()
+            while len(self._files) > FILES_KEPT:
+                self._files.popitem(last=False)
+        else:
+            self._files.move_to_end(path)
+        return found
 
     def get(self, path: Path, group: int, read: Callable[[], pa.Table]) -> pa.Table:
         key = (path, group)
@@ -108,7 +122,10 @@ class TraceIndex:
         present = list(self.columns)
         nulls = {c: None for c in COLUMNS if c not in self.columns}  # a v1 file's v1.1 ones
         try:
-            pf = pq.ParquetFile(self.path, read_dictionary=list(REPEATED_COLUMNS))
+            opened = functools.partial(
+                pq.ParquetFile, self.path, read_dictionary=list(REPEATED_COLUMNS)
+            )
+            pf = opened() if groups is None else groups.file(self.path, opened)
             decoder = DeltaDecoder(
                 dict(refs[0]), shared=True, hash_refcounts=dict(refs[1]) if len(refs) > 1 else {}
             )

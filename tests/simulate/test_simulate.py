@@ -6,7 +6,9 @@ from __future__ import annotations
 import itertools
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -24,9 +26,10 @@ from agentx.simulate import (
     SimulateOptions,
     default_capacities,
     simulate_workload,
+    stack,
 )
 from agentx.simulate.stack import Fenwick, kvcache_simulate, stack_simulate
-from agentx.simulate.workload import RawRequest, build_workload, raw_requests
+from agentx.simulate.workload import RawRequest, Workload, build_workload, raw_requests
 from agentx.workload.stats import compute_stats, summarize
 
 ROOT = Path(__file__).parents[2]
@@ -90,6 +93,36 @@ def test_fenwick_matches_a_plain_array(n: int, data: st.DataObject) -> None:
             counts[arr] -= 1
         q = np.arange(n + 1, dtype=np.int64)
         assert fen.prefix(q).tolist() == np.cumsum(counts).tolist()
+
+
+@FAST
+@given(st.integers(1, 200), st.data())
+def test_fenwick_of_ones_is_a_prefix_of_ones(n: int, data: st.DataObject) -> None:
+    live = data.draw(st.integers(0, n))
+    q = np.arange(n + 1, dtype=np.int64)
+    assert Fenwick.ones(n, live).prefix(q).tolist() == np.minimum(q, live).tolist()
+
+
+@FAST
+@given(traces(), st.booleans(), st.booleans(), st.integers(0, 8))
+def test_renumbering_the_free_queue_changes_no_hit(
+    raw: list[RawRequest], pin: bool, reserve: bool, spare: int
+) -> None:
+    """The engine renumbers the free queue's live entries when its positions run out: with as
+    few positions as that allows (renumbering at almost every release), every figure is what
+    one position per entry ever released gives."""
+    w = build_workload(raw, 4)
+    caps = list(range(0, 2 * (w.unique_blocks + 8 * len(raw)) + 3))
+    full = stack_simulate(w, caps, 6, pin=pin, reserve_output=reserve)
+    tight = stack.queue_slots
+
+    def fewest(workload: Workload, anon: Sequence[int]) -> int:
+        live = workload.unique_blocks + sum(anon)
+        largest = max(int(r.blocks.size) + a for r, a in zip(workload.requests, anon, strict=True))
+        return min(tight(workload, anon), live + largest + spare)
+
+    with mock.patch.object(stack, "queue_slots", fewest):
+        assert stack_simulate(w, caps, 6, pin=pin, reserve_output=reserve) == full
 
 
 @FAST

@@ -5,9 +5,14 @@ its length. The rules are the package's (:mod:`agentx.prefixcache.kvcache`);
 property test (``tests/prefixcache/test_kvcache_equivalence.py``) holds the two equal operation
 by operation.
 
-Per block id: ``ref`` (the GPU refcount, -1 when not resident), ``free_pos`` (its entry in the
+Per block id: ``ref`` (the GPU refcount, -1 when evicted, -2 when never cached), ``free_pos`` (its entry in the
 free queue, -1 while pinned or absent), ``offload_pos`` (its entry in the offload tier's LRU,
 -1 when not offloaded). Id 0 is never a block: it reads as absent everywhere.
+
+Ids come from the cache's own :class:`~agentx.prefixcache.kvcache.table.BlockTable` (blocks
+named by hash), or, with ``dense_ids``, from the caller: a driver that renumbered its requests'
+blocks once (``agentx simulate``, whose every pass replays the same prompts) names them by id
+and no pass looks a hash up.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from agentx.prefixcache.kvcache.table import BlockTable, Keys
 
 Hashes = npt.ArrayLike  # a request's full-block hashes: a uint64 array or a list of ints
 Small = npt.NDArray[np.int32]  # per-block counts (refcounts, indices within a request)
+EVICTED = -1  # ref of a block cached once, not now
+NEVER = -2  # ref of an id never cached: its first allocation is no refill
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -76,7 +83,12 @@ class KVCache:
         capacity_tokens: int,
         block_size: int = DEFAULT_BLOCK_SIZE,
         offload_tokens: int = 0,
+        *,
+        dense_ids: bool = False,
     ) -> None:
+        """``dense_ids``: blocks are named by ids ``1, 2, ...`` the caller assigned (one per
+        distinct block, as :class:`~agentx.prefixcache.kvcache.table.BlockTable` would), not by
+        hashes; the arrays grow to the largest id seen."""
         if block_size < 1:
             raise ValueError("block_size must be >= 1")
         if capacity_tokens < 0 or offload_tokens < 0:
@@ -85,8 +97,8 @@ class KVCache:
         self.capacity_blocks = capacity_tokens // block_size
         self.offload_capacity_blocks = offload_tokens // block_size
         self.counters = CacheCounters()
-        self._table = BlockTable()
-        self._ref: Small = np.full(1, -1, dtype=np.int32)  # id 0: never a block
+        self._table = None if dense_ids else BlockTable()
+        self._ref: Small = np.full(1, EVICTED, dtype=np.int32)  # id 0: never a block
         self._free_pos: Ids = np.full(1, -1, dtype=np.int64)
         self._offload_pos: Ids = np.full(1, -1, dtype=np.int64)
         self._stamp: Small = np.full(1, -1, dtype=np.int32)  # scratch of _has_repeats
@@ -136,7 +148,22 @@ class KVCache:
     # -- lookups ---------------------------------------------------------------------------
 
     def _find(self, hashes: Hashes) -> Ids:
+        if self._table is None:
+            return self._dense(hashes)
         return self._table.find(_keys(hashes))
+
+    def _intern(self, hashes: Hashes) -> Ids:
+        if self._table is None:
+            return self._dense(hashes)
+        ids = self._table.intern(_keys(hashes))
+        self._grow(self._table.size)
+        return ids
+
+    def _dense(self, ids: Hashes) -> Ids:
+        out: Ids = np.asarray(ids, dtype=np.int64)
+        if out.size:
+            self._grow(int(out.max()))
+        return out
 
     def _hits(self, ids: Ids, prompt_tokens: int) -> tuple[int, int]:
         limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
@@ -173,8 +200,8 @@ class KVCache:
 
     # -- allocation ------------------------------------------------------------------------
 
-    def _grow(self) -> None:
-        n = self._table.size + 1
+    def _grow(self, largest_id: int) -> None:
+        n = largest_id + 1
         if n <= self._ref.size:
             return
         size = max(n, 2 * self._ref.size)
@@ -183,7 +210,7 @@ class KVCache:
             names.append("_offload_pos")
         for name in names:
             old = getattr(self, name)
-            new = np.full(size, -1, dtype=old.dtype)
+            new = np.full(size, NEVER if name == "_ref" else -1, dtype=old.dtype)
             new[: old.size] = old
             setattr(self, name, new)
 
@@ -195,7 +222,7 @@ class KVCache:
         victims = self._free.take(k, self._free_pos)
         named = victims[victims != UNNAMED]
         self._unnamed_free -= int(victims.size - named.size)
-        self._ref[named] = -1
+        self._ref[named] = EVICTED
         self._free_pos[named] = -1
         self._named -= int(named.size)
         self._named_free -= int(named.size)
@@ -232,9 +259,7 @@ class KVCache:
         Hit blocks are re-pinned, offloaded hits are loaded back into the GPU tier, and the
         rest are computed and cached under their hashes. ``extra_tokens`` reserves anonymous
         blocks for the output (and the partial last block) so usage reflects decode too."""
-        seen = self._table.size  # ids above this are blocks never cached before
-        ids = self._table.intern(_keys(hashes))
-        self._grow()
+        ids = self._intern(hashes)
         bs = self.block_size
         g, o = self._hits(ids, prompt_tokens)
         c = self.counters
@@ -258,7 +283,7 @@ class KVCache:
         self._free_pos[freed] = -1
         self._named_free -= int(freed.size)
         missing = distinct[~resident]
-        c.refilled_blocks += int(np.count_nonzero(missing <= seen))
+        c.refilled_blocks += int(np.count_nonzero(rc[~resident] == EVICTED))
         if counts is None:
             ref[distinct[resident]] += 1
         else:
@@ -311,7 +336,7 @@ class KVCache:
     def reset(self) -> None:
         """Drop every unpinned block from both tiers (vLLM's ``/reset_prefix_cache``)."""
         free = np.flatnonzero(self._ref == 0)
-        self._ref[free] = -1
+        self._ref[free] = EVICTED
         self._free_pos[free] = -1
         self._named -= int(free.size)
         self._named_free = self._unnamed_free = 0
