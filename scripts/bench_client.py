@@ -51,7 +51,7 @@ from pathlib import Path
 from client_bench import loopback, peers
 
 CASES = ("streams64", "streams512", "prompt100k")
-IN_PROCESS = ("agentx", "agentx-asyncio", "agentx-httpx", "vllm-loop")
+IN_PROCESS = ("agentx", "agentx-before", "agentx-asyncio", "agentx-httpx", "vllm-loop")
 TOOLS = ("vllm-bench", "aiperf", "harness")
 CLIENTS = IN_PROCESS + TOOLS
 QUICK = ("agentx", "agentx-asyncio", "vllm-loop")
@@ -66,6 +66,7 @@ PROMPT_REQUESTS = 32  # and FACTOR x that
 # token ids decode to longer text than AIPerf's corpus sentences
 TINY_PER_CL100K = {"vllm-bench": 0.90, "aiperf": 1.52}
 ME = Path(__file__).resolve()
+BEFORE: list[str] = []  # --before: the checkout the agentx-before client imports agentx from
 
 
 def _pin(cores: set[int]) -> None:
@@ -105,6 +106,9 @@ def _in_process(name: str, url: str, streams: int) -> dict[str, float]:
     env = dict(os.environ)
     if name == "agentx-asyncio":
         env["AGENTX_LOOP"] = "asyncio"
+    if name == "agentx-before":  # the same client, agentx imported from the --before checkout
+        env["PYTHONPATH"] = BEFORE[0]
+        name = "agentx"
     out = subprocess.run(
         [sys.executable, str(ME), "--_client", name, "--_url", url, "--streams", str(streams)],
         capture_output=True,
@@ -286,6 +290,7 @@ def prompt_case(names: list[str], tools: dict[str, peers.Tool]) -> dict[str, dic
 
 LABELS = {
     "agentx": "**agentx**",
+    "agentx-before": "agentx before (`--before`)",
     "agentx-asyncio": "agentx on asyncio's loop",
     "agentx-httpx": "agentx before (httpx on httpx-aiohttp)",
     "agentx-lanes": "agentx replay's lanes alone (send + stream)",
@@ -338,6 +343,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     ap.add_argument("--repeat", type=int, default=3, help="in-process measurements per client")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of another agentx: adds the agentx-before client, imported from it",
+    )
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--chunks", type=int, default=1000, help=argparse.SUPPRESS)
     ap.add_argument("--streams", type=int, default=64, help=argparse.SUPPRESS)
@@ -362,6 +372,9 @@ def main() -> None:
 
     peers.become_subreaper()
     names = list(QUICK) if args.quick else [c for c in args.clients.split(",") if c]
+    if args.before is not None:
+        BEFORE.append(str(args.before.resolve()))
+        names.insert(1, "agentx-before")
     cases = [c for c in args.cases.split(",") if c]
     if args.quick:
         cases = [c for c in cases if c != "prompt100k"]

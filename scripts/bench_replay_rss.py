@@ -3,7 +3,8 @@
 Starts ``agentx serve-sim`` (``--fast`` unless ``--decode-tps`` is given, with ``--profile
 agentx``), then runs ``AGENTX replay TRACE --endpoint URL --concurrency C --max-requests N
 --time-scale 0 --json`` as a child, once per ``--agentx`` (e.g. main's install and this
-checkout's, side by side), and samples every 0.25 s the child's RSS and the requests the server
+checkout's, side by side), and samples every 0.25 s the RSS of the child and every process
+below it (workers, the theoretical pass) summed, and the requests the server
 has finished (its ``vllm:request_success_total``). Prints, per agentx, the RSS when the server
 had finished each ``--at`` count, when it had finished them all (the lanes' end), the peak
 until then, and the peak of the whole run (the results written at the end included).
@@ -91,11 +92,10 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
             child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, cwd=ROOT)
             pids = [child.pid]
             while True:
-                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                pid, status, _ = os.wait4(child.pid, os.WNOHANG)
                 if pid:
                     break
-                if args.workers > 1:
-                    pids = [child.pid, *_children(child.pid)]
+                pids = _tree(child.pid)  # the workers and the theoretical pass's child too
                 rss = sum(rss_bytes(p) for p in pids)
                 peak = max(peak, rss)
                 done = finished(url) - base
@@ -120,7 +120,7 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
         "marks": marks,
         "lanes_end": lanes_end_rss,
         "peak_lanes": peak_lanes,
-        "peak": max(peak, usage.ru_maxrss * 1024 if args.workers == 1 else 0),
+        "peak": peak,  # the tree's (ru_maxrss is one process's)
         "ok": (summary.get("requests") or {}).get("ok"),
     }
 
@@ -216,6 +216,14 @@ def _children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(p) for p in text.split()]
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    pids = [pid]
+    for p in pids:
+        pids.extend(_children(p))
+    return pids
 
 
 def replays(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -39,6 +40,7 @@ from agentx.apis.assemble import (
 from agentx.apis.chat_parts import Message, function_tool, text_of, tool_call
 from agentx.apis.emit import SSE_CONTENT_TYPE, Emitter, Pieces, UsageCounts, dumps
 from agentx.apis.family import EMPTY, Family, ToolPairs, no_model_in_path
+from agentx.apis.fastpath import PLAIN, learn, slot_text
 from agentx.apis.names import Api
 from agentx.apis.serving import (
     RequestError,
@@ -68,6 +70,8 @@ from agentx.apis.usage_counts import (
 from agentx.core.models import JSON, Response, Usage
 
 PATH = "/v1/chat/completions"
+CONTENT_PATH = ("choices", 0, "delta", "content")  # the slot of a content delta
+LEARN_TRIES = 4  # slots a stream may learn (a shape that changes): then it decodes in full
 
 
 # -- usage -------------------------------------------------------------------------------------
@@ -207,12 +211,23 @@ class ChatAssembler(AssemblerBase):
 class ChatStreamParser(StreamParser):
     """OpenAI ``/v1/chat/completions`` (vLLM, SGLang, llama.cpp, TRT-LLM, Dynamo, ...).
 
-    The hottest loop of a replay: ``feed`` is specialised (locals, one dict lookup per field)
-    for the common one-line ``data: {...}`` event; everything else takes the generic path.
+    The hottest loop of a replay. A server sends one chunk per token, identical but for the
+    delta's text: the first content delta decoded in full teaches the stream its
+    :class:`~agentx.apis.fastpath.Slot` (:mod:`agentx.apis.fastpath`), and every later event that
+    is the same bytes with another string in that slot counts as a content token with two byte
+    comparisons and one scan, no decode. Anything else (role, finish, usage, tool calls,
+    reasoning, errors, another shape) is decoded in full: specialised (locals, one dict lookup
+    per field) for the one-line ``data: {...}`` event, the generic path for the rest.
     """
 
-    __slots__ = ()
+    __slots__ = ("_head", "_learn", "_tail")
     api = Api.OPENAI_CHAT
+
+    def __init__(self, live: bool = False, *, fast: bool = True) -> None:
+        super().__init__(live)
+        self._head: bytes | None = None  # the learnt slot: None until one is proven
+        self._tail = b""
+        self._learn = LEARN_TRIES if fast else 0  # content deltas left to learn a slot from
 
     def feed(self, data: bytes, t_ns: int) -> None:
         events = self._split(data)
@@ -224,9 +239,28 @@ class ChatStreamParser(StreamParser):
         first = self.first_token_ns
         last = self.last_token_ns
         count = self.token_chunks
+        itl = self.itl_ns
+        live = self.live
+        head = self._head
+        tail = self._tail
+        skip, cut = len(head or b""), len(tail)
+        slotted = 0  # the slot's events not yet in itl: they share this read's instant
         event = b""
         try:
             for event in events:
+                if head is not None and event.startswith(head) and event.endswith(tail):
+                    body = event[skip:-cut]  # empty when head and tail overlap
+                    if body and (not body.translate(None, PLAIN) or slot_text(body) is not None):
+                        slotted += 1
+                        if live:
+                            self.text_parts.append(slot_text(body) or "")
+                        continue
+                if slotted:  # a slot is learnt after the first token: each event is one gap
+                    itl.append(t_ns - last)
+                    itl.extend(repeat(0, slotted - 1))
+                    last = t_ns
+                    count += slotted
+                    slotted = 0
                 obj = None
                 if event.startswith(b"data: ") and b"\n" not in event:
                     try:  # noqa: SIM105 - try/except is cheaper than suppress() in this loop
@@ -245,6 +279,7 @@ class ChatStreamParser(StreamParser):
                     continue
                 if type(obj) is not dict or "error" in obj or "type" in obj:
                     self._check(obj)
+                plain = False  # a content delta and nothing else: what a slot is learnt from
                 choices = obj.get("choices")
                 if choices:
                     choice = choices[0]
@@ -255,6 +290,7 @@ class ChatStreamParser(StreamParser):
                             if type(content) is not str:
                                 raise TypeError(f"delta content is {type(content).__name__}")
                             token = True
+                            calls = None
                         else:
                             calls = delta.get("tool_calls")
                             if calls:
@@ -266,24 +302,41 @@ class ChatStreamParser(StreamParser):
                             if first is None:
                                 first = self.first_token_ns = t_ns
                             else:
-                                self.itl_ns.append(t_ns - last)
+                                itl.append(t_ns - last)
                             last = t_ns
                             count += 1
                             if content and self.first_content_ns is None:
                                 self.first_content_ns = t_ns
-                            if self.live:
+                            if live:
                                 self._accumulate(delta)
+                            plain = bool(content) and not (
+                                delta.get("tool_calls")
+                                or delta.get("reasoning_content")
+                                or delta.get("reasoning")
+                            )
                     reason = choice.get("finish_reason")
                     if reason is not None:
                         if type(reason) is not str:
                             raise TypeError(f"finish_reason is {type(reason).__name__}")
                         if reason:
                             self.finish_reason = reason
+                            plain = False
                 if obj.get("usage") or "timings" in obj:
                     self._usage(obj)
+                elif plain and self._learn and type(choices) is list:  # a new shape: relearn
+                    self._learn -= 1
+                    slot = learn(event, 6, obj, CONTENT_PATH)
+                    if slot is not None:
+                        head, tail = self._head, self._tail = slot.head, slot.tail
+                        skip, cut = len(head), len(tail)
         except SHAPE_ERRORS as exc:
             raise shape_error(exc, event) from None
         finally:
+            if slotted:
+                itl.append(t_ns - last)
+                itl.extend(repeat(0, slotted - 1))
+                last = t_ns
+                count += slotted
             self.last_token_ns = last
             self.token_chunks = count
 
