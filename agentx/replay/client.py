@@ -395,10 +395,15 @@ async def _error_body(response: Response, secrets: tuple[str, ...]) -> str:
         raw = b""
     encoding = response.headers.get("content-encoding")
     if raw and encoding:  # a compressed error body is the server's words once decoded
+        why: Exception | None = None
         try:
             raw = StreamDecoder(encoding).feed(raw)  # incremental: the read may be cut short
-        except (ValueError, *DECODE_ERRORS) as exc:
-            return f"{response.reason} (a {encoding} body that does not decode: {exc})"[:200]
+        except ValueError as exc:  # an encoding agentx does not know
+            why = exc
+        except DECODE_ERRORS as exc:
+            why = exc
+        if why is not None:
+            return f"{response.reason} (a {encoding} body that does not decode: {why})"[:200]
     if secrets:
         raw = redact_values(raw.decode("utf-8", "replace"), secrets).encode()
     try:
