@@ -31,6 +31,7 @@ from agentx.replay import gates
 from agentx.replay.bottleneck import Tick, judge
 from agentx.replay.bottleneck import warning as bottleneck_warning
 from agentx.replay.lanes import LaneResult
+from agentx.replay.rundir import with_plan
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import TheoryPass, merged, theoretical, theory_threads
 from agentx.report.results_dir import write_results
@@ -182,9 +183,7 @@ def finish_run(
     if plan.sessions.lazy and not any(t is tally for t in c.tallies):  # indexed by workers
         for t in c.tallies:
             tally.merge(t)
-    start = dataclasses.replace(
-        start, config={**start.config, "trace_sessions_indexed": tally.indexed}
-    )
+    start = with_plan(start, setup, plan)
     return finish_rows(start, c, out_dir, tokenizer)
 
 
@@ -245,6 +244,7 @@ def finish_rows(
         *([failed] if failed else ()),
         *([fit] if fit else ()),
         *start.warnings,
+        *start.plan_warnings,
         *c.warnings,
         *_run_warnings(c, records, verdict),
         *short_output_warnings(records, start.api, start.server_kind),
@@ -302,7 +302,7 @@ def _run_warnings(
     c: Collected, records: Sequence[RequestRecord], verdict: Bottleneck | None
 ) -> list[str]:
     """What the reader of the figures must know about how the run went (what the set-up and
-    the plan found is the run start's: :func:`agentx.replay.rundir.start_warnings`)."""
+    the plan found is the run start's: :mod:`agentx.replay.rundir`)."""
     warnings = []
     if verdict is not None and (line := bottleneck_warning(verdict)) is not None:
         warnings.append(line)

@@ -14,6 +14,7 @@ run's temporary directory, out of ``-o``: ``run.json`` names them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import time
 from pathlib import Path
@@ -88,8 +89,20 @@ def run_start(
         labels=o.labels,
         cost=cost_options_json(o.cost),
         config=_config(setup, plan, cache_reset, workers_choice),
-        warnings=(*setup.warnings, *start_warnings(setup, plan, cache_reset), *unread),
+        warnings=(*setup.warnings, *start_warnings(setup, cache_reset), *unread),
+        plan_warnings=plan_warnings(setup, plan),
         sent_logs=tuple(str(p) for p in sent_logs),
+    )
+
+
+def with_plan(start: RunStart, setup: RunSetup, plan: ReplayPlan) -> RunStart:
+    """``start`` with the plan's counts as they are now: a lazy plan indexes sessions as the
+    lanes take them, so a live run's end knows more than its start (a recovered run says what
+    the start knew, with ``trace_sessions_indexed`` saying how much)."""
+    return dataclasses.replace(
+        start,
+        config={**start.config, **_plan_counts(plan)},
+        plan_warnings=plan_warnings(setup, plan),
     )
 
 
@@ -153,10 +166,7 @@ def _config(
         lanes=setup.lanes,
         metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
         trace_sessions=len(plan.sessions),
-        trace_sessions_indexed=plan.sessions.tally.indexed,  # < trace_sessions: totals partial
-        trace_requests=plan.requests,
-        skipped_rows=plan.skipped,
-        synthesized_rows=plan.synthesized,
+        **_plan_counts(plan),
         interrupted=None,
         cache_reset=None if cache_reset is None else cache_reset.endpoint,
         workers_auto=None if workers_choice is None else workers_choice.config(),
@@ -164,20 +174,36 @@ def _config(
     return config
 
 
-def start_warnings(setup: RunSetup, plan: ReplayPlan, cache_reset: CacheReset | None) -> list[str]:
-    """What the reader of the figures must know about how the run was set up."""
-    o = setup.options
+def _plan_counts(plan: ReplayPlan) -> dict[str, Any]:
+    """What the plan counted over the sessions it has indexed."""
+    return {
+        "trace_sessions_indexed": plan.sessions.tally.indexed,  # < trace_sessions: partial
+        "trace_requests": plan.requests,
+        "skipped_rows": plan.skipped,
+        "synthesized_rows": plan.synthesized,
+    }
+
+
+def plan_warnings(setup: RunSetup, plan: ReplayPlan) -> tuple[str, ...]:
+    """What the plan found that the reader of the figures must know."""
     warnings = list(plan.warnings)
-    if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
-        warnings.append(
-            f"--metrics-url {redact_url(o.metrics_url)} did not answer with Prometheus text; "
-            "no server metrics"
-        )
-    if plan.synthesized and o.workload.salt:
+    if plan.synthesized and setup.options.workload.salt:
         warnings.append(
             f"the trace is hash-only ({plan.synthesized} requests in the sessions read): requests "
             "are sent as synthetic text (one user message each), and the salt at its start also "
             "keeps different sessions from sharing a prefix; --no-salt keeps the trace's sharing"
+        )
+    return tuple(warnings)
+
+
+def start_warnings(setup: RunSetup, cache_reset: CacheReset | None) -> list[str]:
+    """What the reader of the figures must know about how the run was set up."""
+    o = setup.options
+    warnings = []
+    if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
+        warnings.append(
+            f"--metrics-url {redact_url(o.metrics_url)} did not answer with Prometheus text; "
+            "no server metrics"
         )
     if cache_reset is not None and not cache_reset.ok:
         warnings.append(

@@ -59,7 +59,8 @@ class RunStart:
     labels: tuple[tuple[str, str], ...] = ()
     cost: Json | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()  # what the set-up and the plan found, for the summary
+    warnings: tuple[str, ...] = ()  # what the set-up found, for the summary
+    plan_warnings: tuple[str, ...] = ()  # what the plan found (a live run's end: refreshed)
     sent_logs: tuple[str, ...] = ()
 
     def wall_ns(self, perf_ns: int) -> int:
@@ -93,6 +94,7 @@ class RunStart:
             "cost": self.cost,
             "config": dict(self.config),
             "warnings": list(self.warnings),
+            "plan_warnings": list(self.plan_warnings),
             "sent_logs": list(self.sent_logs),
         }
 
@@ -127,5 +129,6 @@ class RunStart:
             cost=None if cost is None else dict(cost),
             config=free(d, "config"),
             warnings=texts(d, "warnings"),
+            plan_warnings=texts(d, "plan_warnings"),
             sent_logs=tuple(str(p) for p in items(d, "sent_logs")),
         )
