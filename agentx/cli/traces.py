@@ -121,27 +121,40 @@ def simulate(
 
 @app.command()
 def recover(
-    trace: Annotated[
+    path: Annotated[
         Path,
-        typer.Argument(metavar="TRACE", help="agentx Parquet trace whose writer died"),
+        typer.Argument(
+            metavar="TRACE|RUN_DIR",
+            help="agentx Parquet trace whose writer died, or the results directory of a replay "
+            "that was killed",
+        ),
     ],
+    json_out: Annotated[
+        bool, json_option("a replay's results directory: print its summary.json")
+    ] = False,
 ) -> None:
-    """Rebuild a trace from the write-ahead spool its writer left when it was killed."""
+    """Rebuild a trace from the write-ahead spool its writer left when it was killed, or a
+    killed replay's results directory from the rows it spooled."""
+    from agentx.replay.recover import is_run_dir
+
+    if is_run_dir(path):
+        _recover_run(path, json_out=json_out)
+        return
     from agentx import store
     from agentx.core.progress import progress_for
     from agentx.store.reader import recover_report
 
     try:
         with progress_for("recover", console=err) as progress:
-            report = recover_report(trace, progress=progress)
+            report = recover_report(path, progress=progress)
         if report is None:
-            store.open_trace(trace)  # nothing to do: say so only if the trace itself is sound
+            store.open_trace(path)  # nothing to do: say so only if the trace itself is sound
     except AgentxError as exc:
         fail(exc)
     if report is None:
-        out.print(f"{trace}: nothing to recover (no spool)", markup=False, soft_wrap=True)
+        out.print(f"{path}: nothing to recover (no spool)", markup=False, soft_wrap=True)
         return
-    out.print(f"{trace}: recovered {report.rows} exchanges", markup=False, soft_wrap=True)
+    out.print(f"{path}: recovered {report.rows} exchanges", markup=False, soft_wrap=True)
     if report.kept_spool is not None:
         lines = "line" if report.damaged == 1 else "lines"
         extend = "exchange" if report.orphaned == 1 else "exchanges"
@@ -152,6 +165,25 @@ def recover(
             markup=False,
             soft_wrap=True,
         )
+
+
+def _recover_run(path: Path, *, json_out: bool) -> None:
+    from agentx.replay.recover import recover_run
+
+    try:
+        result = recover_run(path)
+    except AgentxError as exc:
+        fail(exc)
+    for warning in dict.fromkeys(result.warnings):
+        err.print(f"agentx: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        print_json(result.summary.to_json())
+        return
+    out.print(
+        f"{path}: recovered {len(result.records)} requests of a killed run (partial results)",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("example-path")

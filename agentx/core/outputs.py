@@ -296,6 +296,9 @@ def check_results_dir(path: str | os.PathLike[str], *, force: bool) -> Path:
 # In a results directory while a run writes it: its writer's lock (an exclusive ``flock``, which
 # the kernel drops when the writer dies) and its pid. Left behind, it marks a run that was killed.
 WRITING_FILE = ".agentx-writing"
+# In a results directory while a replay runs: its set-up and the rows it spools
+# (agentx.replay.rundir). Left behind with the lock free, it is a killed run's, for `agentx recover`.
+RUN_SPOOL = ".agentx-run"
 
 
 @contextlib.contextmanager
@@ -314,6 +317,14 @@ def claimed_results_dir(path: str | os.PathLike[str], *, force: bool) -> Iterato
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise AgentxError(f"cannot write results to {p}: {exc.strerror or exc}") from None
+    if not force and (p / RUN_SPOOL).exists():  # looked at once no live run holds it
+        with contextlib.suppress(OSError):
+            (p / WRITING_FILE).unlink()
+        os.close(fd)
+        raise UsageError(
+            f"{p} holds the spool of a run that was killed ({RUN_SPOOL}): agentx recover {p} "
+            f"makes its rows a results directory; {FORCE_FLAG} replaces them"
+        )
     try:
         yield p
     finally:
@@ -323,6 +334,28 @@ def claimed_results_dir(path: str | os.PathLike[str], *, force: bool) -> Iterato
         for d in made:  # innermost first; one that holds anything stays
             with contextlib.suppress(OSError):
                 d.rmdir()
+
+
+def writer_of(path: str | os.PathLike[str]) -> str | None:
+    """The pid of the live run writing the results directory ``path`` (its lock is held), or
+    ``None``."""
+    lock = Path(path) / WRITING_FILE
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if fcntl is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+        except OSError:
+            return None
+        return None
+    finally:
+        os.close(fd)
 
 
 def _missing_parents(p: Path) -> list[Path]:

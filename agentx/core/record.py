@@ -32,6 +32,36 @@ ERR_CANCELLED = "cancelled"  # run stopped (Ctrl-C, --duration drain deadline)
 ERR_REDIRECT = "redirect"  # a 3xx answer: replay does not follow it (the endpoint moved)
 ERR_NO_CONTENT = "no_content"  # a 2xx answer without a body (204)
 ERR_NOT_A_STREAM = "not_a_stream"  # a 2xx web page (text/html): a proxy or login page answered
+# the kinds of a failed request (no_usage and bad_usage rows still count as ok)
+FAILURE_KINDS = (
+    ERR_CONNECT,
+    ERR_TIMEOUT,
+    ERR_HTTP,
+    ERR_RESET,
+    ERR_PROTOCOL,
+    ERR_CANCELLED,
+    ERR_REDIRECT,
+    ERR_NO_CONTENT,
+    ERR_NOT_A_STREAM,
+)
+_NOT_FOLLOWED = ": replay does not follow redirects"
+
+
+def redirect_error(status: int, location: str | None) -> str:
+    """The error of a redirect row (``location``: its ``Location``, redacted)."""
+    return f"HTTP {status} redirect{f' to {location}' if location else ''}{_NOT_FOLLOWED}"
+
+
+def redirect_origin(message: str | None) -> str | None:
+    """The origin (``scheme://host:port``) a redirect row's error names; ``None`` when it names
+    none or a relative one (the endpoint's own origin)."""
+    if not message or not message.endswith(_NOT_FOLLOWED) or " redirect to " not in message:
+        return None
+    where = message[: -len(_NOT_FOLLOWED)].split(" redirect to ", 1)[1]
+    scheme, sep, rest = where.partition("://")
+    if not sep or not scheme.isalpha():
+        return None
+    return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0]}"
 
 
 class Gaps(Sequence[int]):

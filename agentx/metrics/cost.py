@@ -104,6 +104,26 @@ class CostOptions:
             raise UsageError("--license-fraction must be in [0, 1)")
 
 
+def cost_options_json(cost: CostOptions | None) -> dict[str, Any] | None:
+    """The cost options as JSON (a replay's set-up, :mod:`agentx.results.runstart`)."""
+    return None if cost is None else dataclasses.asdict(cost)
+
+
+def cost_options_of(d: Mapping[str, Any] | None) -> CostOptions | None:
+    """The cost options :func:`cost_options_json` wrote (``None``: none, or unreadable)."""
+    if d is None:
+        return None
+    try:
+        prices, parts = d.get("prices"), d.get("parts")
+        return CostOptions(
+            **{k: v for k, v in d.items() if k not in ("prices", "parts")},
+            prices=None if prices is None else Prices(**prices),
+            parts=None if parts is None else HourParts(**parts),
+        )
+    except (TypeError, UsageError):
+        return None
+
+
 # -- building the options from what was given ----------------------------------------------------
 
 

@@ -3,7 +3,9 @@
 :func:`error_kinds` groups the failed measured requests by (error kind, HTTP status), commonest
 first, keeping the first one's message whole; :func:`hint` says what to change when the message
 is one of the commonest a benchmark meets (vLLM started without a tool parser, a wrong model
-name, prompts longer than the server's context, a refused key, a wrong path).
+name, prompts longer than the server's context, a refused key, a wrong path), and for every
+kind of failure otherwise (:data:`agentx.core.record.FAILURE_KINDS`). Redirects are grouped by
+status and by the origin their ``Location`` names.
 :func:`failed_requests_line` is the one line the terminal, stderr and ``summary.json``'s warnings
 carry about them.
 """
@@ -14,7 +16,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agentx.core.record import ERR_CONNECT, ERR_HTTP, ERR_TIMEOUT, RequestRecord
+from agentx.core.record import (
+    ERR_CANCELLED,
+    ERR_CONNECT,
+    ERR_HTTP,
+    ERR_NO_CONTENT,
+    ERR_NOT_A_STREAM,
+    ERR_PROTOCOL,
+    ERR_REDIRECT,
+    ERR_RESET,
+    ERR_TIMEOUT,
+    RequestRecord,
+    redirect_origin,
+)
 from agentx.results.summary.errors import ErrorKind
 
 TOOL_PARSER = re.compile(r"tool choice requires --enable-auto-tool-choice", re.I)
@@ -99,6 +113,63 @@ HINTS: tuple[tuple[Callable[[_Failure], bool], Callable[[_Failure], str]], ...] 
         lambda f: f.kind == ERR_TIMEOUT,
         lambda f: "no complete answer in time: raise --timeout, or lower --concurrency",
     ),
+    (
+        lambda f: f.kind == ERR_REDIRECT,
+        lambda f: (
+            f"the endpoint {'moved' if f.status in (301, 308) else 'sent these elsewhere'}: "
+            "give --endpoint the URL it redirects to (replay does not follow a redirect: it "
+            "would re-send the body, or send the key to another origin)"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_NO_CONTENT,
+        lambda f: (
+            "answers without a body: --endpoint must reach the inference server itself, not a "
+            "health check or a proxy that drops the request"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_NOT_A_STREAM,
+        lambda f: (
+            "a web page answered (a login or proxy page): --endpoint must reach the inference "
+            "server itself; a gateway may want --api-key or --header"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_RESET,
+        lambda f: (
+            "the connection closed before the answer's end: the server crashed or restarted "
+            "(its log says), or a proxy in front of it cut the stream (its idle timeout)"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_PROTOCOL,
+        lambda f: (
+            "the answer was not what the API defines (the message says what): does the server "
+            "speak --api (chat, messages, responses, native), or does a proxy rewrite it?"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_CANCELLED,
+        lambda f: (
+            "in flight when the run stopped (a signal, a failed gate, the end of --duration's "
+            "drain): not the server's failure"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_HTTP and f.status is not None and f.status >= 500,
+        lambda f: (
+            "the server failed on these requests: its log says why (out of memory, a crash, "
+            "overload); lower --concurrency to tell load from a bad request"
+        ),
+    ),
+    (
+        lambda f: f.kind == ERR_HTTP,
+        lambda f: (
+            "the server refused these requests (its message says why): --extra-body or "
+            "--api change what is sent"
+        ),
+    ),
 )
 
 
@@ -114,15 +185,20 @@ def hint(
 
 
 def error_kinds(measured: Sequence[RequestRecord]) -> tuple[ErrorKind, ...]:
-    """The failed requests of ``measured`` by (kind, status), commonest first (ties: first seen
-    first), each with the first one's message whole and its hint."""
-    groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
+    """The failed requests of ``measured`` by (kind, status; a redirect's target origin too),
+    commonest first (ties: first seen first), each with the first one's message whole and its
+    hint."""
+    groups: dict[tuple[str, int | None, str | None], list[RequestRecord]] = {}
     for r in measured:
         if not r.ok:
-            status = r.status if r.error_type == ERR_HTTP else None
-            groups.setdefault((r.error_type or "unknown", status), []).append(r)
+            kind = r.error_type or "unknown"
+            status = r.status if kind in (ERR_HTTP, ERR_REDIRECT) else None
+            # redirects: one group per status and target origin (307 to a login page is not
+            # 301 to the endpoint's new home)
+            where = redirect_origin(r.error) if kind == ERR_REDIRECT else None
+            groups.setdefault((kind, status, where), []).append(r)
     out = []
-    for (kind, status), rows in groups.items():
+    for (kind, status, _), rows in groups.items():
         message = next((r.error for r in rows if r.error), None)
         prompts = [r.expected_prompt_tokens for r in rows if r.expected_prompt_tokens is not None]
         longest = max(prompts) if prompts else None

@@ -64,10 +64,10 @@ class RunInfo:
     started_at: str  # ISO-8601 wall clock
     duration_s: float  # whole run: first send to last response (drain included)
     window_s: float | None = None  # the measured window when --duration was given
-    sessions_started: int = 0
-    sessions_completed: int = 0
-    client_cpu_percent: float = 0.0
-    client_saturated: bool = False
+    sessions_started: int | None = 0  # None: unknown (a run recovered from its spool)
+    sessions_completed: int | None = 0
+    client_cpu_percent: float | None = 0.0
+    client_saturated: bool | None = False
     config: dict[str, Any] = field(default_factory=dict)  # replay options, never the api key
     # the run's start on the rows' clock (perf counter) and on the wall clock: maps sent_ns to
     # wall time, so shards measured on different machines merge onto one clock

@@ -48,6 +48,7 @@ from agentx.core.record import (
     ERR_TIMEOUT,
     NO_GAPS,
     Gaps,
+    redirect_error,
 )
 from agentx.core.urls import credential_values, redact_url, redact_values
 from agentx.replay.http1.connection import Response, Sink
@@ -349,8 +350,7 @@ def _not_an_answer(response: Response) -> tuple[str, str] | None:
     status, headers = response.status, response.headers
     if 300 <= status < 400:
         where = headers.get("location")
-        to = f" to {redact_url(where)}" if where else ""
-        return ERR_REDIRECT, f"HTTP {status} redirect{to}: replay does not follow redirects"
+        return ERR_REDIRECT, redirect_error(status, redact_url(where) if where else None)
     if status == 204 or headers.get("content-length", "").strip() == "0":
         return ERR_NO_CONTENT, f"HTTP {status} without a body"
     if "text/html" in headers.get("content-type", "").lower():
@@ -393,6 +393,17 @@ async def _error_body(response: Response, secrets: tuple[str, ...]) -> str:
         raw = await response.read(ERROR_BODY_BYTES)
     except (HTTPTransportError, OSError):
         raw = b""
+    encoding = response.headers.get("content-encoding")
+    if raw and encoding:  # a compressed error body is the server's words once decoded
+        why: Exception | None = None
+        try:
+            raw = StreamDecoder(encoding).feed(raw)  # incremental: the read may be cut short
+        except ValueError as exc:  # an encoding agentx does not know
+            why = exc
+        except DECODE_ERRORS as exc:
+            why = exc
+        if why is not None:
+            return f"{response.reason} (a {encoding} body that does not decode: {why})"[:200]
     if secrets:
         raw = redact_values(raw.decode("utf-8", "replace"), secrets).encode()
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,29 +15,27 @@ from typing import Any
 
 from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
-from agentx.core.errors import AgentxError
 from agentx.core.progress import progress_for
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
-from agentx.core.urls import redact_url
-from agentx.formats.fingerprint import trace_fingerprint
 from agentx.metrics import latency as lat
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
+from agentx.metrics.cost import cost_options_of
 from agentx.metrics.errors import failed_requests_line
 from agentx.metrics.fit import kv_fit_warning
 from agentx.metrics.prometheus import ServerMetrics
-from agentx.metrics.slo import SloCheck
+from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefixcache.theory import TheoryRow
 from agentx.prefixcache.tokenizer import Tokenizer, resolve_tokenizer
 from agentx.replay import gates
-from agentx.replay.autoworkers import WorkersChoice
 from agentx.replay.bottleneck import Tick, judge
 from agentx.replay.bottleneck import warning as bottleneck_warning
-from agentx.replay.cache_reset import CacheReset
 from agentx.replay.lanes import LaneResult
+from agentx.replay.rundir import with_plan
 from agentx.replay.setup import RunSetup
 from agentx.replay.theory import TheoryPass, merged, theoretical, theory_threads
 from agentx.report.results_dir import write_results
+from agentx.results.runstart import RunStart
 from agentx.results.summary import Summary
 from agentx.results.summary.identity import ClientHost
 from agentx.results.summary.run import Bottleneck, LaneSchedule, LaneStartRow
@@ -75,10 +72,10 @@ class Collected:
     sent_logs: list[Path]
     started_ns: int
     ended_ns: int
-    cpu_s: float
-    cpu_percent_max: float  # the busiest process, % of one core
-    sessions_started: int
-    sessions_completed: int
+    cpu_s: float | None  # None: unknown (a recovered run)
+    cpu_percent_max: float | None  # the busiest process, % of one core
+    sessions_started: int | None
+    sessions_completed: int | None
     live_fallbacks: int
     interrupted: bool
     server_metrics: ServerMetrics | None = None
@@ -174,13 +171,10 @@ def finish_run(
     setup: RunSetup,
     plan: ReplayPlan,
     c: Collected,
-    slo_checks: list[SloCheck],
-    started_at: str,
+    start: RunStart,
     out_dir: Path,
-    *,
-    cache_reset: CacheReset | None = None,
-    workers_choice: WorkersChoice | None = None,
 ) -> ReplayResult:
+    """The end of a live run: what the lanes measured, with the set-up written at the start."""
     o = setup.options
     tokenizer = resolve_tokenizer(
         o.tokenizer, server_url=setup.root_url, model=setup.model, to_chat=to_chat
@@ -189,78 +183,88 @@ def finish_run(
     if plan.sessions.lazy and not any(t is tally for t in c.tallies):  # indexed by workers
         for t in c.tallies:
             tally.merge(t)
-    records, theory = _with_theory(c, setup.block_size, tokenizer, o.schedule.concurrency)
-    verdict = judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
-    config = _config(setup, plan, c, cache_reset, workers_choice)
+    start = with_plan(start, setup, plan)
+    return finish_rows(start, c, out_dir, tokenizer)
+
+
+def finish_rows(
+    start: RunStart, c: Collected, out_dir: Path, tokenizer: Tokenizer | None
+) -> ReplayResult:
+    """Build ``summary.json`` from the spooled rows and the run's set-up and write the results
+    directory: the one finish of a live run and of a recovered one (``agentx recover``).
+    ``tokenizer`` ``None``: no theoretical figures (the bodies sent are not there to count)."""
+    theory: list[TheoryRow] | None = None
+    if tokenizer is None:
+        records = read_spools(c.row_spools)
+    else:
+        records, theory = _with_theory(c, start.block_size, tokenizer, start.concurrency)
+    verdict = (
+        judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
+        if c.cpu_percent_max is not None
+        else None
+    )
+    config = {**start.config, "interrupted": c.interrupted}
+    saturated = None if verdict is None else verdict.bottleneck == "client"
     figures = build_summary(
-        _run_info(setup, c, started_at, config, saturated=verdict.bottleneck == "client"),
+        _run_info(start, c, config, saturated=saturated),
         records,
         c.server_metrics,
-        slo_checks,
-        setup.block_size,
-        extra_percentiles=o.percentiles,
-        cost=o.cost,
+        parse_slo(start.slo) if start.slo else [],
+        start.block_size,
+        extra_percentiles=start.percentiles,
+        cost=cost_options_of(start.cost),
     )
     report = gates.evaluate(
         records,
-        max_failed_ratio=o.max_failed_ratio,
-        min_coverage=o.min_coverage,
-        duration_s=o.schedule.duration_s,
+        max_failed_ratio=start.max_failed_ratio,
+        min_coverage=start.min_coverage,
+        duration_s=start.window_s,
         window_start_ns=c.profiling_started_ns,
         aborted=c.failure,
         interrupted=c.interrupted,
     )
     arrivals = None
     if c.arrival_logs:
-        unit = "request" if o.request_rate is not None else "session"
+        unit = "request" if start.config.get("request_rate") is not None else "session"
         arrivals = arrival_summary(c.arrival_logs, unit)
     kinds = figures.errors.by_kind if figures.errors is not None else ()
     failed = failed_requests_line(kinds, figures.requests.total or 0)
     cache = figures.cache
     fit = kv_fit_warning(
-        setup.server.kv_tokens,
+        start.kv_tokens,
         lat.measured(records),
-        setup.lanes,
+        start.lanes,
         cache.reported_hit_rate
         if cache.reported_hit_rate is not None
         else cache.server_metrics_hit_rate,
         cache.theoretical_hit_rate_ok,
-        setup.server.kind,
+        start.server_kind,
     )
     warnings = (
         *([failed] if failed else ()),
         *([fit] if fit else ()),
-        *setup.warnings,
+        *start.warnings,
+        *start.plan_warnings,
         *c.warnings,
-        *_run_warnings(setup, plan, c, records, verdict, cache_reset),
-        *short_output_warnings(records, o.workload.api, setup.server.kind),
+        *_run_warnings(c, records, verdict),
+        *short_output_warnings(records, start.api, start.server_kind),
         *(arrival_warnings(arrivals) if arrivals is not None else ()),
     )
-    fingerprint, unread = _fingerprint(o.trace)
     summary = dataclasses.replace(
         figures,
         schedule=dataclasses.replace(figures.schedule, lanes=c.schedule, arrivals=arrivals),
         gates=report,
-        tokenizer=tokenizer.name,  # whose tokens the theoretical figures count
+        tokenizer=None if tokenizer is None else tokenizer.name,  # whose tokens the theory counts
         bottleneck=verdict,
-        warnings=(*warnings, *unread),
-        server_identity=setup.server.identity(),
+        warnings=warnings,
+        server_identity=start.server_identity,
         client_host=client_host(),
-        trace_fingerprint=fingerprint,
-        labels=o.labels,
+        trace_fingerprint=start.trace_fingerprint,
+        labels=start.labels,
     )
     write_results(out_dir, summary, records, theory)
     failure = "; ".join(report.reasons) if report.reasons else None
     return ReplayResult(summary, records, out_dir, warnings, c.interrupted, failure=failure)
-
-
-def _fingerprint(trace: Path) -> tuple[str | None, tuple[str, ...]]:
-    """The trace's fingerprint, or a warning why it is unknown (a comparison then cannot
-    tell whether two runs replayed the same trace)."""
-    try:
-        return trace_fingerprint(trace), ()
-    except AgentxError as exc:
-        return None, (f"the trace's fingerprint is unknown ({exc})",)
 
 
 def client_host() -> ClientHost:
@@ -273,86 +277,35 @@ def client_host() -> ClientHost:
     )
 
 
-def _config(
-    setup: RunSetup,
-    plan: ReplayPlan,
-    c: Collected,
-    cache_reset: CacheReset | None,
-    workers_choice: WorkersChoice | None,
-) -> dict[str, Any]:
-    """``summary.config``: the options, and what the probe and the plan decided."""
-    config = setup.options.config()
-    config.update(
-        model=setup.model,
-        server_kind=setup.server.kind,
-        ignore_eos=setup.build.ignore_eos,
-        block_size=setup.block_size,
-        lanes=setup.lanes,
-        metrics_url=redact_url(setup.metrics_url) if setup.metrics_url else None,
-        trace_sessions=len(plan.sessions),
-        trace_sessions_indexed=plan.sessions.tally.indexed,  # < trace_sessions: totals partial
-        trace_requests=plan.requests,
-        skipped_rows=plan.skipped,
-        synthesized_rows=plan.synthesized,
-        interrupted=c.interrupted,
-        cache_reset=None if cache_reset is None else cache_reset.endpoint,
-        workers_auto=None if workers_choice is None else workers_choice.config(),
-    )
-    return config
-
-
 def _run_info(
-    setup: RunSetup, c: Collected, started_at: str, config: dict[str, Any], *, saturated: bool
+    start: RunStart, c: Collected, config: dict[str, Any], *, saturated: bool | None
 ) -> RunInfo:
     """What the records do not say: the run's span, the client's CPU, the clock anchor."""
-    o = setup.options
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
-    perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
     return RunInfo(
-        endpoint=redact_url(o.endpoint),
-        model=setup.model,
-        started_at=started_at,
+        endpoint=start.endpoint,
+        model=start.model,
+        started_at=start.started_at,
         duration_s=wall_s,
-        window_s=o.schedule.duration_s,
+        window_s=start.window_s,
         sessions_started=c.sessions_started,
         sessions_completed=c.sessions_completed,
-        client_cpu_percent=round(100.0 * c.cpu_s / wall_s, 1),
+        client_cpu_percent=None if c.cpu_s is None else round(100.0 * c.cpu_s / wall_s, 1),
         client_saturated=saturated,
         config=config,
         started_perf_ns=c.started_ns,
-        started_wall_ns=wall_now - (perf_now - c.started_ns),
+        started_wall_ns=start.wall_ns(c.started_ns),
     )
 
 
 def _run_warnings(
-    setup: RunSetup,
-    plan: ReplayPlan,
-    c: Collected,
-    records: Sequence[RequestRecord],
-    verdict: Bottleneck,
-    cache_reset: CacheReset | None,
+    c: Collected, records: Sequence[RequestRecord], verdict: Bottleneck | None
 ) -> list[str]:
-    """What the reader of the figures must know about how the run went."""
-    o = setup.options
-    warnings = list(plan.warnings)
-    if (line := bottleneck_warning(verdict)) is not None:
+    """What the reader of the figures must know about how the run went (what the set-up and
+    the plan found is the run start's: :mod:`agentx.replay.rundir`)."""
+    warnings = []
+    if verdict is not None and (line := bottleneck_warning(verdict)) is not None:
         warnings.append(line)
-    if o.scrape_metrics and o.metrics_url and setup.metrics_url is None:
-        warnings.append(
-            f"--metrics-url {redact_url(o.metrics_url)} did not answer with Prometheus text; "
-            "no server metrics"
-        )
-    if plan.synthesized and o.workload.salt:
-        warnings.append(
-            f"the trace is hash-only ({plan.synthesized} requests in the sessions read): requests "
-            "are sent as synthetic text (one user message each), and the salt at its start also "
-            "keeps different sessions from sharing a prefix; --no-salt keeps the trace's sharing"
-        )
-    if cache_reset is not None and not cache_reset.ok:
-        warnings.append(
-            f"could not reset the server's prefix cache before the run ({cache_reset.message}): "
-            "it may hold blocks from earlier traffic"
-        )
     bad_usage = [r for r in records if r.error_type == ERR_BAD_USAGE]
     if bad_usage:
         warnings.append(

@@ -30,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: temporary directories are not cleaned
     fcntl = None  # type: ignore[assignment]
 from agentx.core.outputs import claimed_results_dir, unique_dir
-from agentx.metrics.slo import SloCheck, parse_slo
+from agentx.metrics.slo import parse_slo
 from agentx.prefixcache.tokenizer import is_default_tokenizer
 from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
@@ -41,6 +41,13 @@ from agentx.replay.lanes import LaneDriver
 from agentx.replay.open_loop import for_arrivals
 from agentx.replay.options import ReplayOptions
 from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
+from agentx.replay.rundir import (
+    remove_spool,
+    row_spools,
+    rows_path,
+    run_start,
+    write_spool,
+)
 from agentx.replay.setup import (
     RunSetup,
     http_client,
@@ -60,8 +67,8 @@ from agentx.replay.theory import (
     sent_log_path,
     theory_threads,
 )
-from agentx.replay.workers import rows_path, run_workers
-from agentx.store.rowspool import FLUSH_AFTER_S, RowSpool
+from agentx.replay.workers import run_workers
+from agentx.store.rowspool import FLUSH_AFTER_S, RowSpool, spooled_rows
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
 
@@ -79,7 +86,8 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
     :class:`~agentx.replay.stop.Interrupted` for a signal before the lanes started)."""
     return_large_blocks()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    slo_checks: list[SloCheck] = parse_slo(options.slo) if options.slo else []
+    if options.slo:
+        parse_slo(options.slo)  # a bad spec fails before the run
     target = (
         options.output_dir if options.output_dir is not None else unique_dir(default_output_dir())
     )
@@ -110,28 +118,29 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         if stale is not None:
             print(f"agentx: {stale}", file=sys.stderr)
         tmp, tmp_lock = make_run_tmp()
+        logs = [sent_log_path(tmp, w) for w in range(options.n_workers)]
         early: TheoryPass | None = None
+        spool: Path | None = None
+        written = False
         try:
-            early = _theory_pass(setup, tmp)
+            start = run_start(
+                setup, plan, started_at, logs, cache_reset=cache_reset, workers_choice=choice
+            )
+            spool = write_spool(out_dir, start)
+            early = _theory_pass(setup, logs, tmp)
             if options.n_workers == 1:
-                collected = lanes_loop.run(_run_here(setup, plan, tmp, stop, think_s))
+                collected = lanes_loop.run(_run_here(setup, plan, tmp, spool, stop, think_s))
             else:
-                collected = run_workers(setup, plan, tmp, stop)
+                collected = run_workers(setup, plan, tmp, spool, stop)
             collected.interrupted = collected.interrupted or stop.signum is not None
             collected.theory = early
-            result = finish_run(
-                setup,
-                plan,
-                collected,
-                slo_checks,
-                started_at,
-                out_dir,
-                cache_reset=cache_reset,
-                workers_choice=choice,
-            )
+            result = finish_run(setup, plan, collected, start, out_dir)
+            written = True
         finally:
             if early is not None:
                 early.close()
+            if spool is not None:
+                _end_spool(spool, options.n_workers, out_dir, written=written)
             os.close(tmp_lock)
             for p in tmp.glob("*"):
                 remove_quietly(p)
@@ -155,42 +164,68 @@ def make_run_tmp() -> tuple[Path, int]:
 def clean_stale_tmp(root: Path) -> str | None:
     """Remove the temporary directories (of this user, under ``root``) of replays that died
     (SIGKILL, the OOM killer): those whose lock is free. One without a lock file (being made,
-    or an older agentx's) is left alone. What was removed, or ``None``."""
+    or an older agentx's) is left alone. What was removed (which, how big), or ``None``."""
     if fcntl is None:
         return None
-    removed: list[int] = []
+    removed: list[tuple[str, int]] = []
     for d in sorted(root.glob(f"{TMP_PREFIX}*")):
-        try:
-            st = d.lstat()
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-                continue
-            fd = os.open(d / TMP_LOCK, os.O_RDWR | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # a live run's
-            os.close(fd)
-            continue
-        size = sum(f.stat().st_size for f in d.iterdir() if f.is_file())
-        shutil.rmtree(d, ignore_errors=True)
-        os.close(fd)
-        removed.append(size)
+        size = remove_dead_tmp(d)
+        if size is not None:
+            removed.append((d.name, size))
     if not removed:
         return None
     n = len(removed)
+    names = ", ".join(name for name, _ in removed[:5]) + (", ..." if n > 5 else "")
     return (
         f"removed {n} temporary director{'y' if n == 1 else 'ies'} of replays that died "
-        f"({sum(removed) / 1e6:.1f} MB, prompt text) from {root}"
+        f"({sum(size for _, size in removed) / 1e6:.1f} MB, prompt text) from {root}: {names}"
     )
 
 
-def _theory_pass(setup: RunSetup, tmp: Path) -> TheoryPass | None:
+def remove_dead_tmp(d: Path) -> int | None:
+    """Remove ``d`` if it is the temporary directory of a replay that died (its lock free): the
+    bytes it held, or ``None`` (a live run's, an older agentx's, not a run's, or not this
+    user's)."""
+    if fcntl is None:
+        return None
+    try:
+        st = d.lstat()
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return None
+        fd = os.open(d / TMP_LOCK, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live run's
+            return None
+        size = sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+        shutil.rmtree(d, ignore_errors=True)
+        return size
+    finally:
+        os.close(fd)
+
+
+def _end_spool(spool: Path, workers: int, out_dir: Path, *, written: bool) -> None:
+    """The run's spool goes once its results are written, or when it holds no row; otherwise
+    (the finish failed) it stays for ``agentx recover``, which the run names."""
+    rows = spooled_rows(row_spools(spool, workers))
+    if written or rows == 0:
+        remove_spool(spool)
+        return
+    print(
+        f"agentx: the rows of {rows} finished requests are kept in {spool}: agentx recover "
+        f"{out_dir} makes them a results directory",
+        file=sys.stderr,
+    )
+
+
+def _theory_pass(setup: RunSetup, logs: list[Path], tmp: Path) -> TheoryPass | None:
     """The theoretical pass beside the lanes, for agentx's own tokens (another tokenizer, a
     server's or a chat template's, counts after the run)."""
     if not is_default_tokenizer(setup.options.tokenizer):
         return None
-    logs = [sent_log_path(tmp, w) for w in range(setup.options.n_workers)]
     lanes = setup.options.schedule.concurrency
     return TheoryPass(logs, tmp / "theory.pickle", setup.block_size, theory_threads(lanes))
 
@@ -201,12 +236,17 @@ async def _reset_cache(setup: RunSetup) -> CacheReset:
 
 
 async def _run_here(
-    setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals, think_s: float | None
+    setup: RunSetup,
+    plan: ReplayPlan,
+    tmp: Path,
+    spool: Path,
+    stop: StopSignals,
+    think_s: float | None,
 ) -> Collected:
     o = setup.options
     started_late = await start_barrier(o)
     log = SentLog(sent_log_path(tmp, 0))
-    rows = RowSpool(rows_path(tmp, 0))
+    rows = RowSpool(rows_path(spool, 0))
     async with (
         metrics_client(o, setup.metrics_url) as client,
         stream_client(setup) as lanes_client,

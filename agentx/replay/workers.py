@@ -40,6 +40,7 @@ from agentx.replay.finish import Collected, collect
 from agentx.replay.lanes import LaneDriver, LaneResult
 from agentx.replay.open_loop import for_arrivals
 from agentx.replay.progress import ProgressView, Snapshot, goal_of
+from agentx.replay.rundir import row_spools, rows_path
 from agentx.replay.setup import (
     RunSetup,
     lane_config,
@@ -60,6 +61,9 @@ READY_TIMEOUT_S = 600.0
 # A running worker reports its progress every PROGRESS_INTERVAL_S: one silent this long (stopped,
 # wedged) is killed and the run ends with the rows the workers spooled.
 SILENT_S = 20.0
+# ... or, once the --duration window has ended (nothing new is sent; a draining worker still
+# reports its progress), silent this long: a stopped worker ends the run at the window's end.
+AFTER_WINDOW_SILENT_S = 5.0
 # Once the run is stopping (a signal, a worker lost), how long the others get to send Done.
 STOP_GRACE_S = 20.0
 HEALTH_CHECK_S = 0.5  # how often the parent looks for a worker that died or went silent
@@ -74,7 +78,8 @@ class WorkerSpec:
     setup: RunSetup  # picklable: sent to the worker process
     worker: int
     workers: int
-    tmp: Path
+    tmp: Path  # the run's temporary directory: the bodies it sends
+    spool: Path  # the run's spool in its results directory: the rows
     parent_pid: int  # the replay's process: the worker dies with it
 
 
@@ -109,11 +114,6 @@ class Failed:
 
 WorkerEvent = Ready | WarmedUp | Progress | Done | Failed
 Events = Queue[WorkerEvent]
-
-
-def rows_path(tmp: Path, worker: int) -> Path:
-    """The spool of worker ``worker``'s rows."""
-    return tmp / f"rows-{worker}.arrows"
 
 
 def _share(total: int | None, worker: int, workers: int) -> int | None:
@@ -164,7 +164,7 @@ async def _worker_run(
     lanes = tuple(range(spec.worker, setup.lanes, spec.workers))
     sessions = plan.sessions.every(spec.worker, spec.workers)
     log = SentLog(sent_log_path(spec.tmp, spec.worker))
-    rows = RowSpool(rows_path(spec.tmp, spec.worker))
+    rows = RowSpool(rows_path(spec.spool, spec.worker))
     config = lane_config(
         setup, lanes, _share(o.schedule.max_requests, spec.worker, spec.workers), spec.worker
     )
@@ -202,7 +202,9 @@ async def _worker_run(
             rows.close()
 
 
-def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals) -> Collected:
+def run_workers(
+    setup: RunSetup, plan: ReplayPlan, tmp: Path, spool: Path, stop: StopSignals
+) -> Collected:
     """Run ``setup.options.workers`` worker processes; returns what they measured, merged."""
     o = setup.options
     ctx = mp.get_context("spawn")
@@ -214,7 +216,7 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
         ctx.Process(
             target=worker_main,
             args=(
-                WorkerSpec(setup, w, o.n_workers, tmp, os.getpid()),
+                WorkerSpec(setup, w, o.n_workers, tmp, spool, os.getpid()),
                 events,
                 go,
                 stop_all,
@@ -239,7 +241,16 @@ def run_workers(setup: RunSetup, plan: ReplayPlan, tmp: Path, stop: StopSignals)
     try:
         return asyncio.run(
             _supervise(
-                setup, procs, events, go, measure, tmp, plan.known_requests, stop, stop_workers
+                setup,
+                procs,
+                events,
+                go,
+                measure,
+                tmp,
+                spool,
+                plan.known_requests,
+                stop,
+                stop_workers,
             )
         )
     finally:
@@ -279,6 +290,7 @@ async def _supervise(
     go: MpEvent,
     measure: MpEvent,
     tmp: Path,
+    spool: Path,
     plan_requests: int | None,
     stop: StopSignals,
     stop_workers: Callable[[], None],
@@ -299,7 +311,17 @@ async def _supervise(
         try:
             with stop.running(stop_workers):
                 await _collect(
-                    procs, events, view, snaps, done, lost, measure, scraper, stop, stop_workers
+                    procs,
+                    events,
+                    view,
+                    snaps,
+                    done,
+                    lost,
+                    measure,
+                    scraper,
+                    stop,
+                    stop_workers,
+                    o.schedule.duration_s,
                 )
         finally:
             if view is not None:
@@ -311,7 +333,7 @@ async def _supervise(
     collected = collect(
         results,
         [sent_log_path(tmp, w) for w in range(n)],  # a lost worker's too: up to its last
-        [rows_path(tmp, w) for w in range(n)],
+        row_spools(spool, n),
         server_metrics,
         [started_late] if started_late else [],
     )
@@ -333,11 +355,13 @@ async def _collect(
     scraper: MetricsScraper | None,
     stop: StopSignals,
     stop_workers: Callable[[], None],
+    window_s: float | None,
 ) -> None:
     """Progress and results of the workers, until each has sent its Done or is ``lost``. Once
     every worker has ended its warm-up (or finished), the server's counters are scraped and
     ``measure`` lets them start the measured window. Every wait is bounded: a worker that died
-    is lost at once, one silent for :data:`SILENT_S` (stopped, wedged) or still running
+    is lost at once, one silent for :data:`SILENT_S` (stopped, wedged; after the ``window_s``
+    window: :data:`AFTER_WINDOW_SILENT_S`) or still running
     :data:`STOP_GRACE_S` after the run began stopping is killed and lost; losing one stops the
     others, so the run ends with the rows every worker spooled."""
     n = len(procs)
@@ -346,6 +370,13 @@ async def _collect(
     stopping_since: float | None = None
     checked = time.monotonic()
     dead_since: dict[int, float] = {}
+    window_ends: float | None = None  # when the measured window ends (monotonic)
+
+    async def open_window() -> None:
+        nonlocal window_ends
+        await _open_window(measure, scraper)
+        if window_s is not None:
+            window_ends = time.monotonic() + window_s
 
     def lose(w: int, why: str) -> None:
         nonlocal stopping_since
@@ -374,11 +405,22 @@ async def _collect(
                 elif now - heard[w] > SILENT_S:
                     _kill(p)
                     lose(w, f"did not answer for {SILENT_S:.0f} s and was killed")
+                elif (
+                    window_ends is not None
+                    and now > window_ends
+                    and now - heard[w] > AFTER_WINDOW_SILENT_S
+                ):
+                    _kill(p)
+                    lose(
+                        w,
+                        f"did not answer for {now - heard[w]:.0f} s after the --duration window "
+                        "ended and was killed",
+                    )
                 elif stopping_since is not None and now - stopping_since > STOP_GRACE_S:
                     _kill(p)
                     lose(w, f"did not stop within {STOP_GRACE_S:.0f} s and was killed")
             if len(warmed) == n and not measure.is_set():  # the one lost was the last
-                await _open_window(measure, scraper)
+                await open_window()
         if ev is None:
             continue
         heard[ev.worker] = time.monotonic()
@@ -393,7 +435,7 @@ async def _collect(
             if isinstance(ev, Done):
                 done[ev.worker] = ev.result_path
             if len(warmed) == n and not measure.is_set():
-                await _open_window(measure, scraper)
+                await open_window()
         elif isinstance(ev, Failed):
             raise AgentxError(f"replay worker {ev.worker} failed: {ev.message}")
 

@@ -183,7 +183,8 @@ def _cpu_saturated(summary: Summary) -> bool:
 def client_line(summary: Summary) -> tuple[str, str | None]:
     """The client's CPU and, when the client held the run back, why: ``SATURATED`` only when
     its busiest process used nearly a whole core, else the cause the verdict named."""
-    cpu = f"{num(summary.client.cpu_percent)}%"
+    known = summary.client.cpu_percent
+    cpu = NA if known is None else f"{num(known)}%"  # a recovered run's is unknown
     if _cpu_saturated(summary):
         return cpu, "SATURATED"
     v = summary.bottleneck

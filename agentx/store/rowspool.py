@@ -1,12 +1,13 @@
 """The spool of a replay's rows: what each process measured, on disk as it finishes.
 
 A replay process appends the row of every finished request (:class:`agentx.core.record.RequestRecord`)
-to its own spool in the run's temporary directory, :data:`BATCH_ROWS` rows at a time (or
+to its own spool in the run's results directory (``DIR/.agentx-run/``: :mod:`agentx.replay.rundir`), :data:`BATCH_ROWS` rows at a time (or
 whatever it holds once the oldest waited :data:`FLUSH_AFTER_S`), as an
 Arrow IPC stream of ``requests.parquet``'s schema; so a long run holds no rows in memory, only
 the few it has not written yet. A stream is readable while it is written (every complete batch),
 and after a crash up to its last complete batch. At the end the run reads every process's spool
-back in send order (:func:`read_spools`) to build ``requests.parquet`` and ``summary.json``.
+back in send order (:func:`read_spools`) to build ``requests.parquet`` and ``summary.json``;
+``agentx recover`` does the same with a killed run's spools.
 """
 
 from __future__ import annotations
@@ -130,3 +131,26 @@ def read_spools(paths: Sequence[Path]) -> list[RequestRecord]:
     rows = [r for p in paths if os.path.exists(p) for r in records_of(spooled_batches(p))]
     rows.sort(key=lambda r: r.sent_ns)
     return rows
+
+
+def spooled_rows(paths: Sequence[Path]) -> int:
+    """How many rows the spools at ``paths`` hold (their complete batches)."""
+    return sum(b.num_rows for p in paths for b in spooled_batches(p))
+
+
+def spooled_span(paths: Sequence[Path]) -> tuple[int, int] | None:
+    """The first send and the last end (``sent_ns + e2e_ns``, or the send when the row has no
+    end) of the rows of the spools at ``paths``, on the rows' clock; ``None`` when they hold
+    no row."""
+    first: int | None = None
+    last: int | None = None
+    for p in paths:
+        for b in spooled_batches(p):
+            if b.num_rows == 0:
+                continue
+            sent = b.column("sent_ns").to_numpy(zero_copy_only=False)
+            e2e = b.column("e2e_ns").fill_null(0).to_numpy(zero_copy_only=False)
+            lo, hi = int(sent.min()), int((sent + e2e).max())
+            first = lo if first is None else min(first, lo)
+            last = hi if last is None else max(last, hi)
+    return None if first is None or last is None else (first, last)

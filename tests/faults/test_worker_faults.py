@@ -19,7 +19,7 @@ from replay.fault_server import FaultServer
 
 from agentx.replay.workers import SILENT_S, STOP_GRACE_S
 from agentx.store.results import read_requests
-from agentx.store.rowspool import FLUSH_AFTER_S, spooled_batches
+from agentx.store.rowspool import FLUSH_AFTER_S
 from faults.test_signals import (
     children,
     finish,
@@ -33,7 +33,9 @@ from faults.test_signals import (
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="signals and /proc: Linux")
 __all__ = ["trace"]  # the fixture, shared with test_signals
-LOST = re.compile(r"replay worker (\d) (died \(killed by SIGKILL\)|did not answer|did not stop)")
+LOST = re.compile(
+    r"replay worker (\d) (died \(killed by SIGKILL\)|did not answer[^:;]*|did not stop)"
+)
 
 
 @pytest.fixture
@@ -116,26 +118,10 @@ def test_a_stopped_worker_does_not_block_the_parent(
     assert proc.returncode == (143 if how == "sigterm" else 1), err
     m = LOST.search(err)
     assert m is not None, err
+    if how == "duration":  # lost at the window's end, not at the 20 s supervision bound
+        assert "after the --duration window ended" in m.group(0), err
     summary = orjson.loads((out / "summary.json").read_bytes())
     assert summary["config"]["interrupted"] is True
     rows = worker_rows(out)
     assert rows.get(int(m.group(1)), 0) >= 1, rows  # the stopped worker's spooled rows kept
     assert leftovers(tmp_path) == []
-
-
-def test_a_sigkilled_replay_spools_its_rows_and_the_next_run_removes_them(
-    server: FaultServer, trace: Path, tmp_path: Path
-) -> None:
-    proc = start_run("replay", trace, server, tmp_path / "out", tmp_path, "--concurrency", "2")
-    wait_requests(server, proc, 6)
-    time.sleep(3 * FLUSH_AFTER_S)  # fewer rows than a batch, yet on disk by now
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
-    (left,) = [tmp_path / "tmpdir" / name for name in leftovers(tmp_path)]
-    assert sum(b.num_rows for b in spooled_batches(left / "rows-0.arrows")) >= 1
-    args = [str(trace), "--endpoint", server.url, "--max-requests", "2", "--time-scale", "0"]
-    nxt = start(["replay", *args, "--no-metrics", "-o", str(tmp_path / "out2")], tmp_path)
-    err = finish(nxt, timeout=90)
-    assert nxt.returncode == 0, err
-    assert "removed 1 temporary directory of replays that died" in err, err
-    assert leftovers(tmp_path) == []  # the dead run's prompt text is gone

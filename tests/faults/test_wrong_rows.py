@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import sys
+import zlib
 
+import brotli  # type: ignore[import-untyped]
 import orjson
 import pytest
 from replay.test_http1 import read_request, serving
 
 from agentx.apis import Api
 from agentx.core.record import (
+    ERR_HTTP,
     ERR_NO_CONTENT,
     ERR_NOT_A_STREAM,
     ERR_PROTOCOL,
@@ -141,3 +145,44 @@ async def test_a_corrupt_or_unknown_encoding_is_a_protocol_row() -> None:
 async def test_cr_only_line_endings_are_read() -> None:
     cr = EVENTS.replace(b"\n", b"\r")
     ok(await answered(sse(f"content-length: {len(cr)}") + cr), 2)
+
+
+def encode(data: bytes, encoding: str) -> bytes:
+    """``data`` as a server sends it under ``Content-Encoding: encoding``."""
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    if encoding == "br":
+        return bytes(brotli.compress(data))
+    if sys.version_info >= (3, 14):
+        from compression import zstd
+    else:
+        from backports import zstd
+    return zstd.compress(data)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+async def test_a_compressed_error_body_is_stored_in_the_servers_words(encoding: str) -> None:
+    words = orjson.dumps({"error": {"message": "prompt too long for this model"}})
+    body = encode(words, encoding)
+    reply = head(
+        "400 Bad Request",
+        "content-type: application/json",
+        f"content-encoding: {encoding}",
+        f"content-length: {len(body)}",
+    )
+    out = await answered(reply + body)
+    assert (out.ok, out.error_type, out.status) == (False, ERR_HTTP, 400)
+    assert out.error == "HTTP 400: prompt too long for this model", out.error
+
+
+async def test_an_error_body_that_does_not_decode_says_so() -> None:
+    body = b"not gzip at all"
+    reply = head(
+        "503 Service Unavailable",
+        "content-encoding: gzip",
+        f"content-length: {len(body)}",
+    )
+    out = await answered(reply + body)
+    assert out.error is not None and "a gzip body that does not decode" in out.error, out.error

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from replay.factory import chat_session, write
+from replay.fault_server import MODEL, FaultServer
 from typer.testing import CliRunner
 
 from agentx.capture.recorder import Recorder
@@ -202,3 +203,17 @@ def test_scrub_redacts_a_bare_aws_secret_beside_its_key_id(text: str, tmp_path: 
     content = orjson.dumps(ex.request).decode()
     assert SECRET.replace("/", "\\/") not in content and SECRET not in content
     assert KEY_ID not in content
+
+
+def test_a_model_list_whose_ids_are_null_names_no_model(tmp_path: Path) -> None:
+    trace = write(tmp_path / "t.parquet", chat_session("a", turns=2))
+    out = tmp_path / "out"
+    with FaultServer(models=[{"id": None, "owned_by": "x"}, {"id": ""}]) as server:
+        args = ("replay", trace, "--endpoint", server.url, "--no-metrics", "-o", out)
+        err = one_line(*run(*args))  # it used to send model "None"
+        assert "lists no models on /v1/models: pass --model" in err, err
+        assert not server.requests
+    with FaultServer(models=[{"id": None}, {"id": MODEL}]) as server:
+        code, err = run(*args[:3], server.url, "--no-metrics", "-o", out, "--time-scale", "0")
+        assert code == 0, err
+        assert {r["model"] for r in server.requests} == {MODEL}

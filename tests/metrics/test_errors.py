@@ -1,8 +1,19 @@
-"""Failed requests grouped by kind and status, in the server's words, with what to change."""
+"""Failed requests grouped by kind and status (a redirect's origin too), in the server's words,
+with what to change: a hint for every kind."""
 
 from __future__ import annotations
 
-from agentx.core.record import ERR_CONNECT, ERR_HTTP
+import pytest
+
+from agentx.core.record import (
+    ERR_CONNECT,
+    ERR_HTTP,
+    ERR_REDIRECT,
+    FAILURE_KINDS,
+    RequestRecord,
+    redirect_error,
+    redirect_origin,
+)
 from agentx.metrics.errors import error_kinds, failed_requests_line, hint
 from metrics.factory import failed, rec
 
@@ -43,4 +54,36 @@ def test_the_hints_of_the_messages_a_benchmark_meets_most() -> None:
     assert context is not None and "200,000 tokens" in context and "--max-context 131072" in context
     assert "--api-key" in (hint("http", 401, "Unauthorized", None) or "")
     assert "base URL" in (hint("http", 404, "Not Found", None) or "")
-    assert hint("http", 500, "something else", None) is None
+    assert "its log" in (hint("http", 500, "something else", None) or "")
+
+
+@pytest.mark.parametrize("kind", FAILURE_KINDS)
+def test_every_kind_of_failure_has_a_hint(kind: str) -> None:
+    status = {ERR_HTTP: 418, ERR_REDIRECT: 307}.get(kind)
+    said = hint(kind, status, "an unrecognised message", None)
+    assert said, kind
+
+
+def test_redirects_are_grouped_by_status_and_the_origin_they_name() -> None:
+    def redirect(status: int, where: str | None) -> RequestRecord:
+        error = redirect_error(status, where)
+        return rec(ok=False, error_type=ERR_REDIRECT, error=error, status=status)
+
+    rows = [
+        redirect(307, "https://login.example/sso?next=REDACTED"),
+        redirect(307, "https://login.example/other"),
+        redirect(307, "http://127.0.0.1:9000/v1/chat/completions"),
+        redirect(301, "http://127.0.0.1:9000/v1/chat/completions"),
+        redirect(301, None),
+    ]
+    kinds = error_kinds(rows)
+    assert [(k.label, k.count) for k in kinds] == [
+        ("redirect 307", 2),
+        ("redirect 307", 1),
+        ("redirect 301", 1),
+        ("redirect 301", 1),
+    ]
+    assert [k.message for k in kinds][:3] == [r.error for r in (rows[0], rows[2], rows[3])]
+    assert kinds[2].hint is not None and "moved" in kinds[2].hint
+    assert redirect_origin(rows[2].error) == "http://127.0.0.1:9000"
+    assert redirect_origin(rows[4].error) is None
