@@ -165,7 +165,10 @@ def _with_theory(
         e = expected.get(r.request_id)
         if e is not None:
             records[i] = dataclasses.replace(
-                r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
+                r,
+                expected_prompt_tokens=e.prompt_tokens,
+                theoretical_hit_tokens=e.hit_tokens,
+                replica_theoretical_hit_tokens=e.replica_hit_tokens,
             )
     return records, list(expected.values())
 
