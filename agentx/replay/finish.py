@@ -26,6 +26,7 @@ from agentx.metrics.arrivals import arrival_summary, arrival_warnings
 from agentx.metrics.errors import failed_requests_line
 from agentx.metrics.fit import kv_fit_warning
 from agentx.metrics.prometheus import ServerMetrics
+from agentx.metrics.replicas import BEHIND_A_ROUTER, Replicas
 from agentx.metrics.slo import SloCheck
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefixcache.theory import TheoryRow
@@ -203,6 +204,7 @@ def finish_run(
         setup.block_size,
         extra_percentiles=o.percentiles,
         cost=o.cost,
+        replicas=run_replicas(setup),
     )
     report = gates.evaluate(
         records,
@@ -255,6 +257,17 @@ def finish_run(
     write_results(out_dir, summary, records, theory)
     failure = "; ".join(report.reasons) if report.reasons else None
     return ReplayResult(summary, records, out_dir, warnings, c.interrupted, failure=failure)
+
+
+def run_replicas(setup: RunSetup) -> Replicas | None:
+    """The replicas of a run over several endpoints (client-side routing) or behind a
+    server-side router (``--replica-metrics``); ``None`` for one server."""
+    o = setup.options
+    if o.routed:
+        return Replicas(str(o.route), tuple(redact_url(e) for e in o.endpoints))
+    if o.replica_metrics:
+        return Replicas(BEHIND_A_ROUTER, tuple(redact_url(u) for u in o.replica_metrics))
+    return None
 
 
 def _fingerprint(trace: Path) -> tuple[str | None, tuple[str, ...]]:
@@ -312,7 +325,7 @@ def _run_info(
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     perf_now, wall_now = time.perf_counter_ns(), time.time_ns()
     return RunInfo(
-        endpoint=redact_url(o.endpoint),
+        endpoint=", ".join(redact_url(e) for e in o.endpoints),
         model=setup.model,
         started_at=started_at,
         duration_s=wall_s,
