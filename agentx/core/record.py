@@ -150,6 +150,9 @@ class RequestRecord:
     expected_completion_tokens: int | None = None  # max_tokens it asked for
     theoretical_hit_tokens: int | None = None  # unbounded-cache hit of this request, in send order
     in_window: bool = True  # False: in flight at the --duration deadline, finished after (drained)
+    replica: int | None = None  # the --endpoint it was routed to (index); None: one endpoint
+    # the unbounded-cache hit of the replica's own cache, fed only what was routed to it
+    replica_theoretical_hit_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.itl_ns, Gaps):

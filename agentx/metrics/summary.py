@@ -34,6 +34,7 @@ from agentx.metrics import rollups
 from agentx.metrics.cost import CostOptions, cost_summary
 from agentx.metrics.errors import error_kinds
 from agentx.metrics.prometheus.server_metrics import ServerMetrics
+from agentx.metrics.replicas import Replicas, replica_routing
 from agentx.metrics.slo import SloCheck, evaluate
 from agentx.results.summary import (
     Cache,
@@ -144,10 +145,12 @@ def build_summary(
     *,
     extra_percentiles: Sequence[float] = (),
     cost: CostOptions | None = None,
+    replicas: Replicas | None = None,
 ) -> Summary:
     """The figures of ``summary.json``: everything but what the replay engine adds (gates,
     bottleneck, the lanes' starts, warnings) and a merge adds (its shards).
-    ``extra_percentiles`` adds ``pNN`` keys to the distributions."""
+    ``extra_percentiles`` adds ``pNN`` keys to the distributions; ``replicas``: a run over
+    several replicas, its ``routing`` block."""
     measured = lat.measured(records)
     drained = lat.drained(records)
     ok = [r for r in measured if r.ok]
@@ -224,6 +227,7 @@ def build_summary(
         ),
         config=run.config,
         agentx_version=__version__,  # the agentx that measured the run
+        routing=None if replicas is None else replica_routing(replicas, records, server),
     )
     return with_cost(summary, cost)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from agentx.metrics.cost import cost_options_of
 from agentx.metrics.errors import failed_requests_line
 from agentx.metrics.fit import kv_fit_warning
 from agentx.metrics.prometheus import ServerMetrics
+from agentx.metrics.replicas import BEHIND_A_ROUTER, Replicas
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefixcache.theory import TheoryRow
@@ -162,7 +163,10 @@ def _with_theory(
         e = expected.get(r.request_id)
         if e is not None:
             records[i] = dataclasses.replace(
-                r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
+                r,
+                expected_prompt_tokens=e.prompt_tokens,
+                theoretical_hit_tokens=e.hit_tokens,
+                replica_theoretical_hit_tokens=e.replica_hit_tokens,
             )
     return records, list(expected.values())
 
@@ -213,6 +217,7 @@ def finish_rows(
         start.block_size,
         extra_percentiles=start.percentiles,
         cost=cost_options_of(start.cost),
+        replicas=run_replicas(start.config),
     )
     report = gates.evaluate(
         records,
@@ -267,6 +272,19 @@ def finish_rows(
     return ReplayResult(summary, records, out_dir, warnings, c.interrupted, failure=failure)
 
 
+def run_replicas(config: Mapping[str, Any]) -> Replicas | None:
+    """The replicas of a run over several endpoints (client-side routing) or behind a
+    server-side router (``--replica-metrics``), from its recorded options (URLs already
+    redacted); ``None`` for one server."""
+    endpoints = config.get("endpoints")
+    if isinstance(endpoints, list) and len(endpoints) > 1:
+        return Replicas(str(config.get("route")), tuple(str(e) for e in endpoints))
+    metrics = config.get("replica_metrics")
+    if isinstance(metrics, list) and metrics:
+        return Replicas(BEHIND_A_ROUTER, tuple(str(u) for u in metrics))
+    return None
+
+
 def client_host() -> ClientHost:
     """The machine measuring the run."""
     return ClientHost(
@@ -277,13 +295,21 @@ def client_host() -> ClientHost:
     )
 
 
+def _endpoint(start: RunStart) -> str:
+    """The run's endpoint as summary.json names it: several replicas' URLs joined."""
+    endpoints = start.config.get("endpoints")
+    if isinstance(endpoints, list) and len(endpoints) > 1:
+        return ", ".join(str(e) for e in endpoints)
+    return start.endpoint
+
+
 def _run_info(
     start: RunStart, c: Collected, config: dict[str, Any], *, saturated: bool | None
 ) -> RunInfo:
     """What the records do not say: the run's span, the client's CPU, the clock anchor."""
     wall_s = max((c.ended_ns - c.started_ns) / 1e9, 1e-9)
     return RunInfo(
-        endpoint=start.endpoint,
+        endpoint=_endpoint(start),
         model=start.model,
         started_at=start.started_at,
         duration_s=wall_s,

@@ -37,6 +37,7 @@ from agentx.replay.bottleneck import LoopMonitor, Tick
 from agentx.replay.client import StreamOutcome, stream_request
 from agentx.replay.gates import FailedRatioGate
 from agentx.replay.http1.pool import StreamClient
+from agentx.replay.replicas import ReplicaSet
 from agentx.replay.theory import SentLog
 from agentx.routing import SessionHeader
 from agentx.schedule import LaneStart, Phase, Schedule, ScheduleOptions, Send
@@ -111,7 +112,8 @@ class LaneDriver:
     """Runs ``sessions`` on ``config.lanes`` by ``config.schedule``.
 
     ``on_boundary`` is awaited once the warm-up is over, before the measured window starts (the
-    run scrapes the server's counters there)."""
+    run scrapes the server's counters there). ``replicas``: a run over several endpoints, each
+    request sent where their router says (``client`` then unused)."""
 
     def __init__(
         self,
@@ -122,12 +124,14 @@ class LaneDriver:
         sent_log: SentLog,
         rows: RowSpool,
         on_boundary: Callable[[], Awaitable[None]] | None = None,
+        replicas: ReplicaSet | None = None,
     ) -> None:
         self.sessions = sessions
         self.source = source
         self.synth = SynthCache()  # block texts of hash-only rows, shared by every lane
         self.config = config
         self.client = client
+        self.replicas = replicas
         self.sent_log = sent_log
         self.rows = rows
         self.on_boundary = on_boundary
@@ -342,6 +346,10 @@ class LaneDriver:
             self.counters.live_fallbacks += 1
         session_id = session.session_id if send.copy == 0 else f"{session.session_id}#{send.copy}"
         request_id = f"{cfg.id_prefix}{next(self._seq)}"
+        client, replica, routed = self.client, None, None
+        if self.replicas is not None:  # the tree (a session copy) is what session routing keeps
+            replica, routed = self.replicas.pick(session_id, built.body)
+            client = self.replicas.clients[replica]
         start_wall_ns = time.time_ns()
         self.sent_log.add(
             request_id,
@@ -349,6 +357,7 @@ class LaneDriver:
             time.perf_counter_ns(),
             f"{session_id}\x1f{thread.thread_id}",
             built.body,
+            replica,
         )
         self.counters.sent += 1
         self.counters.in_flight += 1
@@ -358,7 +367,7 @@ class LaneDriver:
             if self.aborted or self.failure is not None:
                 raise asyncio.CancelledError  # due just as the run was aborted: never sent
             outcome = await stream_request(
-                self.client,
+                client,
                 built.path,
                 built.body,
                 built.api,
@@ -374,6 +383,8 @@ class LaneDriver:
             )
         finally:
             self.counters.in_flight -= 1
+            if self.replicas is not None and replica is not None and routed is not None:
+                self.replicas.finished(replica, routed)
         end_ns = outcome.sent_ns + (outcome.e2e_ns or 0)
         record = RequestRecord(
             request_id=request_id,
@@ -400,6 +411,7 @@ class LaneDriver:
             cached_tokens=outcome.cached_tokens,
             expected_completion_tokens=built.max_tokens,
             in_window=send.warmup or self._deadline_ns is None or end_ns <= self._deadline_ns,
+            replica=replica,
         )
         self._count(record)
         self.rows.add(record)

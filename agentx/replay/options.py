@@ -30,7 +30,14 @@ from agentx.core.percentiles import PERCENTILES
 from agentx.core.urls import check_http_url, redact_header, redact_url
 from agentx.metrics.cost import CostOptions
 from agentx.prefixcache.tokenizer import TOKENIZER
-from agentx.routing import SESSION_HEADER, SessionHeader, session_header
+from agentx.routing import (
+    DEFAULT_ROUTE,
+    ROUTE,
+    SESSION_HEADER,
+    Route,
+    SessionHeader,
+    session_header,
+)
 from agentx.schedule.arrivals import ArrivalError, ArrivalProcess, Arrivals, arrival_process
 from agentx.schedule.options import MAX_SECONDS, ScheduleOptions, format_ratio
 from agentx.workload.options import WorkloadOptions
@@ -98,6 +105,29 @@ def parse_shard(text: str) -> tuple[int, int]:
     if count < 1 or not 0 <= index < count:
         raise UsageError(f"--shard {text}: need 0 <= I < N")
     return index, count
+
+
+def parse_urls(typed: object) -> tuple[str, ...]:
+    """A repeatable URL option's texts (one URL, or a list of them) as a tuple, blanks dropped."""
+    if isinstance(typed, str):
+        typed = [typed]
+    if not isinstance(typed, list | tuple):
+        raise ValueError(f"expected a URL or a list of URLs, got {type(typed).__name__}")
+    return tuple(str(u).strip() for u in typed if str(u).strip())
+
+
+def parse_endpoints(typed: object) -> tuple[str, ...]:
+    """``--endpoint``, repeatable: one URL (a caller's string) or several -> the tuple of them,
+    each once (a replica given twice would be two replicas of one server)."""
+    urls = parse_urls(typed)
+    if not urls:
+        raise UsageError("--endpoint: give the server's URL")
+    seen: set[str] = set()
+    for url in urls:
+        if url in seen:
+            raise UsageError(f"--endpoint {redact_url(url)} is given twice")
+        seen.add(url)
+    return urls
 
 
 # set by the client itself: the body's framing, and the identity encoding the lanes read
@@ -222,13 +252,19 @@ class ReplayOptions:
     """
 
     trace: Path
+    # the first --endpoint; every one given is in ``endpoints`` (a caller may give a list here)
     endpoint: str = required(
         "--endpoint",
         hidden=("--url", "--target"),  # AIPerf's and GuideLLM's names for it
         metavar="URL",
+        multiple=True,
+        parse=parse_endpoints,
         panel=Panel.SERVER,
-        help="server base URL, e.g. http://127.0.0.1:8000 or .../v1 (--url and --target too)",
+        help="server base URL, e.g. http://127.0.0.1:8000 or .../v1 (--url and --target too); "
+        "repeatable: several replicas, each its own origin and /metrics, requests spread by "
+        "--route",
     )
+    route: Route = option(DEFAULT_ROUTE, flag=ROUTE)  # with two or more endpoints
     model: str | None = option(
         None,
         "--model",
@@ -447,11 +483,30 @@ class ReplayOptions:
         panel=Panel.OPEN_LOOP,
         help="gamma arrivals' shape (as vLLM's): < 1 burstier than Poisson, > 1 steadier",
     )
+    # one endpoint that is a server-side router: its replicas' /metrics, each scraped on its own
+    replica_metrics: tuple[str, ...] = option(
+        (),
+        "--replica-metrics",
+        parse=parse_urls,
+        multiple=True,
+        metavar="URL",
+        panel=Panel.SERVER_METRICS,
+        help="with one --endpoint that is a server-side router (Dynamo, llm-d, vllm-router, ...): "
+        "a replica's Prometheus URL, repeatable, so each replica's own cache figures are "
+        "measured; --metrics-header goes with them, the API key and --header only to the "
+        "endpoint's origin",
+    )
+    endpoints: tuple[str, ...] = ()  # every --endpoint, the first being ``endpoint``
 
     @classmethod
     def of(cls, **values: Any) -> ReplayOptions:
         """From flat values: any field of these options or of the groups they embed."""
         return build(cls, values)
+
+    @property
+    def routed(self) -> bool:
+        """Whether requests are spread over several endpoints by :attr:`route` (client-side)."""
+        return len(self.endpoints) > 1
 
     @property
     def n_workers(self) -> int:
@@ -476,6 +531,11 @@ class ReplayOptions:
 
     def __post_init__(self) -> None:
         coerce_choices(self)
+        given = parse_endpoints(self.endpoint)
+        if len(given) == 1 and self.endpoints and self.endpoints[0] == given[0]:
+            given = self.endpoints  # a copy (dataclasses.replace) of a routed run's options
+        object.__setattr__(self, "endpoint", given[0])
+        object.__setattr__(self, "endpoints", given)
         try:  # as a caller may give them: "NAME: VALUE" texts
             object.__setattr__(self, "headers", parse_headers(self.headers))
         except ValueError as exc:
@@ -504,6 +564,15 @@ class ReplayOptions:
         data.pop("api_key", None)
         data.pop("labels", None)  # summary.json's own key: what runs are told apart by
         data["endpoint"] = redact_url(self.endpoint)
+        data.pop("endpoints", None)
+        if self.routed:  # a run of one endpoint writes the config it always did
+            data["endpoints"] = [redact_url(e) for e in self.endpoints]
+        else:
+            data.pop("route", None)
+        if self.replica_metrics:
+            data["replica_metrics"] = [redact_url(u) for u in self.replica_metrics]
+        else:
+            data.pop("replica_metrics", None)
         data["metrics_url"] = redact_url(self.metrics_url) if self.metrics_url else None
         data["headers"] = [redact_header(name, value) for name, value in self.headers]
         data["metrics_headers"] = [redact_header(n, v) for n, v in self.metrics_headers]
@@ -579,7 +648,22 @@ def validate(o: ReplayOptions) -> None:
         o.assistant is Assistant.RECORDED or o.workload.api == "chat",
         "--assistant live threads the server's replies as chat messages: use it with --api chat",
     )
-    for flag, url in (("--endpoint", o.endpoint), ("--metrics-url", o.metrics_url)):
+    need(
+        not (o.routed and o.metrics_url),
+        "--metrics-url names one server: with several --endpoint each replica is scraped at "
+        "its own ENDPOINT/metrics",
+    )
+    need(
+        not (o.routed and o.replica_metrics),
+        "--replica-metrics is for one --endpoint that is a server-side router; with several "
+        "--endpoint each replica is scraped at its own ENDPOINT/metrics",
+    )
+    urls = [
+        *(("--endpoint", e) for e in o.endpoints),
+        ("--metrics-url", o.metrics_url),
+        *(("--replica-metrics", u) for u in o.replica_metrics),
+    ]
+    for flag, url in urls:
         if url is not None:
             check_http_url(url, flag)
             need(

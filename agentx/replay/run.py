@@ -52,6 +52,7 @@ from agentx.replay.setup import (
     RunSetup,
     http_client,
     lane_config,
+    lane_replicas,
     metrics_client,
     probe_setup,
     return_large_blocks,
@@ -250,6 +251,7 @@ async def _run_here(
     async with (
         metrics_client(o, setup.metrics_url) as client,
         stream_client(setup) as lanes_client,
+        lane_replicas(setup, 0) as replicas,
     ):
         scraper = await start_scraper(setup, client)
         driver = LaneDriver(
@@ -260,6 +262,7 @@ async def _run_here(
             log,
             rows,
             on_boundary=scraper.begin_window if scraper is not None else None,
+            replicas=replicas,
         )
         goal = goal_of(o, plan.known_requests, think_s)
         progress = asyncio.create_task(_progress(driver, setup.lanes, goal)) if o.progress else None

@@ -10,6 +10,7 @@ both build on this module and never on each other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -17,6 +18,7 @@ import secrets
 import ssl
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -43,6 +45,7 @@ from agentx.replay.http1.pool import StreamClient
 from agentx.replay.lanes import LaneConfig
 from agentx.replay.options import Assistant, ReplayOptions
 from agentx.replay.preflight import send_test_request
+from agentx.replay.replicas import Replica, ReplicaScrapers, ReplicaSet, route_seed
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan
 
@@ -64,6 +67,8 @@ class RunSetup:
     metrics_url: str | None
     lanes: int  # lanes that can have work (see lane_count); the run's lanes are 0..lanes-1
     warnings: tuple[str, ...] = ()  # what the set-up decided that the figures' reader must know
+    # several --endpoint (routed here) or a router's --replica-metrics; () for one server
+    replicas: tuple[Replica, ...] = ()
 
 
 MAX_LANES = 1_000_000  # in one run (--shard spreads more over machines)
@@ -119,15 +124,17 @@ def same_origin(a: str, b: str) -> bool:
 
 
 def metrics_credentials(
-    options: ReplayOptions, metrics_url: str
+    options: ReplayOptions, metrics_url: str, endpoint: str | None = None
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(headers, query parameters) of a scrape of ``metrics_url``: on the endpoint's origin,
-    the requests' own (the API key, ``--header``, the endpoint's query); on another origin, none
-    of them, so a key is never sent to a server it was not given for. ``--metrics-header``
-    goes with every scrape, and wins."""
+    """(headers, query parameters) of a scrape of ``metrics_url``: on the endpoint's origin
+    (``endpoint``: the replica's, default the first), the requests' own (the API key,
+    ``--header``, the endpoint's query); on another origin, none of them, so a key is never
+    sent to a server it was not given for. ``--metrics-header`` goes with every scrape, and
+    wins."""
     own = {k.lower(): v for k, v in options.metrics_headers}
-    if same_origin(options.endpoint, metrics_url):
-        return {**request_headers(options), **own}, split_endpoint(options.endpoint)[1]
+    origin = options.endpoint if endpoint is None else endpoint
+    if same_origin(origin, metrics_url):
+        return {**request_headers(options), **own}, split_endpoint(origin)[1]
     return own, {}
 
 
@@ -206,7 +213,57 @@ async def probe_setup(options: ReplayOptions, plan: ReplayPlan) -> RunSetup:
                 headers=headers,
                 timeout_s=options.timeout_s,
             )
+    if options.routed or options.replica_metrics:
+        setup = replace(setup, replicas=await _probe_replicas(setup, plan))
     return setup
+
+
+async def _probe_replicas(setup: RunSetup, plan: ReplayPlan) -> tuple[Replica, ...]:
+    """Every replica of the run, each endpoint after the first probed, its model checked and
+    sent the test request as the first was (the first failure names its endpoint); or a
+    server-side router's replicas, by their ``--replica-metrics`` pages (each probed once)."""
+    o = setup.options
+    if not o.routed:
+        found = []
+        for i, url in enumerate(o.replica_metrics):
+            async with metrics_client(o, url) as client:
+                answers = await MetricsScraper(url, client).probe()
+            found.append(Replica(i, None, None, {}, url if answers else None))
+        return tuple(found)
+    replicas = [
+        Replica(0, o.endpoint, setup.root_url, setup.params, setup.metrics_url),
+    ]
+    for i, endpoint in enumerate(o.endpoints[1:], start=1):
+        root, params = split_endpoint(endpoint)
+        metrics_url = default_metrics_url(endpoint) if o.scrape_metrics else None
+        async with (
+            make_http_client(
+                root,
+                timeout_s=o.timeout_s,
+                max_connections=4,
+                headers=setup.headers,
+                params=params,
+                tls=run_tls(o),
+            ) as client,
+            metrics_client(o, metrics_url, endpoint) as scrape_client,
+        ):
+            info = await probe(client, endpoint, metrics_url, scrape_client)
+        if o.preflight:
+            check_model(info, setup.model, endpoint)
+        replica = Replica(i, endpoint, root, params, metrics_url if info.metrics_text else None)
+        if o.preflight:
+            async with _replica_stream_client(setup, replica) as stream:
+                await send_test_request(
+                    stream,
+                    plan,
+                    setup.build,
+                    endpoint=endpoint,
+                    nonce=setup.nonce,
+                    headers=setup.headers,
+                    timeout_s=o.timeout_s,
+                )
+        replicas.append(replica)
+    return tuple(replicas)
 
 
 def marker_nonce(seed: int | None) -> str:
@@ -259,10 +316,14 @@ def http_client(setup: RunSetup, max_connections: int = 4) -> httpx.AsyncClient:
     )
 
 
-def metrics_client(options: ReplayOptions, metrics_url: str | None) -> httpx.AsyncClient:
+def metrics_client(
+    options: ReplayOptions, metrics_url: str | None, endpoint: str | None = None
+) -> httpx.AsyncClient:
     """The client the Prometheus scrapes of ``metrics_url`` go through, with only the
-    credentials :func:`metrics_credentials` allows it."""
-    headers, params = metrics_credentials(options, metrics_url) if metrics_url else ({}, {})
+    credentials :func:`metrics_credentials` allows it (``endpoint``: the replica's)."""
+    headers, params = (
+        metrics_credentials(options, metrics_url, endpoint) if metrics_url else ({}, {})
+    )
     return make_http_client(
         base_url(metrics_url) if metrics_url else split_endpoint(options.endpoint)[0],
         timeout_s=options.timeout_s,
@@ -283,6 +344,39 @@ def stream_client(setup: RunSetup) -> StreamClient:
         params=setup.params,
         tls=run_tls(setup.options),
     )
+
+
+def _replica_stream_client(setup: RunSetup, replica: Replica) -> StreamClient:
+    assert replica.root_url is not None
+    return make_stream_client(
+        replica.root_url,
+        timeout_s=setup.options.timeout_s,
+        max_connections=setup.max_connections,
+        headers=setup.headers,
+        params=replica.params,
+        tls=run_tls(setup.options),
+    )
+
+
+def replica_set(setup: RunSetup, worker: int) -> ReplicaSet | None:
+    """The lanes' clients to every replica and process ``worker``'s router, for a run over
+    several endpoints (``None``: one endpoint, the lanes use :func:`stream_client`)."""
+    o = setup.options
+    if not o.routed:
+        return None
+    clients = [_replica_stream_client(setup, r) for r in setup.replicas]
+    return ReplicaSet.of(clients, o.route, route_seed(o.workload.rng_seed, o.shard[0], worker))
+
+
+@contextlib.asynccontextmanager
+async def lane_replicas(setup: RunSetup, worker: int) -> AsyncIterator[ReplicaSet | None]:
+    """:func:`replica_set`, its clients open for the block (``None``: one endpoint)."""
+    replicas = replica_set(setup, worker)
+    if replicas is None:
+        yield None
+        return
+    async with replicas:
+        yield replicas
 
 
 async def start_barrier(options: ReplayOptions) -> str | None:
@@ -306,10 +400,19 @@ async def start_barrier(options: ReplayOptions) -> str | None:
 
 
 async def start_scraper(setup: RunSetup, client: httpx.AsyncClient) -> MetricsScraper | None:
-    """The run's scraper of ``setup.metrics_url``; ``client``: a :func:`metrics_client`."""
-    if not setup.metrics_url:
-        return None
-    scraper = MetricsScraper(setup.metrics_url, client)
+    """The run's scraper of ``setup.metrics_url``; ``client``: a :func:`metrics_client`. With
+    replicas, every replica's page too (:class:`ReplicaScrapers`, their figures in the
+    result's ``replicas``)."""
+    headline = MetricsScraper(setup.metrics_url, client) if setup.metrics_url else None
+    pages = [r for r in setup.replicas if r.metrics_url is not None]
+    if not pages:
+        if headline is not None:
+            await headline.start()
+        return headline
+    o = setup.options
+    clients = [metrics_client(o, r.metrics_url, r.endpoint) for r in pages]
+    # a run over several endpoints: the replicas' counters added up are the system's figures
+    scraper = ReplicaScrapers(setup.replicas, clients, None if o.routed else headline)
     await scraper.start()
     return scraper
 

@@ -47,6 +47,7 @@ class SentBody:
     sent_ns: int
     thread: str  # session copy + thread: consecutive requests of one thread share a prefix
     body: bytes
+    replica: int | None = None  # the endpoint it was routed to (None: one endpoint)
 
 
 LAST_BODIES_BYTES = 128 << 20  # previous bodies kept per process to spool deltas against
@@ -99,14 +100,24 @@ class SentLog:
         self.spooled_bytes = 0
         self.error: str | None = None
 
-    def add(self, request_id: str, api: str, sent_ns: int, thread: str, body: bytes) -> None:
+    def add(
+        self,
+        request_id: str,
+        api: str,
+        sent_ns: int,
+        thread: str,
+        body: bytes,
+        replica: int | None = None,
+    ) -> None:
         if self._file is None:
             return
         prev = self._last.swap(thread, body)
         keep = common_prefix(prev, body) if prev is not None else 0
         rest = body[keep:]
         try:
-            header = [request_id, api, sent_ns, thread, keep, len(rest)]
+            header: list[object] = [request_id, api, sent_ns, thread, keep, len(rest)]
+            if replica is not None:  # a routed run's: one more field
+                header.append(replica)
             self._file.write(orjson.dumps(header) + b"\n")
             self._file.write(rest)
             self.spooled_bytes += len(rest)
@@ -154,8 +165,9 @@ def read_log(
             whole = header.endswith(b"\n")
             if whole:
                 try:
-                    request_id, api, sent_ns, thread, keep, size = orjson.loads(header)
-                except (orjson.JSONDecodeError, ValueError):
+                    request_id, api, sent_ns, thread, keep, size, *routed = orjson.loads(header)
+                    replica = int(routed[0]) if routed else None
+                except (orjson.JSONDecodeError, ValueError, TypeError):
                     return  # a log cut short (disk full): what came before still counts
                 rest = f.read(size)
                 whole = len(rest) == size
@@ -172,7 +184,7 @@ def read_log(
                 return  # cannot happen with the writer's own log
             body = prev[:keep] + rest
             last.swap(thread, body)
-            yield SentBody(request_id, api, sent_ns, thread, body)
+            yield SentBody(request_id, api, sent_ns, thread, body, replica)
 
 
 def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> Iterator[SentBody]:
@@ -314,7 +326,7 @@ def theoretical(
         for s in sent:
             hashed = _hash(meter.blocks.hasher, s)
             if hashed is not None:
-                out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed)
+                out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
             prog.advance()
         return out
     hashers = [make_hasher(tokenizer, block_size, max_threads=max_threads) for _ in range(n)]
@@ -325,7 +337,7 @@ def theoretical(
         s, future = pending.popleft()
         hashed = future.result()
         if hashed is not None:
-            out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed)
+            out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
         prog.advance()
 
     try:

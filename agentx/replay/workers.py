@@ -44,6 +44,7 @@ from agentx.replay.rundir import row_spools, rows_path
 from agentx.replay.setup import (
     RunSetup,
     lane_config,
+    lane_replicas,
     metrics_client,
     return_large_blocks,
     start_barrier,
@@ -176,8 +177,17 @@ async def _worker_run(
             if stop.is_set() or driver.aborted:
                 return
 
-    async with stream_client(setup) as client:
-        driver = LaneDriver(sessions, plan.source, config, client, log, rows, on_boundary=warmed_up)
+    async with stream_client(setup) as client, lane_replicas(setup, spec.worker) as replicas:
+        driver = LaneDriver(
+            sessions,
+            plan.source,
+            config,
+            client,
+            log,
+            rows,
+            on_boundary=warmed_up,
+            replicas=replicas,
+        )
         loop = asyncio.get_running_loop()
         if sys.platform != "win32":
             for sig in STOP_SIGNALS:

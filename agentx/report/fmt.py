@@ -228,3 +228,68 @@ def config_warnings(cmp: Comparison) -> list[str]:
 
 
 MAX_DIFFS_SHOWN = 8
+
+
+# -- a run over several replicas: its routing block, terminal and HTML alike ----------------------
+
+REPLICA_COLUMNS = (
+    "requests",
+    "errors",
+    "hit rate: reported",
+    "/metrics",
+    "theoretical",
+    "eviction loss",
+    "TTFT p50",
+    "TTFT p90",
+    "ITL p50",
+    "KV peak",
+)
+
+
+def points(v: float | None) -> str:
+    return NA if v is None else f"{v:.1f} pts"
+
+
+def _s_as_ms(v: float | None) -> str:
+    return ms(None if v is None else v * 1000)
+
+
+def replica_rows(summary: Summary) -> list[tuple[str, list[str]]]:
+    """Each replica's label (its index and endpoint) and cells under :data:`REPLICA_COLUMNS`."""
+    routing = summary.routing
+    if routing is None:
+        return []
+    return [
+        (
+            f"{r.replica}: {r.endpoint}" if r.endpoint else str(r.replica),
+            [
+                count(r.requests),
+                count(r.errors),
+                pct(r.hit_rate),
+                pct(r.metrics_hit_rate),
+                pct(r.theoretical_hit_rate),
+                points(r.eviction_loss_points),
+                _s_as_ms(r.ttft_p50_s),
+                _s_as_ms(r.ttft_p90_s),
+                _s_as_ms(r.itl_p50_s),
+                pct(r.kv_usage_peak),
+            ],
+        )
+        for r in routing.per_replica
+    ]
+
+
+def routing_lines(summary: Summary) -> list[str]:
+    """The policy, the routing loss and the imbalance, in words."""
+    routing = summary.routing
+    if routing is None:
+        return []
+    im = routing.imbalance
+    return [
+        f"routing {routing.policy} over {routing.replicas} replicas: routing loss "
+        f"{points(routing.loss_points)} (one shared cache {pct(routing.theoretical_hit_rate)}, "
+        f"each replica's own {pct(routing.replica_theoretical_hit_rate)})",
+        f"imbalance: requests max/mean {num(im.requests_max_over_mean)}, CV "
+        f"{num(im.requests_cv)}; prompt tokens max/mean {num(im.prompt_tokens_max_over_mean)}, "
+        f"CV {num(im.prompt_tokens_cv)}",
+    ]

@@ -124,6 +124,16 @@ def _overview(s: Summary) -> Table:
     return t
 
 
+def _replicas(s: Summary) -> list[RenderableType]:
+    rows = fmt.replica_rows(s)
+    if not rows:
+        return []
+    t = table("replica", *fmt.REPLICA_COLUMNS)
+    for label, cells in rows:
+        t.add_row(label, *cells)
+    return [t, *(Text(line) for line in fmt.routing_lines(s))]
+
+
 def _slo(slo: Slo) -> Table | None:
     if not slo.checks:
         return None
@@ -159,6 +169,7 @@ def render_summary(summary: Summary) -> RenderableType:
     if errors is not None:
         parts.append(errors)
     parts += [Text(""), _grid(glance.headline(summary)), _overview(summary), _latency(summary)]
+    parts += _replicas(summary)
     cost = _cost(summary)
     if cost is not None:
         parts.append(cost)

@@ -3,7 +3,8 @@ them (``simulate --replicas``'s ``routing`` block and its points' ``replicas``).
 
 - :class:`Imbalance`: how unevenly the load went, max over mean and coefficient of variation
   (standard deviation over mean) of the requests and of the prompt tokens each replica got.
-- :class:`ReplicaFigures`: one replica's share and hit rates.
+- :class:`ReplicaFigures`: one replica's share and hit rates (a replay's: all it measured of
+  the replica).
 - :class:`Routing`: the policy, the imbalance and the **routing loss**: the theoretical hit
   rate of one cache shared by every replica minus the one the replicas reach together when
   each holds only what was routed to it (unbounded caches both: what routing alone costs), in
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentx.results.base import Json, integer, items, need, num, obj, sub, text
+from agentx.results.base import Json, integer, items, need, num, obj, sub, text, texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +47,37 @@ class Imbalance:
 
 @dataclass(frozen=True, slots=True)
 class ReplicaFigures:
-    """One replica's measured requests: how many, their prompt tokens, the hit rate of its
-    own unbounded cache (fed only what was routed to it) and, from an engine run, the hit
-    rate its bounded cache gave and its TTFT median (``None``: not modelled or unknown)."""
+    """One replica's measured requests: how many, their prompt tokens (agentx's count of what
+    was sent), the hit rate of its own unbounded cache (fed only what was routed to it) and,
+    from an engine run, the hit rate its bounded cache gave and its TTFT median (``None``: not
+    modelled or unknown).
+
+    A replay (``measured``) adds what it measured of each replica, every key written even when
+    unknown: ``endpoint`` (redacted; behind a server-side router, its ``/metrics`` URL),
+    ``errors``, ``completion_tokens``, ``hit_rate`` (the cached tokens the replica reported),
+    ``metrics_hit_rate`` (its ``/metrics`` counters over the run), the TTFT and ITL
+    percentiles in seconds, ``kv_usage_peak`` (its KV-usage gauge's largest value, 0..1) and
+    ``eviction_loss_points``: its theoretical hit rate minus the one it realised (reported,
+    else ``/metrics``), what its bounded cache lost of what was routed to it. Behind a
+    server-side router the requests are not attributed (``requests`` ``None``)."""
 
     replica: int
-    requests: int
-    prompt_tokens: int
+    requests: int | None
+    prompt_tokens: int | None
     theoretical_hit_rate: float | None
     hit_rate: float | None = None
     ttft_p50_s: float | None = None
+    measured: bool = False  # a replay's: the keys below are written
+    endpoint: str | None = None
+    errors: int | None = None
+    completion_tokens: int | None = None
+    metrics_hit_rate: float | None = None
+    ttft_p90_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p90_s: float | None = None
+    kv_usage_peak: float | None = None
+    eviction_loss_points: float | None = None
 
     def to_json(self) -> Json:
         out: Json = {
@@ -64,6 +86,22 @@ class ReplicaFigures:
             "prompt_tokens": self.prompt_tokens,
             "theoretical_hit_rate": self.theoretical_hit_rate,
         }
+        if self.measured:
+            out.update(
+                endpoint=self.endpoint,
+                errors=self.errors,
+                completion_tokens=self.completion_tokens,
+                hit_rate=self.hit_rate,
+                metrics_hit_rate=self.metrics_hit_rate,
+                eviction_loss_points=self.eviction_loss_points,
+                ttft_p50_s=self.ttft_p50_s,
+                ttft_p90_s=self.ttft_p90_s,
+                ttft_p99_s=self.ttft_p99_s,
+                itl_p50_s=self.itl_p50_s,
+                itl_p90_s=self.itl_p90_s,
+                kv_usage_peak=self.kv_usage_peak,
+            )
+            return out
         if self.hit_rate is not None:
             out["hit_rate"] = self.hit_rate
         if self.ttft_p50_s is not None:
@@ -74,11 +112,22 @@ class ReplicaFigures:
     def from_json(cls, d: Mapping[str, Any]) -> ReplicaFigures:
         return cls(
             need(integer(d, "replica"), "replica"),
-            need(integer(d, "requests"), "requests"),
-            need(integer(d, "prompt_tokens"), "prompt_tokens"),
+            integer(d, "requests"),
+            integer(d, "prompt_tokens"),
             num(d, "theoretical_hit_rate"),
             num(d, "hit_rate"),
             num(d, "ttft_p50_s"),
+            measured="metrics_hit_rate" in d,
+            endpoint=text(d, "endpoint"),
+            errors=integer(d, "errors"),
+            completion_tokens=integer(d, "completion_tokens"),
+            metrics_hit_rate=num(d, "metrics_hit_rate"),
+            ttft_p90_s=num(d, "ttft_p90_s"),
+            ttft_p99_s=num(d, "ttft_p99_s"),
+            itl_p50_s=num(d, "itl_p50_s"),
+            itl_p90_s=num(d, "itl_p90_s"),
+            kv_usage_peak=num(d, "kv_usage_peak"),
+            eviction_loss_points=num(d, "eviction_loss_points"),
         )
 
 
@@ -97,9 +146,11 @@ class Routing:
     loss_points: float | None  # the two above's gap, in percentage points (>= 0)
     imbalance: Imbalance
     per_replica: tuple[ReplicaFigures, ...]
+    # a replay's: the replicas' endpoints, in order (what ``merge`` holds shards to)
+    endpoints: tuple[str, ...] | None = None
 
     def to_json(self) -> Json:
-        return {
+        out: Json = {
             "policy": self.policy,
             "replicas": self.replicas,
             "theoretical_hit_rate": self.theoretical_hit_rate,
@@ -108,6 +159,9 @@ class Routing:
             "imbalance": self.imbalance.to_json(),
             "per_replica": [r.to_json() for r in self.per_replica],
         }
+        if self.endpoints is not None:
+            out["endpoints"] = list(self.endpoints)
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Routing:
@@ -119,4 +173,5 @@ class Routing:
             num(d, "loss_points"),
             Imbalance.from_json(sub(d, "imbalance")),
             replica_list(d, "per_replica"),
+            texts(d, "endpoints") if "endpoints" in d else None,
         )

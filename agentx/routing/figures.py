@@ -77,7 +77,10 @@ def routing_figures(
         shared_rate,
         local_rate,
         loss,
-        imbalance([f.requests for f in per], [f.prompt_tokens for f in per]),
+        imbalance(
+            [len(rows) for rows in by_replica],
+            [sum(r.prompt_tokens for r in rows) for rows in by_replica],
+        ),
         tuple(per),
     )
     return block, by_replica

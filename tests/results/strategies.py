@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from agentx.core.percentiles import CONTRACT_QS, P
 from agentx.results.baseline import RunIdentity
+from agentx.results.routing import ReplicaFigures
 from agentx.results.stats import BlockSizeFigures, Stats
 from agentx.results.summary import Summary
 from agentx.results.summary.identity import InfoMetric
@@ -57,9 +58,26 @@ def _counter() -> st.SearchStrategy[CounterSeries]:
 # labels are a mapping held as its pairs in name order
 labels = st.dictionaries(text, text, max_size=2).map(lambda d: tuple(sorted(d.items())))
 
+
+def _replica() -> st.SearchStrategy[ReplicaFigures]:
+    # a replay's figures (measured: every key) or an engine run's (the first six only)
+    maybe_int = st.none() | ints
+    head = st.tuples(ints, maybe_int, maybe_int, maybe_float, maybe_float, maybe_float)
+    simulated = head.map(lambda h: ReplicaFigures(*h))
+    measured = st.builds(
+        lambda h, e, n, rates: ReplicaFigures(*h, True, e, n[0], n[1], *rates),
+        head,
+        st.none() | text,
+        st.tuples(maybe_int, maybe_int),
+        st.tuples(*(maybe_float for _ in range(7))),
+    )
+    return simulated | measured
+
+
 OVERRIDES: dict[type, st.SearchStrategy[Any]] = {
     P: _p(),
     CounterSeries: _counter(),
+    ReplicaFigures: _replica(),
 }
 # fields whose values the schema constrains beyond their type
 FIELDS: dict[tuple[type, str], st.SearchStrategy[Any]] = {

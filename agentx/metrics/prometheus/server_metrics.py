@@ -272,6 +272,9 @@ class ServerMetrics:
     scrape_errors: int = 0
     url: str | None = None
     counters: tuple[CounterSeries, ...] = ()
+    # a system of replicas: each replica's own figures, in replica order (the fields above: the
+    # replicas' counters added up, or a server-side router's own page)
+    replicas: tuple[ServerMetrics, ...] = ()
 
 
 def series_point(prev: Snapshot | None, cur: Snapshot) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from agentx.results.base import (
     text,
     texts,
 )
+from agentx.results.routing import Routing
 from agentx.results.summary.cost import Cost
 from agentx.results.summary.errors import Errors
 from agentx.results.summary.identity import ClientHost, Labels, ServerIdentity, labels_of
@@ -363,6 +364,7 @@ class Summary:
     client_host: ClientHost | None = None
     trace_fingerprint: str | None = None  # sha256 of the trace's rows
     labels: Labels = ()  # --label NAME=VALUE, sorted by name
+    routing: Routing | None = None  # a run over several replicas (agentx.results.routing)
 
     def to_json(self) -> Json:
         out: Json = {
@@ -388,6 +390,8 @@ class Summary:
             "server": None if self.server is None else self.server.to_json(),
             "cost": None if self.cost is None else self.cost.to_json(),
         }
+        if self.routing is not None:  # a run of one server writes the file it always did
+            out["routing"] = self.routing.to_json()
         if self.clock is not None:
             out["clock"] = self.clock.to_json()
         out["config"] = dict(self.config)
@@ -418,7 +422,7 @@ class Summary:
         """An ``agentx.summary/1`` object; :class:`agentx.core.errors.ShapeError` when it is
         not one or a field has the wrong type."""
         d = schema_obj(v, SCHEMA)
-        server, cost, clock, gates, verdict, errors, identity, host = (
+        server, cost, clock, gates, verdict, errors, identity, host, routing = (
             opt_obj(d, k)
             for k in (
                 "server",
@@ -429,6 +433,7 @@ class Summary:
                 "errors",
                 "server_identity",
                 "client_host",
+                "routing",
             )
         )
         merged = d.get("merged_from")
@@ -471,4 +476,5 @@ class Summary:
             client_host=None if host is None else ClientHost.from_json(host),
             trace_fingerprint=text(d, "trace_fingerprint"),
             labels=labels_of(d, "labels"),
+            routing=None if routing is None else Routing.from_json(routing),
         )
