@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agentx.core.percentiles import CONTRACT_QS, P
 from agentx.results.baseline import RunIdentity
 from agentx.results.routing import ReplicaFigures
+from agentx.results.runstart import RunStart
 from agentx.results.stats import BlockSizeFigures, Stats
 from agentx.results.summary import Summary
 from agentx.results.summary.identity import InfoMetric
@@ -90,6 +91,7 @@ FIELDS: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     (InfoMetric, "labels"): labels,
     (RunIdentity, "labels"): labels,
     (TrendPoint, "labels"): labels,
+    (RunStart, "labels"): labels,
     (Stats, "block_sizes"): st.dictionaries(
         st.integers(1, 1 << 20), st.builds(BlockSizeFigures, ints, ints, ints), max_size=2
     ),
