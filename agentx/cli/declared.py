@@ -123,6 +123,8 @@ def _cli_type(d: Declared) -> tuple[Any, Any]:
     if fl.choices is not None:  # shown as its default's value
         return (str, str(d.default)) if d.default is not None else (str | None, None)
     if fl.parse is not None:  # typed as text; not given: the field's default
+        if d.default is MISSING:  # required: its absence is a usage error, not a default
+            return (list[str] if fl.multiple else str), MISSING
         if fl.multiple:
             return list[str] | None, None
         if _is_number(d.default):  # shown as the user would type it: --kv-tokens 163840

@@ -41,6 +41,7 @@ DEFAULT_ROUTE = Route.SESSION  # agent traffic re-sends its conversation: keep a
 ROUTE = flag(
     "--route",
     choices=Route,
+    metavar="POLICY",  # the choices are in the help: listed here they squeeze every name
     panel=Panel.SERVER,
     help="how requests are spread over the replicas: round-robin (per request), session "
     "(sticky by tree, consistent hash), prefix (cache-aware with a load-balance escape), "
