@@ -252,7 +252,7 @@ async def _probe_replicas(setup: RunSetup, plan: ReplayPlan) -> tuple[Replica, .
             check_model(info, setup.model, endpoint)
         replica = Replica(i, endpoint, root, params, metrics_url if info.metrics_text else None)
         if o.preflight:
-            async with _replica_stream_client(setup, replica) as stream:
+            async with stream_client(setup, replica) as stream:
                 await send_test_request(
                     stream,
                     plan,
@@ -334,26 +334,19 @@ def metrics_client(
     )
 
 
-def stream_client(setup: RunSetup) -> StreamClient:
-    """The client the lanes talk through: one connection per concurrently running thread."""
+def stream_client(setup: RunSetup, replica: Replica | None = None) -> StreamClient:
+    """The client the lanes talk through (to ``replica`` when routing over several):
+    one connection per concurrently running thread."""
+    root_url, params = setup.root_url, setup.params
+    if replica is not None:
+        assert replica.root_url is not None
+        root_url, params = replica.root_url, replica.params
     return make_stream_client(
-        setup.root_url,
+        root_url,
         timeout_s=setup.options.timeout_s,
         max_connections=setup.max_connections,
         headers=setup.headers,
-        params=setup.params,
-        tls=run_tls(setup.options),
-    )
-
-
-def _replica_stream_client(setup: RunSetup, replica: Replica) -> StreamClient:
-    assert replica.root_url is not None
-    return make_stream_client(
-        replica.root_url,
-        timeout_s=setup.options.timeout_s,
-        max_connections=setup.max_connections,
-        headers=setup.headers,
-        params=replica.params,
+        params=params,
         tls=run_tls(setup.options),
     )
 
@@ -364,7 +357,7 @@ def replica_set(setup: RunSetup, worker: int) -> ReplicaSet | None:
     o = setup.options
     if not o.routed:
         return None
-    clients = [_replica_stream_client(setup, r) for r in setup.replicas]
+    clients = [stream_client(setup, r) for r in setup.replicas]
     return ReplicaSet.of(clients, o.route, route_seed(o.workload.rng_seed, o.shard[0], worker))
 
 
