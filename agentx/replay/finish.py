@@ -297,9 +297,9 @@ def client_host() -> ClientHost:
 
 def _endpoint(start: RunStart) -> str:
     """The run's endpoint as summary.json names it: several replicas' URLs joined."""
-    endpoints = start.config.get("endpoints")
-    if isinstance(endpoints, list) and len(endpoints) > 1:
-        return ", ".join(str(e) for e in endpoints)
+    replicas = run_replicas(start.config)
+    if replicas is not None and replicas.client_side:
+        return ", ".join(replicas.endpoints)
     return start.endpoint
 
 
