@@ -22,7 +22,8 @@ from agentx.replay.finish import ReplayResult
 from agentx.results.summary import Summary
 from agentx.routing.ring import HashRing
 from agentx.serve_sim import SimConfig, SimServer
-from tests.replay.factory import chat_session, write
+
+from .factory import chat_session, write
 
 FAST = {"prefill_tps": 2e6, "decode_tps": 2e4, "overhead_ms": 0.5, "batch_slowdown": 0.0}
 
