@@ -264,7 +264,6 @@ class ReplayOptions:
         "repeatable: several replicas, each its own origin and /metrics, requests spread by "
         "--route",
     )
-    route: Route = option(DEFAULT_ROUTE, flag=ROUTE)  # with two or more endpoints
     model: str | None = option(
         None,
         "--model",
@@ -412,6 +411,7 @@ class ReplayOptions:
     )
     # a server-side router's session identity on every request (None: none sent)
     session_header: SessionHeader | None = option(None, flag=SESSION_HEADER)
+    route: Route = option(DEFAULT_ROUTE, flag=ROUTE)  # with two or more endpoints
     insecure: bool = option(
         False,
         "--insecure",
