@@ -108,12 +108,6 @@ class ReplicaSet:
         self.router.finished(replica, request)
 
 
-def route_seed(seed: int, shard: int, worker: int) -> int:
-    """``random``'s seed in one process: from ``--seed``, distinct per shard and worker (each
-    draws for its own trees), the same for the same run."""
-    return (seed * 1_000_003 + shard) * 1_009 + worker
-
-
 class ReplicaScrapers(MetricsScraper):
     """Every replica's ``/metrics`` (those that have one), scraped side by side. :meth:`stop`
     returns their prefix-cache counters added up (``None`` hit rate unless every replica
