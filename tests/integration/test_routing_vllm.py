@@ -120,6 +120,7 @@ def _replay(urls: list[str], policy: Route, out: Path) -> dict[str, Any]:
         extra_body=OUTPUT,
         tokenizer=str(MODEL_DIR),
         seed=SEED,
+        preflight=False,  # the counters then cover the run's requests alone
         output_dir=out,
         progress=False,
         timeout_s=300.0,
