@@ -348,7 +348,7 @@ class LaneDriver:
         request_id = f"{cfg.id_prefix}{next(self._seq)}"
         client, replica, routed = self.client, None, None
         if self.replicas is not None:  # the tree (a session copy) is what session routing keeps
-            replica, routed = self.replicas.pick(session_id, built.body)
+            replica, routed = self.replicas.pick(session_id, built.body, built.api)
             client = self.replicas.clients[replica]
         start_wall_ns = time.time_ns()
         self.sent_log.add(

@@ -7,8 +7,9 @@ connection pool and its own ``/metrics``, the requests spread by ``--route``
 - :class:`ReplicaSet`: one process's lanes' clients, a pool per replica, and its router: every
   request asks it where to go (:meth:`ReplicaSet.pick`) and says when it ended
   (:meth:`ReplicaSet.finished`), so the router's load counts are the requests in flight.
-- :func:`body_windows`: what the ``prefix`` policy compares instead of token block hashes
-  (tokenising a 100K-token prompt on the hot path would delay every dispatch).
+- :func:`body_windows` over :func:`engine_order`: what the ``prefix`` policy compares instead
+  of token block hashes (tokenising a 100K-token prompt on the hot path would delay every
+  dispatch).
 - :class:`ReplicaScrapers`: every replica's ``/metrics`` scraped around the run, each one's
   figures kept, their prefix-cache counters added up for the run's headline.
 
@@ -29,7 +30,9 @@ from typing import Any
 
 import httpx
 import numpy as np
+import orjson
 
+from agentx.apis.registry import family
 from agentx.metrics.prometheus import MetricsScraper, ServerMetrics
 from agentx.prefixcache.hashing import HashArray
 from agentx.replay.http1.pool import StreamClient
@@ -54,12 +57,12 @@ class Replica:
 
 def body_windows(body: bytes, window: int = WINDOW_BYTES) -> HashArray:
     """The ``prefix`` policy's stand-in for a request's block hashes: chained hashes of the
-    rendered body's whole ``window``-byte windows (the last, partial one left out, as an
-    engine leaves out a partial block). Two requests share the first k hashes exactly when
-    their bodies share the first k windows; agentx's bodies lead with the conversation
-    (``model``, then the messages; the per-request fields after them), so a turn that re-sends
-    its conversation shares the windows of what it re-sent. A model of the prefix each replica
-    holds, not the server's token blocks."""
+    rendered prompt's whole ``window``-byte windows (the last, partial one left out, as an
+    engine leaves out a partial block), over the body's parts in the engine's order
+    (:func:`engine_order`). Two requests share the first k hashes exactly when their prompts
+    share the first k windows: a turn that re-sends its conversation shares the windows of what
+    it re-sent, a new conversation those of the system prompt and tools it shares. A model of
+    the prefix each replica holds, not the server's token blocks."""
     n = len(body) // window
     out = np.empty(n, dtype=np.uint64)
     prev = b""
@@ -70,6 +73,24 @@ def body_windows(body: bytes, window: int = WINDOW_BYTES) -> HashArray:
         ).digest()
         out[i] = int.from_bytes(prev, "little")
     return out
+
+
+def engine_order(body: bytes, api: str) -> bytes:
+    """A request body's prompt parts in the order an engine renders them: the out-of-band system
+    prompt and the tools before the conversation, as chat templates put them. In the JSON body
+    they may come after it (an Anthropic body's ``system`` follows its ``messages``; every
+    family's ``tools`` follow the conversation), and windows cut in the body's own order would
+    miss what new conversations share with earlier ones: their system prompt and tools. A body
+    that is not a JSON object is windowed as it is."""
+    try:
+        d = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    if not isinstance(d, dict):
+        return body
+    f = family(api)
+    parts = (d.get(f.system_key), d.get("tools"), d.get(f.conversation_key))
+    return b"\n".join(orjson.dumps(p) for p in parts if p is not None)
 
 
 class ReplicaSet:
@@ -98,20 +119,16 @@ class ReplicaSet:
     def secrets(self) -> tuple[str, ...]:
         return tuple(s for c in self.clients for s in c.secrets)
 
-    def pick(self, key: str, body: bytes) -> tuple[int, RouteRequest]:
-        """The replica a request of tree ``key`` with ``body`` goes to (counted as started)."""
-        blocks = body_windows(body) if self.router.route is Route.PREFIX else None
+    def pick(self, key: str, body: bytes, api: str) -> tuple[int, RouteRequest]:
+        """The replica a request of tree ``key`` with ``body`` of ``api`` goes to (counted as
+        started)."""
+        prefix = self.router.route is Route.PREFIX
+        blocks = body_windows(engine_order(body, api)) if prefix else None
         request = RouteRequest(key, len(body) // BYTES_PER_TOKEN, blocks)
         return self.router.route_one(request), request
 
     def finished(self, replica: int, request: RouteRequest) -> None:
         self.router.finished(replica, request)
-
-
-def route_seed(seed: int, shard: int, worker: int) -> int:
-    """``random``'s seed in one process: from ``--seed``, distinct per shard and worker (each
-    draws for its own trees), the same for the same run."""
-    return (seed * 1_000_003 + shard) * 1_009 + worker
 
 
 class ReplicaScrapers(MetricsScraper):

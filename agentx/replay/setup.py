@@ -45,7 +45,8 @@ from agentx.replay.http1.pool import StreamClient
 from agentx.replay.lanes import LaneConfig
 from agentx.replay.options import Assistant, ReplayOptions
 from agentx.replay.preflight import send_test_request
-from agentx.replay.replicas import Replica, ReplicaScrapers, ReplicaSet, route_seed
+from agentx.replay.replicas import Replica, ReplicaScrapers, ReplicaSet
+from agentx.routing import route_seed
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan
 

@@ -37,6 +37,13 @@ def make_router(route: Route | str, replicas: int, *, seed: int = 0) -> Router:
     return Random(replicas, seed)
 
 
+def route_seed(seed: int, shard: int = 0, worker: int = 0) -> int:
+    """``random``'s seed in one process: from ``--seed``, distinct per shard and worker (each
+    draws for its own trees), the same for the same run; ``simulate`` (one process) draws as
+    replay's first worker of its first shard does, so the two send a seeded run alike."""
+    return (seed * 1_000_003 + shard) * 1_009 + worker
+
+
 __all__ = [
     "DEFAULT_ROUTE",
     "REPLICAS",
@@ -51,5 +58,6 @@ __all__ = [
     "SessionHeader",
     "SessionPreset",
     "make_router",
+    "route_seed",
     "session_header",
 ]

@@ -17,7 +17,7 @@ from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
 from agentx.prefixcache.tokenizer import resolve_tokenizer
 from agentx.results.routing import ReplicaFigures, Routing
 from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
-from agentx.routing import Router, make_router
+from agentx.routing import Router, make_router, route_seed
 from agentx.routing.figures import RoutedRequest, routing_figures
 from agentx.simulate.options import SimulateOptions, default_capacities
 from agentx.simulate.replayed import (
@@ -189,7 +189,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
     route = str(o.route) if routed else None
 
     def router() -> Router | None:  # a fresh one per engine run: each run routes anew
-        return make_router(o.route, o.replicas, seed=seed or 0) if routed else None
+        return make_router(o.route, o.replicas, seed=route_seed(seed or 0)) if routed else None
 
     def run(label: str, kv_tokens: int, offload_tokens: int = 0, **kw: bool) -> EngineRun:
         prog.phase(label, total=known, unit="requests")

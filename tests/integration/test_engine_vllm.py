@@ -29,11 +29,21 @@ from typing import Any
 
 import httpx
 import pytest
-from vllm_traces import fresh_system, small_weka
+from vllm_traces import (
+    BLOCK,
+    ENGINE,
+    MODEL_DIR,
+    OUTPUT,
+    SCRIPT,
+    SIM_SPEEDUP,
+    TOLERANCE,
+    VENV,
+    fresh_system,
+    small_weka,
+)
 
 from agentx.core.examples import example_path
 from agentx.formats import load_exchanges
-from agentx.prefixcache.engine import EngineParams
 from agentx.replay import ReplayOptions, run_replay
 from agentx.schedule import ScheduleOptions
 from agentx.serve_sim import SimConfig, SimServer
@@ -41,19 +51,9 @@ from agentx.simulate import SimulateOptions, run_simulate
 from agentx.store import write_trace
 from agentx.workload.options import WorkloadOptions
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "vllm_cpu.sh"
-VENV = Path(os.environ.get("AGENTX_VLLM_VENV", ROOT / ".venv-vllm"))
-MODEL_DIR = Path(os.environ.get("AGENTX_VLLM_MODEL_DIR", ROOT / ".cache" / "tiny-llama"))
 PORT = os.environ.get("AGENTX_VLLM_EVICT_PORT", "8019")
-BLOCK = 128  # vLLM-CPU's block size
 CAPACITIES = (96, 112, 128)  # blocks: the largest request (93 blocks) fits the smallest
 LANES = (1, 2)
-OUTPUT = {"max_tokens": 16, "min_tokens": 16}
-TOLERANCE = 0.03
-# vLLM-CPU with --enforce-eager on a 2-core machine: ~5K prompt tokens/s, ~3.5 ms per token
-ENGINE = EngineParams(prefill_tps=5_000.0, decode_tps=300.0, overhead_ms=5.0, batch_slowdown=0.0)
-SIM_SPEEDUP = 4.0  # serve-sim runs the same model 4x faster (the interleaving barely changes)
 
 
 @dataclass(frozen=True)

