@@ -85,6 +85,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                     (q1 - q0, h1 - h0)
                     for (q0, h0), (q1, h1) in zip(before, (counters(u) for u in urls), strict=True)
                 ]
+        before = [counters(u) for u in urls]
+        out["router"] = [  # serve-sim's own router in front, each replica's page scraped
+            replay(
+                srv,
+                t,
+                tmp / f"router-{i}",
+                "session",
+                (i, 2),
+                endpoint=srv.url,
+                replica_metrics=[u + "/metrics" for u in urls],
+            )
+            for i in (0, 1)
+        ]
+        out["router_pages"] = [
+            (q1 - q0, h1 - h0)
+            for (q0, h0), (q1, h1) in zip(before, (counters(u) for u in urls), strict=True)
+        ]
         out["whole"] = replay(srv, t, tmp / "whole", "session", (0, 1))
         out["reversed"] = replay(
             srv, small, tmp / "reversed", "round-robin", (1, 2), endpoint=urls[::-1]
@@ -154,6 +171,22 @@ def test_each_replicas_metrics_hit_rate_is_its_counters_over_both_shards(
     assert len(merged.server.replicas) == 2
 
 
+def test_behind_a_router_each_replica_has_its_counters_over_both_shards(
+    runs: dict[str, Any],
+) -> None:
+    merged = merge_results(runs["router"]).summary
+    block = merged.routing
+    assert block is not None and block.policy == "server"
+    assert block.endpoints == tuple(u + "/metrics" for u in runs["urls"])
+    for f, (queries, hits) in zip(block.per_replica, runs["router_pages"], strict=True):
+        assert f.requests is None  # the rows name no replica: only the pages say
+        if queries:
+            assert f.metrics_hit_rate == pytest.approx(hits / queries)
+            assert f.prompt_tokens == queries  # serve-sim counts each prompt token as a query
+    assert any(q for q, _ in runs["router_pages"])
+    assert block.loss_points is None
+
+
 def test_the_merged_theory_equals_one_unsharded_run_over_the_same_replicas(
     runs: dict[str, Any],
 ) -> None:
@@ -181,6 +214,14 @@ def test_the_merged_directory_reads_back_and_merges_again(
     assert text.exit_code == 0 and "routing round-robin over 2 replicas" in text.stdout
     again = merge_results([tmp_path / "m"]).summary.routing
     assert again is not None and again.to_json() == block
+    page = tmp_path / "m.html"
+    shown = runner.invoke(app, ["report", str(tmp_path / "m"), "--html", str(page)])
+    assert shown.exit_code == 0, shown.output
+    html = page.read_text()
+    assert "<h2 id='replicas'>Replicas</h2>" in html
+    assert "Hit rate per replica (round-robin routing)" in html
+    for f in block["per_replica"]:
+        assert f"<title>replica {f['replica']} requests: {f['requests']}</title>" in html
 
 
 def test_shards_without_per_replica_counters_leave_the_metrics_figures_unknown(
