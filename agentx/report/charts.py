@@ -25,6 +25,7 @@ MIN_BUCKETS = 6  # ... but never fewer buckets than this (when the run is long e
 CDF_METRICS = (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"))
 LOG_SPAN = 20.0  # a CDF gets a log x axis when max / min exceeds this
 MARGIN_FLOOR = -1.0  # the margin chart leaves out utilisations losing more than the revenue
+MAX_NAMED_REPLICAS = 6  # bar groups labelled "replica I" up to this many, then "I"
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,10 +316,14 @@ def replica_charts(s: Summary) -> dict[str, str]:
     if routing is None or not routing.per_replica:
         return {}
     per = routing.per_replica
+
+    def name(replica: int) -> str:  # a long row of replicas: the index alone fits under a group
+        return f"replica {replica}" if len(per) <= MAX_NAMED_REPLICAS else str(replica)
+
     hit = svg.bar_chart(
         [
             (
-                f"replica {r.replica}",
+                name(r.replica),
                 [
                     ("reported", r.hit_rate),
                     ("/metrics", r.metrics_hit_rate),
@@ -336,7 +341,7 @@ def replica_charts(s: Summary) -> dict[str, str]:
     requests = svg.bar_chart(
         [
             (
-                f"replica {r.replica}",
+                name(r.replica),
                 [
                     ("requests", None if r.requests is None else float(r.requests)),
                     ("errors", None if r.errors is None else float(r.errors)),
