@@ -233,8 +233,10 @@ def build_summary(
 
 
 def _server_block(server: ServerMetrics | None) -> ServerBlock | None:
-    if server is None:
-        return None
+    return None if server is None else _block(server)
+
+
+def _block(server: ServerMetrics) -> ServerBlock:
     return ServerBlock(
         source=server.source,
         queries=server.queries,
@@ -255,6 +257,8 @@ def _server_block(server: ServerMetrics | None) -> ServerBlock | None:
             if server.time_series
             else None
         ),
+        # each replica's own page, raw: what a merge of routed shards combines per replica
+        replicas=tuple(_block(m) for m in server.replicas) if server.replicas else None,
     )
 
 

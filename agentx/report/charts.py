@@ -3,7 +3,8 @@
 The HTML page lays them out, ``--png`` writes each as ``<name>.png``. Latency is drawn as CDFs
 (from ``rollups.latency_quantiles_ms``, several runs overlaid for a comparison), the per-second
 series in buckets wide enough to stay readable on sparse or long runs, turn depths on whole-number
-axes, and the margin of a run against utilisation when it has a ``cost`` block.
+axes, the margin of a run against utilisation when it has a ``cost`` block, and a routed run's
+replicas side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ MIN_BUCKETS = 6  # ... but never fewer buckets than this (when the run is long e
 CDF_METRICS = (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"))
 LOG_SPAN = 20.0  # a CDF gets a log x axis when max / min exceeds this
 MARGIN_FLOOR = -1.0  # the margin chart leaves out utilisations losing more than the revenue
+MAX_NAMED_REPLICAS = 6  # bar groups labelled "replica I" up to this many, then "I"
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,12 +306,66 @@ def cost_charts(s: Summary) -> dict[str, str]:
     return {"margin_vs_utilization": chart}
 
 
+# -- several replicas ---------------------------------------------------------------------------
+
+
+def replica_charts(s: Summary) -> dict[str, str]:
+    """A routed run's replicas side by side: each one's hit rate three ways (an unknown rate
+    leaves its bar out) and the requests it got."""
+    routing = s.routing
+    if routing is None or not routing.per_replica:
+        return {}
+    per = routing.per_replica
+
+    def name(replica: int) -> str:  # a long row of replicas: the index alone fits under a group
+        return f"replica {replica}" if len(per) <= MAX_NAMED_REPLICAS else str(replica)
+
+    hit = svg.bar_chart(
+        [
+            (
+                name(r.replica),
+                [
+                    ("reported", r.hit_rate),
+                    ("/metrics", r.metrics_hit_rate),
+                    ("theoretical (own cache)", r.theoretical_hit_rate),
+                ],
+            )
+            for r in per
+        ],
+        title=f"Hit rate per replica ({routing.policy} routing)",
+        y_format=fmt.pct,
+        tick_format=pct_tick,
+        width=500,
+        height=240,
+    )
+    requests = svg.bar_chart(
+        [
+            (
+                name(r.replica),
+                [
+                    ("requests", None if r.requests is None else float(r.requests)),
+                    ("errors", None if r.errors is None else float(r.errors)),
+                ],
+            )
+            for r in per
+        ],
+        title="Requests per replica",
+        y_format=lambda v: f"{v:,.0f}",
+        tick_format=lambda v: f"{v:,.0f}",
+        width=500,
+        height=240,
+        y_integer=True,
+    )
+    return {"hit_rate_by_replica": hit, "requests_by_replica": requests}
+
+
 def summary_charts(s: Summary) -> dict[str, str]:
     """Every chart of one run's report, by file-friendly name, in page order."""
     return {
         **latency_cdfs([Run("this run", s)]),
         **cost_charts(s),
         **cache_sources(s),
+        **replica_charts(s),
         **turn_depth(s),
         **over_time(s),
     }

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentx.core.percentiles import P, key
 from agentx.report.compare import Verdict, headline_rows, key_label, verdict
 from agentx.results.compare import Comparison, MetricRow
+from agentx.results.routing import ReplicaFigures
 from agentx.results.summary import Summary
 
 NA = "n/a"
@@ -232,6 +233,32 @@ MAX_DIFFS_SHOWN = 8
 
 # -- a run over several replicas: its routing block, terminal and HTML alike ----------------------
 
+
+def points(v: float | None) -> str:
+    return NA if v is None else f"{v:.1f} pts"
+
+
+def _s_as_ms(v: float | None) -> str:
+    return ms(None if v is None else v * 1000)
+
+
+# every figure of a replica, by column header; the terminal shows REPLICA_COLUMNS of them
+REPLICA_CELLS: tuple[tuple[str, Callable[[ReplicaFigures], str]], ...] = (
+    ("requests", lambda r: count(r.requests)),
+    ("errors", lambda r: count(r.errors)),
+    ("prompt tokens", lambda r: count(r.prompt_tokens)),
+    ("hit rate: reported", lambda r: pct(r.hit_rate)),
+    ("/metrics", lambda r: pct(r.metrics_hit_rate)),
+    ("theoretical", lambda r: pct(r.theoretical_hit_rate)),
+    ("eviction loss", lambda r: points(r.eviction_loss_points)),
+    ("TTFT p50", lambda r: _s_as_ms(r.ttft_p50_s)),
+    ("TTFT p90", lambda r: _s_as_ms(r.ttft_p90_s)),
+    ("TTFT p99", lambda r: _s_as_ms(r.ttft_p99_s)),
+    ("ITL p50", lambda r: _s_as_ms(r.itl_p50_s)),
+    ("ITL p90", lambda r: _s_as_ms(r.itl_p90_s)),
+    ("KV peak", lambda r: pct(r.kv_usage_peak)),
+)
+REPLICA_PAGE_COLUMNS = tuple(h for h, _ in REPLICA_CELLS)
 REPLICA_COLUMNS = (
     "requests",
     "errors",
@@ -246,34 +273,19 @@ REPLICA_COLUMNS = (
 )
 
 
-def points(v: float | None) -> str:
-    return NA if v is None else f"{v:.1f} pts"
-
-
-def _s_as_ms(v: float | None) -> str:
-    return ms(None if v is None else v * 1000)
-
-
-def replica_rows(summary: Summary) -> list[tuple[str, list[str]]]:
-    """Each replica's label (its index and endpoint) and cells under :data:`REPLICA_COLUMNS`."""
+def replica_rows(
+    summary: Summary, columns: Sequence[str] = REPLICA_COLUMNS
+) -> list[tuple[str, list[str]]]:
+    """Each replica's label (its index and endpoint) and cells under ``columns`` (headers of
+    :data:`REPLICA_CELLS`)."""
     routing = summary.routing
     if routing is None:
         return []
+    cells = dict(REPLICA_CELLS)
     return [
         (
             f"{r.replica}: {r.endpoint}" if r.endpoint else str(r.replica),
-            [
-                count(r.requests),
-                count(r.errors),
-                pct(r.hit_rate),
-                pct(r.metrics_hit_rate),
-                pct(r.theoretical_hit_rate),
-                points(r.eviction_loss_points),
-                _s_as_ms(r.ttft_p50_s),
-                _s_as_ms(r.ttft_p90_s),
-                _s_as_ms(r.itl_p50_s),
-                pct(r.kv_usage_peak),
-            ],
+            [cells[c](r) for c in columns],
         )
         for r in routing.per_replica
     ]

@@ -51,6 +51,7 @@ details pre{background:#f9fafb;padding:8px;overflow:auto;white-space:pre-wrap;wo
 .card.hit{border-color:#2563eb}.errors{margin:0 0 12px}.errors td,.errors th{text-align:left;white-space:normal}
 .config{display:flex;flex-wrap:wrap;gap:4px 16px;margin:8px 0;color:#374151}.config b{color:#111827}
 .verdict{font-size:16px;font-weight:600;margin:12px 0}
+.replicas th,.replicas td{padding:4px 6px}
 @media (max-width:600px){body{margin:12px auto;padding:0 8px}th,td{padding:3px 6px}
 .card{min-width:96px}.card b{font-size:17px}}
 """
@@ -196,6 +197,30 @@ def _cache(s: Summary, charts: dict[str, str]) -> str:
     )
 
 
+def _replicas(s: Summary, charts: dict[str, str]) -> str:
+    """A routed run's replicas: the policy, the routing loss, the imbalance, each replica."""
+    routing = s.routing
+    if routing is None:
+        return ""
+    cards = [
+        _card(routing.policy, f"routing over {routing.replicas} replicas"),
+        _card(fmt.points(routing.loss_points), "routing loss"),
+        _card(fmt.num(routing.imbalance.requests_max_over_mean), "requests max/mean"),
+    ]
+    per = fmt.replica_rows(s, fmt.REPLICA_PAGE_COLUMNS)
+    rows = [
+        [str(r.replica), *cells] for r, (_, cells) in zip(routing.per_replica, per, strict=True)
+    ]
+    lines = fmt.routing_lines(s)  # the endpoints apart: the table stays a laptop's width
+    lines.append("replicas: " + ", ".join(label for label, _ in per))
+    notes = "".join(f"<p class='note'>{escape(line)}</p>" for line in lines)
+    return (
+        f"<h2 id='replicas'>Replicas</h2><div class='cards'>{''.join(cards)}</div>{notes}"
+        + f"<div class='replicas'>{table(['replica', *fmt.REPLICA_PAGE_COLUMNS], rows)}</div>"
+        + _charts(charts, ["hit_rate_by_replica", "requests_by_replica"])
+    )
+
+
 def _per_turn(charts: dict[str, str]) -> str:
     body = _charts(charts, ["ttft_by_turn", "hit_rate_by_turn"])
     return f"<h2>By turn depth</h2>{body}" if body else ""
@@ -304,6 +329,7 @@ def run_sections(summary: Summary, title: str) -> str:
         [
             _header(summary, title),
             _cache(summary, charts),
+            _replicas(summary, charts),
             _latency(summary, charts),
             _cost(summary, charts),
             _per_turn(charts),

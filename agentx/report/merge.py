@@ -13,6 +13,11 @@ roll-ups and the ``--slo`` checks are exactly what one run sending those request
 - Server ``/metrics``: each server (metrics URL) counted once, then summed over servers
   (:mod:`agentx.metrics.prometheus.union`).
 - Sessions started/completed add up; the client figures are the busiest shard's.
+- Several replicas (``replay --endpoint A --endpoint B --route POLICY``): the ``routing`` block
+  is recomputed from the merged rows by the producer of a live run's
+  (:func:`agentx.metrics.replicas.replica_routing`), each replica's own theoretical cache
+  replayed over every shard's rows routed to it. The shards must have used the same replicas
+  (one endpoint list, one policy); routed and unrouted shards do not merge.
 
 Shards must come from one split (``--shard I/N`` with one ``N``), each index at most once (a
 merged directory counts as the shards it merged); a missing index is a warning.
@@ -22,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,32 +35,23 @@ from typing import Any
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.record import RequestRecord
 from agentx.metrics.cost import CostOptions, HourParts, Prices
-from agentx.metrics.prometheus.union import Scrape, scrapes_of, union_servers
+from agentx.metrics.prometheus.server_metrics import ServerMetrics
+from agentx.metrics.prometheus.union import union_servers
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.prefixcache.theory import TheoryRow, union_theory
-from agentx.report.results_dir import THEORY, load_results, write_results
+from agentx.report.results_dir import THEORY, write_results
+from agentx.report.shards import (
+    Shard,
+    check_replicas,
+    check_split,
+    load_shard,
+    replica_servers,
+    shard_scrapes,
+    with_servers,
+)
 from agentx.results.summary import Summary
 from agentx.results.summary.run import MergedShard
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    path: Path
-    summary: Summary
-    records: list[RequestRecord]
-    offset_ns: int  # rows' clock + offset = wall clock
-    covers: tuple[str, ...]  # the "I/N" shards it holds (a merged directory holds several)
-
-    @property
-    def label(self) -> str:
-        return ",".join(self.covers)
-
-    @property
-    def started_wall_ns(self) -> int:
-        if self.summary.clock is not None:
-            return self.summary.clock.wall_ns
-        return min((r.start_wall_ns for r in self.records), default=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,69 +60,6 @@ class MergeResult:
     records: list[RequestRecord]
     output_dir: Path | None
     warnings: tuple[str, ...]
-
-
-def _offset(summary: Summary, records: Sequence[RequestRecord]) -> tuple[int, bool]:
-    """(rows' clock -> wall clock offset, whether it came from the summary's anchor)."""
-    if summary.clock is not None:
-        return summary.clock.offset_ns, True
-    if not records:
-        return 0, False
-    return int(statistics.median(r.start_wall_ns - r.sent_ns for r in records)), False
-
-
-def _covers(summary: Summary) -> tuple[str, ...]:
-    if summary.merged_from:
-        return tuple(m.shard for m in summary.merged_from)
-    return (str(summary.config.get("shard") or "0/1"),)
-
-
-def load_shard(path: Path, warnings: list[str]) -> Shard:
-    if path.is_file():  # DIR/summary.json names its directory
-        path = path.parent
-    summary, records = load_results(path)
-    if not records and not (path / "requests.parquet").is_file():
-        raise AgentxError(f"{path}: no requests.parquet (a merge needs the per-request rows)")
-    offset, anchored = _offset(summary, records)
-    if not anchored and records:
-        warnings.append(
-            f"{path}: no clock anchor in summary.json (written by an older agentx): its rows "
-            "were aligned by their wall-clock start times (to within a few ms)"
-        )
-    return Shard(path, summary, records, offset, _covers(summary))
-
-
-def check_split(shards: Sequence[Shard], warnings: list[str]) -> None:
-    """One split (``I/N`` with one N), each index once; warn about the indices missing."""
-    owner: dict[str, Path] = {}
-    counts: set[int] = set()
-    for s in shards:
-        for label in s.covers:
-            if label in owner:
-                hint = " (two unsharded runs: merge the shards of one `--shard I/N` split)"
-                raise UsageError(
-                    f"shard {label} is in both {owner[label]} and {s.path}: merging it twice "
-                    "would count its requests twice" + (hint if label == "0/1" else "")
-                )
-            owner[label] = s.path
-            try:
-                counts.add(int(label.split("/")[1]))
-            except (IndexError, ValueError):
-                raise AgentxError(f"{s.path}: unreadable shard {label!r} in summary.json") from None
-    if len(counts) > 1:
-        raise UsageError(
-            "these results come from different splits ("
-            + ", ".join(f"N={n}" for n in sorted(counts))
-            + "): merge the shards of one `--shard I/N` run"
-        )
-    (n,) = counts
-    missing = sorted(set(range(n)) - {int(label.split("/")[0]) for label in owner})
-    if missing:
-        warnings.append(
-            f"merging {len(owner)} of {n} shards: "
-            + ", ".join(f"{i}/{n}" for i in missing)
-            + " missing"
-        )
 
 
 def _same(shards: Sequence[Shard], get: Callable[[Summary], Any]) -> list[Any]:
@@ -208,6 +140,8 @@ def _rows(shards: Sequence[Shard], theory: list[TheoryRow] | None) -> list[Reque
                 r = dataclasses.replace(
                     r, expected_prompt_tokens=e.prompt_tokens, theoretical_hit_tokens=e.hit_tokens
                 )
+                if e.replica is not None:  # the replica's own cache, shared by every shard
+                    r = dataclasses.replace(r, replica_theoretical_hit_tokens=e.replica_hit_tokens)
             out.append(r)
     out.sort(key=lambda r: r.sent_ns)
     return out
@@ -311,6 +245,7 @@ def merge_results(
     warnings: list[str] = []
     shards = [load_shard(Path(d), warnings) for d in dirs]
     check_split(shards, warnings)
+    replicas = check_replicas(shards)
     sizes = _same(shards, lambda d: d.cache.block_size)
     if len(sizes) != 1 or not isinstance(sizes[0], int):
         raise AgentxError(
@@ -321,30 +256,38 @@ def merge_results(
         warnings.append("the shards replayed against different models")
     theory = _theory(shards, block_size, warnings)
     records = _rows(shards, theory)
-    servers = union_servers(scrape for s in shards for scrape in _scrapes(s, warnings))
+    servers = union_servers(scrape for s in shards for scrape in shard_scrapes(s, warnings))
     warnings.extend(servers.warnings)
+    pages = replica_servers(shards, replicas, warnings)
+    metrics = servers.metrics
+    if pages is not None and any(p.metrics is not None for p in pages):
+        metrics = dataclasses.replace(
+            metrics or ServerMetrics(),
+            replicas=tuple(p.metrics or ServerMetrics() for p in pages),
+        )
     spec = _slo(shards, slo, warnings)
     config = _config(shards)
     config["slo"] = spec
     figures = build_summary(
         _run_info(shards, config),
         records,
-        servers.metrics,
+        metrics,
         parse_slo(spec) if spec else [],
         block_size,
         extra_percentiles=_percentiles(config),
         cost=_cost(config, warnings),
+        replicas=replicas,
     )
     server = figures.server
     if server is not None:
-        windows = [s.window_wall_ns for s in servers.servers if s.window_wall_ns is not None]
-        server = dataclasses.replace(
-            server,
-            window_t_ns=(
-                (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else None
-            ),
-            servers=servers.servers,
-        )
+        server = with_servers(server, servers.servers)
+        if server.replicas is not None and pages is not None:
+            server = dataclasses.replace(
+                server,
+                replicas=tuple(
+                    with_servers(b, p.servers) for b, p in zip(server.replicas, pages, strict=True)
+                ),
+            )
     shard_warnings = [
         w if s.summary.merged_from else f"shard {s.label}: {w}"
         for s in shards
@@ -360,14 +303,3 @@ def merge_results(
     if output_dir is not None:
         write_results(output_dir, summary, records, theory, whole=True)
     return MergeResult(summary, records, output_dir, tuple(warnings))
-
-
-def _scrapes(s: Shard, warnings: list[str]) -> list[Scrape]:
-    server = s.summary.server
-    found = scrapes_of(s.label, server, s.offset_ns)
-    if server is not None and not found and (server.scrapes or 0) > 0:
-        warnings.append(
-            f"{s.path}: its /metrics figures keep no raw counters (written by an older agentx); "
-            "left out of the merged server figures"
-        )
-    return found

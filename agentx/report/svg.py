@@ -76,6 +76,16 @@ def integer_ticks(lo: float, hi: float, n: int = 8) -> list[float]:
     return ticks or [float(round(lo))]
 
 
+def whole_ticks(hi: float, n: int = 5) -> list[float]:
+    """Ticks from 0 covering ``hi`` in whole steps (1, 2, 5, 10, ...): counts of things."""
+    if not math.isfinite(hi) or hi <= 0:
+        return [0.0, 1.0]
+    raw = hi / n
+    mag = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    step = next(m * mag for m in (1, 2, 5, 10) if raw <= m * mag)
+    return [float(step * k) for k in range(math.ceil(hi / step - 1e-9) + 1)]
+
+
 def log_ticks(lo: float, hi: float) -> list[float]:
     """Ticks for a log axis over ``[lo, hi]`` (both > 0): 1-2-5 per decade, thinned to ~8."""
     if lo <= 0 or hi <= 0 or not (math.isfinite(lo) and math.isfinite(hi)):
@@ -283,14 +293,16 @@ def bar_chart(
     tick_format: Fmt = _g,
     width: int = 300,
     height: int = 200,
+    y_integer: bool = False,
 ) -> str:
-    """Grouped bars (e.g. p50/p90/p99 per metric) on one linear scale from 0."""
+    """Grouped bars (e.g. p50/p90/p99 per metric) on one linear scale from 0; ``y_integer``:
+    whole-number ticks (counts)."""
     left, right, top, bottom = 58, 10, 30, 44
     pw, ph = width - left - right, height - top - bottom
     vals = [v for _, bars in groups for _, v in bars if v is not None]
     if not vals:
         return no_data(title, width)
-    ticks = nice_ticks(0.0, max(vals))
+    ticks = whole_ticks(max(vals)) if y_integer else nice_ticks(0.0, max(vals))
     top_v = ticks[-1] or 1.0
     body = []
     for t in ticks:

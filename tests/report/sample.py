@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agentx.core.percentiles import P
 from agentx.core.record import ERR_TIMEOUT, RequestRecord
 from agentx.metrics.prometheus import ServerMetrics
+from agentx.metrics.replicas import Replicas
 from agentx.metrics.slo import parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.results.summary import Summary
@@ -122,3 +124,44 @@ def typed(slow: float = 1.0, slo: str = "ttft_p99<=300ms,itl_p50<=50ms,goodput>=
         config={"concurrency": 3, "warmup": 1},
     )
     return build_summary(run, records(slow), server(), parse_slo(slo), block_size=16)
+
+
+ROUTED = ("http://replica-a:8000", "http://replica-b:8000")
+
+
+def routed_records() -> list[RequestRecord]:
+    """The sample run routed by session over two replicas: lanes 0 and 2 on replica 0, lane 1
+    on replica 1; each replica's own cache hits a block (16 tokens) less than the shared one
+    on lane 2's turns after the first (what routing cost)."""
+    out = []
+    for r in records():
+        replica = 1 if r.lane == 1 else 0
+        if r.expected_prompt_tokens is None:  # the failed request was sent, and counted too
+            r = replace(r, expected_prompt_tokens=5800, theoretical_hit_tokens=4992)
+        own = r.theoretical_hit_tokens
+        if own and r.lane == 2:
+            own -= 16
+        out.append(replace(r, replica=replica, replica_theoretical_hit_tokens=own))
+    return out
+
+
+def routed_server() -> ServerMetrics:
+    pages = (
+        ServerMetrics(hit_rate=0.5, kv_cache_usage_perc=P(0.1, 0.3, 0.4, 0.2, max=0.4)),
+        ServerMetrics(hit_rate=0.7, kv_cache_usage_perc=P(0.2, 0.5, 0.6, 0.3, max=0.6)),
+    )
+    return replace(server(), replicas=pages)
+
+
+def routed(policy: str = "session") -> Summary:
+    """The sample run over :data:`ROUTED`, with its ``routing`` block."""
+    run = RunInfo(
+        endpoint=", ".join(ROUTED),
+        model=MODEL,
+        started_at="2025-06-01T12:00:00+00:00",
+        duration_s=9.5,
+        config={"concurrency": 3, "endpoints": list(ROUTED), "route": policy},
+    )
+    return build_summary(
+        run, routed_records(), routed_server(), [], 16, replicas=Replicas(policy, ROUTED)
+    )

@@ -1,7 +1,7 @@
-"""The HTML reports in a real headless Chromium: a run's report, a comparison and a sweep page load
-with no console error, no script exception and no network request, do not overflow a phone-sized
-viewport, show the hit rate and the failed requests on the first screen, and leave screenshots in
-``artifacts/browser/`` (git-ignored; CI keeps them).
+"""The HTML reports in a real headless Chromium: a run's report, a comparison, a sweep page and a
+run over two replicas load with no console error, no script exception and no network request, do
+not overflow a phone-sized viewport, show the hit rate and the failed requests on the first
+screen, and leave screenshots in ``artifacts/browser/`` (git-ignored; CI keeps them).
 
 Chromium is Debian's package (``scripts/install_chromium.sh``, run by ``.ci/run``). Without it
 the test skips with the reason, except under ``CI=true`` where it fails: CI must run it.
@@ -24,7 +24,7 @@ from agentx.results.sweep import SCHEMA as SWEEP_SCHEMA
 from agentx.store.results import write_requests
 
 from .browser import Browser, find_chromium
-from .sample import records, summary
+from .sample import records, routed, routed_records, summary
 
 ARTIFACTS = Path(os.environ.get("AGENTX_ARTIFACTS", Path(__file__).parents[2] / "artifacts"))
 WIDTHS = (1100, 390)  # a laptop window, a phone
@@ -55,7 +55,8 @@ def _results(path: Path, slow: float, concurrency: int) -> Path:
 
 
 def _pages(tmp: Path) -> dict[str, Path]:
-    """A run's report, a comparison (differently configured: it warns) and a sweep page."""
+    """A run's report, a comparison (differently configured: it warns), a sweep page and the
+    report of a run over two replicas."""
     base = _results(tmp / "base", 1.0, 3)
     new = _results(tmp / "new", 1.6, 4)
     pages = {"report": tmp / "report.html", "compare": tmp / "compare.html"}
@@ -74,6 +75,13 @@ def _pages(tmp: Path) -> dict[str, Path]:
     (sweep / "sweep.json").write_text(json.dumps({**doc, "model": "m", "points": points}))
     pages["sweep"] = tmp / "sweep.html"
     r = runner.invoke(app, ["report", str(sweep), "--html", str(pages["sweep"]), *COST])
+    assert r.exit_code == 0, r.output
+    over_two = tmp / "routed"  # a run over two replicas: its Replicas section, 14 columns wide
+    over_two.mkdir()
+    (over_two / "summary.json").write_bytes(orjson.dumps(routed().to_json()))
+    write_requests(over_two / "requests.parquet", routed_records())
+    pages["routed"] = tmp / "routed.html"
+    r = runner.invoke(app, ["report", str(over_two), "--html", str(pages["routed"])])
     assert r.exit_code == 0, r.output
     return pages
 

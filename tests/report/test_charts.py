@@ -3,16 +3,22 @@ drawn, CDFs from the summary's quantile curves, the margin curve."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import re
+
 import pytest
 
 from agentx.metrics.cost import CostOptions, Prices, cost_summary
 from agentx.report import svg
 from agentx.report.charts import (
+    MAX_NAMED_REPLICAS,
     Run,
     bucket_width_s,
     buckets,
     latency_cdf,
     margin_curve,
+    replica_charts,
     summary_charts,
 )
 from agentx.report.sweep_view import sweep_charts
@@ -20,7 +26,7 @@ from agentx.results.summary import Summary, Throughput, TokenTotals
 from agentx.results.summary.rollups import SecondRow
 from agentx.results.sweep import Sweep, SweepPoint
 
-from .sample import summary, typed
+from .sample import routed, summary, typed
 
 
 def second(
@@ -153,3 +159,25 @@ def test_a_sweep_charts_the_hit_rate_it_got_beside_the_theoretical() -> None:
     assert "hit_rate_vs_concurrency" not in sweep_charts(
         Sweep("e", "t", "m", (_level(1, None, None),))
     )
+
+
+def test_replica_charts_are_a_routed_runs_only_and_name_a_long_row_by_index() -> None:
+    assert "hit_rate_by_replica" not in summary_charts(typed())
+    s = routed()
+    charts = replica_charts(s)
+    assert set(charts) == {"hit_rate_by_replica", "requests_by_replica"}
+    assert ">replica 1</text>" in charts["hit_rate_by_replica"]
+    routing = s.routing
+    assert routing is not None
+    many = tuple(
+        dataclasses.replace(routing.per_replica[0], replica=i)
+        for i in range(MAX_NAMED_REPLICAS + 2)
+    )
+    wide = replica_charts(
+        dataclasses.replace(s, routing=dataclasses.replace(routing, per_replica=many))
+    )
+    assert ">replica" not in wide["requests_by_replica"]
+    assert f'class="xt">{MAX_NAMED_REPLICAS + 1}</text>' in wide["requests_by_replica"]
+    # requests are counted in whole numbers: whole, evenly spaced ticks (no 2.5 shown as "2")
+    ticks = [int(t) for t in re.findall(r'class="yt">([^<]*)<', wide["requests_by_replica"])]
+    assert len(ticks) > 2 and len({b - a for a, b in itertools.pairwise(ticks)}) == 1

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.report import render_html, write_html
 from agentx.report.html import page_source, source_of
-from agentx.report.svg import nice_ticks
+from agentx.report.svg import nice_ticks, whole_ticks
 from agentx.results.summary import Summary
 
-from .sample import MODEL, summary, typed
+from .sample import MODEL, ROUTED, routed, summary, typed
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "circle", "polyline", "path"}
 
@@ -149,12 +154,77 @@ class TestHtmlReport:
         assert list(tmp_path.iterdir()) == [path]
 
 
+class TestReplicas:
+    """A routed run's section: its figures as the rows give them (sample.routed: replica 0
+    holds lanes 0 and 2 with the failed request, replica 1 lane 1; lane 2's own cache hits a
+    16-token block less than the shared one on each of its six turns after the first)."""
+
+    def test_a_routed_run_shows_its_replicas(self) -> None:
+        html = render_html(routed())
+        page = parse(html)
+        assert page.unbalanced == [] and page.stack == []
+        assert ("h2", {"id": "replicas"}) in page.tags
+        at = next(i for i, r in enumerate(page.rows) if r and r[0] == "replica")
+        header = page.rows[at]
+        a, b = (dict(zip(header, row, strict=True)) for row in page.rows[at + 1 : at + 3])
+        assert (a["replica"], b["replica"]) == ("0", "1")
+        assert (a["requests"], a["errors"], b["requests"], b["errors"]) == ("12", "1", "6", "0")
+        # the prompt tokens sent: lane 0 turns 1-5 and lane 2 turns 0-5 with the failed 5800
+        assert (a["prompt tokens"], b["prompt tokens"]) == ("40,800", "18,000")
+        # lane 1 is alone on replica 1: reported = theoretical = 12960 / 18000
+        assert b["hit rate: reported"] == b["theoretical"] == "72.0%"
+        assert b["eviction loss"] == "0.0 pts"
+        assert a["theoretical"] == f"{100 * (2 * 12960 + 4992 - 6 * 16) / 40800:.1f}%"
+        assert (a["/metrics"], b["/metrics"]) == ("50.0%", "70.0%")
+        assert (a["KV peak"], b["KV peak"]) == ("40.0%", "60.0%")
+        assert (a["TTFT p50"], a["TTFT p99"], b["ITL p90"]) == ("165 ms", "195 ms", "20.0 ms")
+        text = "".join(page.text)
+        assert f"replicas: 0: {ROUTED[0]}, 1: {ROUTED[1]}" in text
+        # one shared cache hits 6 x 16 tokens more of the 58800 sent: 0.16 points
+        assert "routing loss" in text and "0.2 pts" in text
+        assert "requests max/mean 1.33" in text  # 12 of a mean 9
+
+    def test_its_charts_leave_an_unknown_rate_out(self) -> None:
+        s = routed()
+        page = parse(render_html(s))
+        titles = set(page.svg_titles)
+        assert {"Hit rate per replica (session routing)", "Requests per replica"} <= titles
+        assert "replica 1 /metrics: 70.0%" in titles
+        assert "replica 0 requests: 12" in titles and "replica 0 errors: 1" in titles
+        routing = s.routing
+        assert routing is not None
+        unknown = replace(
+            routing,
+            per_replica=(
+                replace(routing.per_replica[0], metrics_hit_rate=None),
+                *routing.per_replica[1:],
+            ),
+        )
+        titles = set(parse(render_html(replace(s, routing=unknown))).svg_titles)
+        assert "replica 1 /metrics: 70.0%" in titles
+        assert not any(t.startswith("replica 0 /metrics") for t in titles)  # not drawn as 0
+
+    def test_an_unrouted_run_has_no_replicas_section(self) -> None:
+        html = render_html(typed())
+        page = parse(html)
+        assert not any(a.get("id") == "replicas" for _, a in page.tags)
+        assert "Replicas" not in "".join(page.text)
+        assert not any("per replica" in t for t in page.svg_titles)
+
+
 class TestTicks:
     def test_round_steps_covering_the_range(self) -> None:
         assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
         assert nice_ticks(0, 195) == [0, 50, 100, 150, 200]
         ticks = nice_ticks(3, 3)
         assert ticks[0] <= 3 <= ticks[-1]
+
+    @given(st.floats(0.5, 1e9))
+    def test_whole_ticks_count_from_zero_past_the_top(self, hi: float) -> None:
+        ticks = whole_ticks(hi)
+        assert ticks[0] == 0 and ticks[-1] >= hi
+        assert all(t == int(t) for t in ticks) and len(ticks) <= 7
+        assert len({b - a for a, b in itertools.pairwise(ticks)}) == 1  # one step
 
 
 def with_errors(failed: int, total: int = 48, **extra: object) -> Summary:

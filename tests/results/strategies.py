@@ -75,6 +75,22 @@ def _replica() -> st.SearchStrategy[ReplicaFigures]:
     return simulated | measured
 
 
+def _replica_pages() -> st.SearchStrategy[tuple[ServerBlock, ...] | None]:
+    # a routed run's pages, one level deep (a replica's page has no replicas of its own)
+    page = st.builds(
+        lambda src, qh, url, cs, samples, window: ServerBlock(
+            src, *qh, url=url, counters=cs, kv_cache_usage_samples=samples, window_t_ns=window
+        ),
+        st.none() | text,
+        st.tuples(maybe_float, maybe_float),
+        st.none() | text,
+        st.none() | st.lists(_counter(), max_size=2).map(tuple),
+        st.lists(st.tuples(ints, floats), max_size=2).map(tuple),
+        st.none() | st.tuples(ints, ints),
+    )
+    return st.none() | st.lists(page, max_size=2).map(tuple)
+
+
 OVERRIDES: dict[type, st.SearchStrategy[Any]] = {
     P: _p(),
     CounterSeries: _counter(),
@@ -86,6 +102,7 @@ FIELDS: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     (ServerBlock, "kv_cache_usage_samples"): st.lists(st.tuples(ints, floats), max_size=3).map(
         tuple
     ),
+    (ServerBlock, "replicas"): _replica_pages(),
     (SweepPoint, "results_dir"): text.filter(bool),
     (Summary, "labels"): labels,
     (InfoMetric, "labels"): labels,

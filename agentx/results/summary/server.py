@@ -199,7 +199,10 @@ class MergedServer:
 class ServerBlock:
     """``summary.server``: the server's own view of the run. ``counters`` is ``None`` in a
     summary written before agentx kept raw counters (a merge then leaves it out); ``servers``
-    only in a merged summary; times are on the run's clock (a merge's: the wall clock)."""
+    only in a merged summary; times are on the run's clock (a merge's: the wall clock).
+    ``replicas``: a run over several replicas, each replica's own page in replica order (what
+    a merge of routed shards combines per replica); the fields above are then their sum, or a
+    server-side router's own page."""
 
     source: str | None = None  # "vllm" | "sglang" | "sglang-gauge"
     queries: float | None = None
@@ -212,6 +215,7 @@ class ServerBlock:
     kv_cache_usage_samples: tuple[tuple[int, float], ...] = ()  # (t_ns, kv_cache_usage_perc)
     window_t_ns: tuple[int, int] | None = None  # first and last scrape
     servers: tuple[MergedServer, ...] | None = None
+    replicas: tuple[ServerBlock, ...] | None = None
 
     def to_json(self) -> Json:
         out: Json = {
@@ -229,6 +233,8 @@ class ServerBlock:
         out["window_t_ns"] = None if self.window_t_ns is None else list(self.window_t_ns)
         if self.servers is not None:
             out["servers"] = [s.to_json() for s in self.servers]
+        if self.replicas is not None:
+            out["replicas"] = [r.to_json() for r in self.replicas]
         return out
 
     @classmethod
@@ -256,6 +262,11 @@ class ServerBlock:
             servers=(
                 tuple(MergedServer.from_json(obj(s, "servers")) for s in items(d, "servers"))
                 if "servers" in d
+                else None
+            ),
+            replicas=(
+                tuple(ServerBlock.from_json(obj(r, "replicas")) for r in items(d, "replicas"))
+                if "replicas" in d
                 else None
             ),
         )
