@@ -307,6 +307,11 @@ def test_replica_metrics_behind_the_router_are_each_replicas_own(tmp_path: Path)
         assert figures.endpoint == url and figures.requests is None
         assert page["vllm:request_success_total"] == n  # the trees the ring sent there
     assert min(served) > 0 and sum(served) == len(result.records)
+    prompts = [p["vllm:prompt_tokens_total"] for p in counters]
+    assert routing.imbalance.prompt_tokens_max_over_mean == pytest.approx(
+        max(prompts) / (sum(prompts) / 2)
+    )
+    assert routing.imbalance.requests_max_over_mean is None  # the router's choice is not seen
     total_q = sum(p["vllm:prefix_cache_queries_total"] for p in counters)
     total_h = sum(p["vllm:prefix_cache_hits_total"] for p in counters)
     assert result.summary.cache.server_metrics_hit_rate == pytest.approx(total_h / total_q)
