@@ -285,9 +285,9 @@ def _routed(srv: SimServer, out: Path, *extra: str) -> list[str]:
 
 def test_sweep_over_routing_policies(two: SimServer, tmp_path: Path) -> None:
     out = tmp_path / "routes"
-    res = runner.invoke(
-        app, _routed(two, out, "--route", "round-robin,session", "--max-requests", "12", "--json")
-    )
+    junit = tmp_path / "checks.xml"
+    args = _routed(two, out, "--route", "round-robin,session", "--max-requests", "12", "--json")
+    res = runner.invoke(app, [*args, "--junit", str(junit)])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data == json.loads((out / "sweep.json").read_text())
@@ -343,6 +343,9 @@ def test_sweep_over_routing_policies(two: SimServer, tmp_path: Path) -> None:
     assert bars <= set(re.findall(r"<rect [^>]*><title>([^:<]+):", svg_text))
     page = (out / "sweep.html").read_text()
     assert "round-robin/report.html" in page and "session/report.html" in page
+    cases = [c.get("name", "") for c in ET.parse(junit).getroot().iter("testcase")]
+    for route in ("round-robin", "session"):  # each level's checks, named by policy
+        assert any(c.startswith(f"{route} concurrency 1: ") for c in cases), cases
 
     # the table names the policy; the directory re-renders from its files
     res = runner.invoke(app, ["report", str(out)])
