@@ -259,9 +259,9 @@ def _route_bars(data: Sweep, width: int, height: int) -> dict[str, str]:
             (
                 name,
                 (
-                    ("reported by the server", p.hit_rate_reported),
-                    ("theoretical, each replica's own cache", r.hit_rate_replica_theoretical),
-                    ("theoretical, one shared cache", p.hit_rate_theoretical),
+                    ("reported", p.hit_rate_reported),
+                    ("theoretical per replica", r.hit_rate_replica_theoretical),
+                    ("theoretical shared", p.hit_rate_theoretical),
                 ),
             )
         )

@@ -333,9 +333,9 @@ def test_sweep_over_routing_policies(two: SimServer, tmp_path: Path) -> None:
         f"{route} {bar}"
         for route in ("round-robin", "session")
         for bar in (
-            "reported by the server",
-            "theoretical, each replica&#x27;s own cache",
-            "theoretical, one shared cache",
+            "reported",
+            "theoretical per replica",
+            "theoretical shared",
             "TTFT p50",
             "TTFT p90",
         )
