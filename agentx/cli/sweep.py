@@ -1,4 +1,5 @@
-"""`agentx sweep`: one replay per concurrency level, the throughput-interactivity curve."""
+"""`agentx sweep`: one replay per concurrency level (and routing policy), the
+throughput-interactivity curve."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from agentx.cli.app import app, err, fail, json_option, out, print_json, trace_a
 from agentx.cli.config import Config
 from agentx.cli.declared import Given, Only, declared_command, typer_option
 from agentx.cli.replay import REPLAY_TRACE
-from agentx.core.errors import AgentxError
+from agentx.core.errors import AgentxError, UsageError
 from agentx.core.options import Panel
 from agentx.core.outputs import output_flag
 from agentx.metrics.cost import CostInputs
 from agentx.replay.options import ReplayOptions
 from agentx.report.check_options import CheckInputs
+from agentx.routing import ROUTES, Route, parse_routes
 
 # replay's options that apply per level: not the preset, the snapshot starts, the gates, open
 # loop, nor the scale-out (a level is one process on one machine)
@@ -30,14 +32,16 @@ PER_LEVEL = Only.without(
 def sweep(
     trace: Annotated[Path, trace_argument(REPLAY_TRACE)],
     concurrency: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--concurrency",
             metavar="LIST",
             rich_help_panel=Panel.LOAD,
-            help="comma list of session-lane counts, e.g. 1,2,4,8,16",
+            help="comma list of session-lane counts, e.g. 1,2,4,8,16 (optional with --route "
+            "naming several policies: replay's concurrency)",
         ),
-    ],
+    ] = None,
+    route: Annotated[str | None, typer_option(ROUTES)] = None,
     output: Annotated[
         Path | None,
         typer_option(
@@ -63,7 +67,7 @@ def sweep(
     *,
     given: Given,
 ) -> None:
-    """One replay per concurrency level; the throughput-interactivity curve (sweep.json, sweep.svg)."""
+    """One replay per concurrency level (and --route policy); the throughput-interactivity curve (sweep.json, sweep.svg)."""
     from agentx.replay.options import scenario_options
     from agentx.replay.sweep import (
         SweepOptions,
@@ -77,9 +81,10 @@ def sweep(
     done: list[int] = []
     out_dir = output if output is not None else default_sweep_dir()
 
-    def level_start(k: int, n: int) -> None:
+    def level_start(k: int, policy_of: Route | None, n: int, name: str) -> None:
+        policy = f"route {policy_of}, " if policy_of is not None else ""
         err.print(
-            f"agentx: level {k}/{len(levels)}: concurrency {n} -> {out_dir / f'c{n}'}",
+            f"agentx: level {k}/{total}: {policy}concurrency {n} -> {out_dir / name}",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -87,9 +92,10 @@ def sweep(
 
     def level_done(point: SweepPoint) -> None:
         done.append(point.concurrency)
+        policy = f"route {point.route}, " if len(routes) > 1 else ""
         if not json_out:
             err.print(
-                f"agentx: level {len(done)}/{len(levels)}: concurrency "
+                f"agentx: level {len(done)}/{total}: {policy}concurrency "
                 f"{point.concurrency} done -> {out_dir / point.results_dir}",
                 markup=False,
                 highlight=False,
@@ -97,6 +103,7 @@ def sweep(
             )
 
     try:
+        routes = parse_routes(route) if route is not None else ()
         replay_options = scenario_options(
             **given.values(ReplayOptions),
             trace=trace,
@@ -104,12 +111,16 @@ def sweep(
             cost=given.build(CostInputs).options(),
             progress=not json_out and err.is_terminal,
         )
-        levels = parse_levels(concurrency)
-        result = run_sweep(
-            SweepOptions(replay_options, levels, out_dir, replay_options.force),
-            level_done,
-            level_start,
+        if concurrency is None and len(routes) < 2:
+            raise UsageError("--concurrency: give the levels (e.g. 1,2,4,8)")
+        levels = (
+            parse_levels(concurrency)
+            if concurrency is not None
+            else (replay_options.schedule.concurrency,)
         )
+        options = SweepOptions(replay_options, levels, out_dir, replay_options.force, routes)
+        total = len(options.runs())
+        result = run_sweep(options, level_done, level_start)
         junit = given.build(CheckInputs).junit
         if junit is not None:
             from agentx.report.ci import write_sweep_junit

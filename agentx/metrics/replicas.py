@@ -5,7 +5,8 @@
 The imbalance and the routing loss are :func:`agentx.routing.figures.routing_figures`' (one
 computation for every driver that routes); this module adds what only a live run measures
 per replica. Behind a server-side router (``--replica-metrics``) the rows name no replica:
-each replica then has only its ``/metrics`` figures, and the routing loss is unknown.
+each replica then has only its ``/metrics`` figures (the prompt-token imbalance among them),
+and the routing loss and the request imbalance are unknown.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from agentx.metrics import latency as lat
 from agentx.metrics import rollups
 from agentx.metrics.prometheus import ServerMetrics
 from agentx.results.routing import Imbalance, ReplicaFigures, Routing
-from agentx.routing.figures import RoutedRequest, routing_figures
+from agentx.routing.figures import RoutedRequest, routing_figures, spread
 
 BEHIND_A_ROUTER = "server"  # the policy of a run whose endpoint routes (--replica-metrics)
 
@@ -93,13 +94,18 @@ def replica_routing(
             _measured(ReplicaFigures(i, None, _prompt(metrics[i]), None), url, (), metrics[i])
             for i, url in enumerate(replicas.endpoints)
         )
+        prompts = [f.prompt_tokens for f in per]
+        known = [float(p) for p in prompts if p is not None]
+        # the prompt tokens each replica's /metrics counted: how evenly the router spread the
+        # load, when every replica counted (the requests it sent where are not known)
+        p_max, p_cv = spread(known) if len(known) == n else (None, None)
         return Routing(
             replicas.policy,
             n,
             rollups.theoretical_hit_rate(measured),
             None,
             None,
-            Imbalance(None, None, None, None),
+            Imbalance(None, None, p_max, p_cv),
             per,
             replicas.endpoints,
         )

@@ -10,12 +10,15 @@ reset, by their own endpoints:
 - SGLang: ``POST /flush_cache`` (200 when flushed, 400 while requests run).
 - serve-sim: both of the above.
 
-When no endpoint works the run goes on and its summary carries a warning saying so.
+When no endpoint works the run goes on and its summary carries a warning saying so. A run over
+several replicas resets each one (:func:`all_reset`): a replica left warm would make the
+replicas' figures, and a sweep's levels, incomparable.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -81,3 +84,13 @@ async def reset_prefix_cache(client: httpx.AsyncClient, root_url: str, kind: str
             await asyncio.sleep(RETRY_S)
     hint = HOW_TO.get(kind, "the server offers no known cache-reset endpoint")
     return CacheReset(False, None, f"{'; '.join(why)} ({hint})")
+
+
+def all_reset(resets: Sequence[CacheReset]) -> CacheReset:
+    """Several replicas' resets (in replica order) as one: ok when every replica's was, the
+    path the first used, and which replica could not and why."""
+    failed = [f"replica {i}: {r.message}" for i, r in enumerate(resets) if not r.ok]
+    if not failed:
+        return CacheReset(True, resets[0].endpoint if resets else None, resets[0].message)
+    done = next((r.endpoint for r in resets if r.ok), None)
+    return CacheReset(False, done, "; ".join(failed))

@@ -34,7 +34,7 @@ from agentx.metrics.slo import parse_slo
 from agentx.prefixcache.tokenizer import is_default_tokenizer
 from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
-from agentx.replay.cache_reset import CacheReset, reset_prefix_cache
+from agentx.replay.cache_reset import CacheReset, all_reset, reset_prefix_cache
 from agentx.replay.estimate import schedule_line, think_floor_s
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import LaneDriver
@@ -232,8 +232,16 @@ def _theory_pass(setup: RunSetup, logs: list[Path], tmp: Path) -> TheoryPass | N
 
 
 async def _reset_cache(setup: RunSetup) -> CacheReset:
-    async with http_client(setup) as client:
-        return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
+    """The server's prefix cache reset; over several replicas, every replica's."""
+    roots = [(r, r.root_url) for r in setup.replicas if r.root_url is not None]
+    if not roots:
+        async with http_client(setup) as client:
+            return await reset_prefix_cache(client, setup.root_url, setup.server.kind)
+    resets = []
+    for replica, root in roots:
+        async with http_client(setup, replica=replica) as client:
+            resets.append(await reset_prefix_cache(client, root, setup.server.kind))
+    return all_reset(resets)
 
 
 async def _run_here(

@@ -305,14 +305,20 @@ def lane_config(
     )
 
 
-def http_client(setup: RunSetup, max_connections: int = 4) -> httpx.AsyncClient:
-    """The client off the hot path (metrics scrapes, cache reset) talks through."""
+def http_client(
+    setup: RunSetup, max_connections: int = 4, replica: Replica | None = None
+) -> httpx.AsyncClient:
+    """The client off the hot path (metrics scrapes, cache reset) talks through; to
+    ``replica``'s root and with its query, when given."""
+    root, params = setup.root_url, setup.params
+    if replica is not None and replica.root_url is not None:
+        root, params = replica.root_url, replica.params
     return make_http_client(
-        setup.root_url,
+        root,
         timeout_s=setup.options.timeout_s,
         max_connections=max_connections,
         headers=setup.headers,
-        params=setup.params,
+        params=params,
         tls=run_tls(setup.options),
     )
 

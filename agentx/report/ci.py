@@ -123,14 +123,15 @@ def regression_cases(check: BaselineCheck | None) -> list[JUnitCase]:
     return out
 
 
-def sweep_suite(levels: Mapping[int, Summary]) -> JUnitSuite:
-    """A sweep's checks: each level's gates and SLO checks, the level in each name."""
+def sweep_suite(levels: Mapping[str, Summary]) -> JUnitSuite:
+    """A sweep's checks: each level's gates and SLO checks, the level (``concurrency 4``,
+    ``session concurrency 4``) in each name, in the order given."""
     cases: list[JUnitCase] = []
-    for concurrency, summary in sorted(levels.items()):
+    for level, summary in levels.items():
         for c in junit_suite(summary).cases:
             cases.append(
                 JUnitCase(
-                    f"concurrency {concurrency}: {c.name}",
+                    f"{level}: {c.name}",
                     c.classname,
                     c.message,
                     c.failure,
@@ -144,9 +145,12 @@ def write_sweep_junit(sweep_dir: Path, sweep: Sweep, path: Path) -> Path:
     """``sweep --junit``: each level's checks, read from its ``summary.json``."""
     from agentx.report.results_dir import load_summary
 
+    over_routes = len(sweep.routes) > 1
     levels = {
-        p.concurrency: load_summary(sweep_dir / p.results_dir)
-        for p in sweep.points
+        (f"{p.route} " if over_routes else "") + f"concurrency {p.concurrency}": load_summary(
+            sweep_dir / p.results_dir
+        )
+        for p in sorted(sweep.points, key=lambda p: p.concurrency if not over_routes else 0)
         if (sweep_dir / p.results_dir / "summary.json").is_file()
     }
     return write_junit(sweep_suite(levels), path)

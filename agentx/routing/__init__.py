@@ -12,6 +12,7 @@ from agentx.routing.policy import (
     REPLICAS,
     ROUTE,
     ROUTER,
+    ROUTES,
     LeastLoaded,
     Random,
     RoundRobin,
@@ -19,6 +20,7 @@ from agentx.routing.policy import (
     Router,
     RouteRequest,
     Session,
+    parse_routes,
 )
 from agentx.routing.prefix import PrefixRouter, PrefixThresholds
 
@@ -49,6 +51,7 @@ __all__ = [
     "REPLICAS",
     "ROUTE",
     "ROUTER",
+    "ROUTES",
     "SESSION_HEADER",
     "PrefixRouter",
     "PrefixThresholds",
@@ -58,6 +61,7 @@ __all__ = [
     "SessionHeader",
     "SessionPreset",
     "make_router",
+    "parse_routes",
     "route_seed",
     "session_header",
 ]

@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agentx.core.errors import UsageError
 from agentx.core.options import Panel, flag
 from agentx.prefixcache.hashing import HashArray
 from agentx.routing.ring import HashRing
@@ -46,6 +47,38 @@ ROUTE = flag(
     help="how requests are spread over the replicas: round-robin (per request), session "
     "(sticky by tree, consistent hash), prefix (cache-aware with a load-balance escape), "
     "least-loaded (fewest in flight) or random (seeded by --seed)",
+)
+
+
+def parse_routes(text: object) -> tuple[Route, ...]:
+    """``"round-robin,session"`` -> the policies, distinct, in the order given."""
+    routes: list[Route] = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            route = Route(item)
+        except ValueError:
+            raise UsageError(
+                f"--route: {item[:40]!r} is not a policy ({', '.join(Route)})"
+            ) from None
+        if route in routes:
+            raise UsageError(f"--route: {route} appears twice")
+        routes.append(route)
+    if not routes:
+        raise UsageError(f"--route: give at least one policy ({', '.join(Route)})")
+    return tuple(routes)
+
+
+ROUTES = flag(  # sweep's --route: the policies to compare, one level each
+    "--route",
+    metavar="LIST",
+    parse=parse_routes,
+    panel=Panel.SERVER,
+    help="with several --endpoint: comma list of routing policies (round-robin, session, "
+    "prefix, least-loaded, random), one level per policy and --concurrency level; one policy "
+    "routes every level as replay's --route does [default: session]",
 )
 ROUTER = flag(
     "--router",

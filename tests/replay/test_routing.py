@@ -11,20 +11,26 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+from typer.testing import CliRunner
 
+from agentx.cli import app
 from agentx.core.errors import UsageError
+from agentx.core.examples import example_path
 from agentx.core.models import Exchange
 from agentx.core.record import RequestRecord
 from agentx.metrics.prometheus.parse import parse_prometheus
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.finish import ReplayResult
 from agentx.results.summary import Summary
+from agentx.routing import Route
 from agentx.routing.ring import HashRing
 from agentx.serve_sim import SimConfig, SimServer
 
 from .factory import chat_session, write
 
+EXAMPLE = example_path("example")
 FAST = {"prefill_tps": 2e6, "decode_tps": 2e4, "overhead_ms": 0.5, "batch_slowdown": 0.0}
 
 
@@ -226,3 +232,123 @@ def test_several_endpoints_take_no_metrics_url() -> None:
         )
     with pytest.raises(UsageError, match="given twice"):
         ReplayOptions.of(trace=Path("t.parquet"), endpoint=["http://a:1", "http://a:1"])
+
+
+def test_reset_cache_resets_every_replica(tmp_path: Path) -> None:
+    """Three runs of the same trace (no marker): each one with --reset-cache starts both
+    replicas cold, so each replica hits what it did the first time; without the reset the
+    second replica finds the previous run's blocks."""
+    trace = disjoint_trace(tmp_path, sessions=4, turns=2)
+    cfg = SimConfig.of(port=0, replicas=2, kv_tokens=1 << 20, **FAST)
+    runs: dict[str, list[float | None]] = {}
+    with SimServer(cfg) as srv:
+        for name, reset in (("cold", True), ("reset", True), ("warm", False)):
+            result = replay(
+                tmp_path, srv, 2, "round-robin", trace, name, salt=False, reset_cache=reset
+            )
+            routing = result.summary.routing
+            assert routing is not None
+            runs[name] = [f.hit_rate for f in routing.per_replica]
+            assert result.summary.config.get("cache_reset") == (
+                "/reset_prefix_cache" if reset else None
+            )
+            assert not any("reset" in w for w in result.warnings)
+    assert runs["reset"] == runs["cold"]
+    assert all(
+        w is not None and c is not None and w > c
+        for w, c in zip(runs["warm"], runs["cold"], strict=True)
+    )
+
+
+def _page(url: str) -> dict[str, float]:
+    values: dict[str, float] = defaultdict(float)
+    for s in parse_prometheus(httpx.get(url).text):
+        values[s.name] += s.value
+    return values
+
+
+def test_replica_metrics_behind_the_router_are_each_replicas_own(tmp_path: Path) -> None:
+    """One endpoint, serve-sim's session router over two replicas, the vllm-router preset's
+    X-Session-ID on every request: the summary's per-replica /metrics figures are each
+    replica's own counters, and each replica served the trees the router's ring gives it."""
+    cfg = SimConfig.of(port=0, replicas=2, router=Route.SESSION, kv_tokens=1 << 20, **FAST)
+    with SimServer(cfg) as srv:  # fresh: its counters are this run's alone (no preflight)
+        pages = [srv.replica_url(i) + "/metrics" for i in range(2)]
+        result = run_replay(
+            ReplayOptions.of(
+                trace=EXAMPLE,
+                endpoint=srv.url,
+                session_header="vllm-router",
+                replica_metrics=pages,
+                concurrency=2,
+                time_scale=0.0,
+                preflight=False,
+                progress=False,
+                output_dir=tmp_path / "behind",
+            )
+        )
+        counters = [_page(url) for url in pages]
+    routing = result.summary.routing
+    assert routing is not None and routing.policy == "server" and routing.replicas == 2
+    assert routing.loss_points is None  # the rows name no replica: unknown, not 0
+    assert all(r.replica is None for r in result.records)
+    ring = HashRing(2)
+    served = [0, 0]
+    for r in result.records:
+        served[ring.replica_of(r.session_id)] += 1
+    for figures, page, url, n in zip(routing.per_replica, counters, pages, served, strict=True):
+        queries, hits = (
+            page["vllm:prefix_cache_queries_total"],
+            page["vllm:prefix_cache_hits_total"],
+        )
+        assert queries > 0
+        assert figures.metrics_hit_rate == pytest.approx(hits / queries)
+        assert figures.prompt_tokens == page["vllm:prompt_tokens_total"]
+        assert figures.endpoint == url and figures.requests is None
+        assert page["vllm:request_success_total"] == n  # the trees the ring sent there
+    assert min(served) > 0 and sum(served) == len(result.records)
+    prompts = [p["vllm:prompt_tokens_total"] for p in counters]
+    assert routing.imbalance.prompt_tokens_max_over_mean == pytest.approx(
+        max(prompts) / (sum(prompts) / 2)
+    )
+    assert routing.imbalance.requests_max_over_mean is None  # the router's choice is not seen
+    total_q = sum(p["vllm:prefix_cache_queries_total"] for p in counters)
+    total_h = sum(p["vllm:prefix_cache_hits_total"] for p in counters)
+    assert result.summary.cache.server_metrics_hit_rate == pytest.approx(total_h / total_q)
+    on_disk = orjson.loads((tmp_path / "behind" / "summary.json").read_bytes())
+    assert on_disk["config"]["replica_metrics"] == pages
+    assert on_disk["routing"]["endpoints"] == pages
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--endpoint", "http://127.0.0.1:2", "--replica-metrics", "http://127.0.0.1:3/metrics"],
+            "--replica-metrics is for one --endpoint that is a server-side router",
+        ),
+        (["--replica-metrics", "127.0.0.1:3/metrics"], "--replica-metrics"),
+        (["--replica-metrics", "ftp://127.0.0.1:3/metrics"], "--replica-metrics"),
+        (["--replica-metrics", "http://user:pw@127.0.0.1:3/metrics"], "credentials in a URL"),
+    ],
+)
+def test_replica_metrics_refusals_are_one_line(
+    extra: list[str], message: str, tmp_path: Path
+) -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "replay",
+            str(EXAMPLE),
+            "--endpoint",
+            "http://127.0.0.1:1",
+            "-o",
+            str(tmp_path / "o"),
+            *extra,
+        ],
+    )
+    assert res.exit_code == 2, res.output
+    out = " ".join(res.output.split())
+    assert message in out and "Traceback" not in out and "pw" not in out
+    assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from agentx.core.examples import example_path
 from agentx.replay.sweep import parse_levels, sweep_point
 from agentx.results.summary import SCHEMA as SUMMARY_SCHEMA
 from agentx.results.summary import Summary
-from agentx.results.sweep import POINT_KEYS, SCHEMA
+from agentx.results.sweep import POINT_KEYS, ROUTED_POINT_KEYS, SCHEMA
 from agentx.serve_sim import SimConfig, SimServer
 
 EXAMPLE = example_path("example")
@@ -65,6 +66,7 @@ def test_point_from_a_summary() -> None:
     assert {k: point[k] for k in want} == want
     assert point["concurrency"] == 4 and point["results_dir"] == "c4"
     assert point["hit_rate_reported"] is None  # unknown stays unknown
+    assert not set(ROUTED_POINT_KEYS) & set(point)  # one server: the point it always was
 
 
 def test_sweep_against_serve_sim(sim: SimServer, tmp_path: Path) -> None:
@@ -262,3 +264,147 @@ def test_a_level_whose_requests_all_fail_stops_the_sweep(tmp_path: Path) -> None
     # the default --max-failed-ratio stopped the level once 10 requests had failed
     assert "sweep stopped: concurrency 1: 10 of 10 measured requests failed" in err
     assert "level 2/2" not in err and not (tmp_path / "s" / "c2").exists()
+
+
+# -- a sweep over routing policies: several --endpoint, --route LIST ---------------------------
+
+FAST = {"prefill_tps": 2e6, "decode_tps": 2e4, "overhead_ms": 0.5, "batch_slowdown": 0.0}
+
+
+@pytest.fixture(scope="module")
+def two() -> Iterator[SimServer]:
+    """serve-sim with two replicas, each its own engine, cache and /metrics under /replicas/I."""
+    with SimServer(SimConfig.of(port=0, replicas=2, kv_tokens=1 << 20, **FAST)) as srv:
+        yield srv
+
+
+def _routed(srv: SimServer, out: Path, *extra: str) -> list[str]:
+    endpoints = [a for i in range(2) for a in ("--endpoint", srv.replica_url(i))]
+    return ["sweep", str(EXAMPLE), *endpoints, "-o", str(out), "--time-scale", "0", *extra]
+
+
+def test_sweep_over_routing_policies(two: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "routes"
+    junit = tmp_path / "checks.xml"
+    args = _routed(two, out, "--route", "round-robin,session", "--max-requests", "12", "--json")
+    res = runner.invoke(app, [*args, "--junit", str(junit)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data == json.loads((out / "sweep.json").read_text())
+    assert [(p["route"], p["results_dir"]) for p in data["points"]] == [
+        ("round-robin", "round-robin"),
+        ("session", "session"),
+    ]
+    assert data["endpoint"] == f"{two.replica_url(0)}, {two.replica_url(1)}"
+    for p in data["points"]:
+        assert {*POINT_KEYS, *ROUTED_POINT_KEYS} <= set(p)
+        summary = json.loads((out / p["results_dir"] / "summary.json").read_text())
+        routing = summary["routing"]
+        assert summary["config"]["route"] == p["route"] == routing["policy"]
+        assert summary["config"]["cache_reset"] == "/reset_prefix_cache"
+        assert not any("reset" in w for w in summary.get("warnings", []))
+        assert p["concurrency"] == summary["config"]["concurrency"] == 1  # replay's default
+        assert p["errors"] == 0 and p["requests"] == 12
+        assert p["routing_loss_points"] == routing["loss_points"]
+        assert p["hit_rate_replica_theoretical"] == routing["replica_theoretical_hit_rate"]
+        assert (
+            p["imbalance_requests_max_over_mean"]
+            == (routing["imbalance"]["requests_max_over_mean"])
+        )
+        assert (
+            p["imbalance_prompt_tokens_max_over_mean"]
+            == (routing["imbalance"]["prompt_tokens_max_over_mean"])
+        )
+        assert p["ttft_ms_p90"] == summary["latency_ms"]["ttft"]["p90"]
+        assert p["hit_rate_reported"] == summary["cache"]["reported_hit_rate"]
+        assert p["output_tokens_per_s"] == summary["throughput"]["output_tokens_per_s"]
+    rr, session = data["points"]
+    # round-robin sends each turn where its conversation is not (deterministic at one lane)
+    assert rr["routing_loss_points"] > session["routing_loss_points"] >= 0
+    assert rr["imbalance_requests_max_over_mean"] == 1.0  # 12 requests, 6 each
+    err = " ".join(res.stderr.split())
+    assert "level 1/2: route round-robin, concurrency 1" in err
+    assert "level 2/2: route session, concurrency 1" in err
+    svg_text = (out / "sweep.svg").read_text()
+    assert "Prefix-cache hit rate per routing policy" in svg_text
+    assert "Time to first token per routing policy" in svg_text
+    ET.fromstring(svg_text)  # well formed
+    bars = {
+        f"{route} {bar}"
+        for route in ("round-robin", "session")
+        for bar in (
+            "reported",
+            "theoretical per replica",
+            "theoretical shared",
+            "TTFT p50",
+            "TTFT p90",
+        )
+    }
+    assert bars <= set(re.findall(r"<rect [^>]*><title>([^:<]+):", svg_text))
+    page = (out / "sweep.html").read_text()
+    assert "round-robin/report.html" in page and "session/report.html" in page
+    cases = [c.get("name", "") for c in ET.parse(junit).getroot().iter("testcase")]
+    for route in ("round-robin", "session"):  # each level's checks, named by policy
+        assert any(c.startswith(f"{route} concurrency 1: ") for c in cases), cases
+
+    # the table names the policy; the directory re-renders from its files
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "route" in res.stdout and "round-robin" in res.stdout and "routing" in res.stdout
+    res = runner.invoke(app, ["report", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert [p["route"] for p in json.loads(res.stdout)["points"]] == ["round-robin", "session"]
+
+
+def test_policies_times_concurrency_levels(two: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "both"
+    args = _routed(two, out, "--route", "round-robin,session", "--concurrency", "1,2")
+    res = runner.invoke(app, [*args, "--max-requests", "4", "--json", "--no-metrics"])
+    assert res.exit_code == 0, res.output
+    points = json.loads(res.stdout)["points"]
+    assert [(p["route"], p["concurrency"], p["results_dir"]) for p in points] == [
+        ("round-robin", 1, "round-robin-c1"),
+        ("round-robin", 2, "round-robin-c2"),
+        ("session", 1, "session-c1"),
+        ("session", 2, "session-c2"),
+    ]
+    for p in points:
+        summary = json.loads((out / p["results_dir"] / "summary.json").read_text())
+        assert summary["routing"]["policy"] == p["route"]
+        assert summary["config"]["concurrency"] == p["concurrency"]
+    svg_text = (out / "sweep.svg").read_text()
+    # against concurrency, a curve per policy: TTFT p50 and p90, hit rate (reported, replicas')
+    for name in ("round-robin TTFT p50", "session p90", "session reported"):
+        assert name in svg_text
+
+
+def test_one_policy_routes_every_level_as_replay_does(two: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "one"
+    args = _routed(two, out, "--route", "round-robin", "--concurrency", "1")
+    res = runner.invoke(app, [*args, "--max-requests", "4", "--json", "--no-metrics"])
+    assert res.exit_code == 0, res.output
+    (point,) = json.loads(res.stdout)["points"]
+    assert point["results_dir"] == "c1" and point["route"] == "round-robin"
+    summary = json.loads((out / "c1" / "summary.json").read_text())
+    assert summary["routing"]["policy"] == "round-robin"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--route", "round-robin,session"], "give two or more --endpoint"),  # one endpoint
+        (["--route", "round-robin,nearest"], "'nearest' is not a policy"),
+        (["--route", "session,session"], "session appears twice"),
+        (["--route", ","], "give at least one policy"),
+        ([], "--concurrency: give the levels"),
+        (["--route", "session"], "--concurrency: give the levels"),
+    ],
+)
+def test_route_refusals_are_one_line(extra: list[str], message: str, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    res = runner.invoke(
+        app, ["sweep", str(EXAMPLE), "--endpoint", url, "-o", str(tmp_path), *extra]
+    )
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and message in " ".join(res.output.split())
+    assert len(res.output.strip().splitlines()) == 1

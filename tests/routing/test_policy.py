@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from agentx.core.errors import UsageError
 from agentx.prefixcache.hashing import block_hashes
 from agentx.routing import (
     PrefixRouter,
@@ -12,6 +15,7 @@ from agentx.routing import (
     Route,
     RouteRequest,
     make_router,
+    parse_routes,
 )
 from agentx.routing.ring import HashRing
 
@@ -109,3 +113,27 @@ def test_every_route_has_its_router() -> None:
         assert make_router(route, 2).route is route
     with pytest.raises(ValueError):
         make_router(Route.SESSION, 0)
+
+
+@given(
+    st.lists(st.sampled_from(list(Route)), min_size=1, unique=True),
+    st.sampled_from([",", ", ", " , "]),
+)
+def test_parse_routes_reads_back_any_list_of_policies(routes: list[Route], sep: str) -> None:
+    assert parse_routes(sep.join(routes)) == tuple(routes)  # the order given, each once
+    assert parse_routes(",".join(routes) + ",") == tuple(routes)  # a trailing comma is nothing
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("session,session", "session appears twice"),
+        ("round-robin,nearest", "'nearest' is not a policy"),
+        ("", "give at least one policy"),
+        (" , ", "give at least one policy"),
+        ("Session", "'Session' is not a policy"),  # the names as the help spells them
+    ],
+)
+def test_parse_routes_refuses(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_routes(text)
