@@ -10,9 +10,10 @@ follows the lanes in flight, not the corpus.
   request's locator is the byte span of its array, read back with one ``pread`` when sent. The
   split of flat parallel agents needs the top-level requests' ids: those arrays are parsed from
   the bytes already read, for the split alone (nothing of them is kept).
-- **Hugging Face datasets of Weka traces** (``.jsonl``, one trace per line): one pass over the
-  file indexes each line as a Weka file is indexed (the same function over the line's bytes and
-  its offset in the file), so a request's locator is the span of its array in the file.
+- **Hugging Face datasets of Weka traces** (``.jsonl``, one trace per line): a scan for newlines
+  finds the rows (no parsing), and a row is indexed as a Weka file is (the same function over
+  the line's bytes and its offset in the file) when it is first needed, so a request's locator
+  is the span of its array in the file.
 - **Mooncake** (JSONL): the index reads every line once, its ``hash_ids`` cut out the same way,
   and keeps its byte offset; a request re-reads (and fully checks) its line when sent.
 """
@@ -216,42 +217,84 @@ def read_weka_ids(session: WekaSession, meta: ExchangeMeta) -> tuple[int, ...]:
 # -- Hugging Face datasets of Weka traces (.jsonl) --------------------------------------------------
 
 
-def index_hf_jsonl(files: Sequence[Path], *, flat_chains: bool = True) -> Iterator[WekaSession]:
-    """Every row of a dataset's ``.jsonl`` files as a :class:`WekaSession`, in row order, read
-    in one pass: each line indexed as :func:`index_weka` indexes a file (its arrays' spans
-    relative to the file). Rows are what :func:`agentx.formats.hf.iter_hf` reads: blank lines
-    skipped, the k-th row without an id called ``row{k}``, its local-scope ids offset by
-    ``k x 2**32``, a duplicate trace id refused; errors name ``file:line``. The block ids are
-    checked when read back (:func:`read_weka_ids`), not here (those of the top-level requests
-    of a trace of several also when the flat agents are split: ``flat_chains``)."""
-    seen: set[str] = set()
-    k = 0
+@dataclass(frozen=True, slots=True)
+class HFRow:
+    """Where one row of a dataset's ``.jsonl`` is: its file, its line (1-based, what errors
+    name), and its bytes' span in the file."""
+
+    path: Path
+    line: int
+    offset: int
+    length: int
+
+
+_SCAN_BYTES = 1 << 24  # read at a time by the scan for rows
+
+
+def hf_rows(files: Sequence[Path], *, chunk_bytes: int = _SCAN_BYTES) -> list[HFRow]:
+    """The rows of a dataset's ``.jsonl`` files, in order, found by a scan for newlines through
+    one reused buffer (no line is copied or parsed: ~0.2 CPU-s a GB); a line of nothing but
+    blanks is not a row, as in :func:`agentx.formats.hf.iter_hf`. Raises :class:`FormatError`
+    for a file it cannot read."""
+    rows: list[HFRow] = []
+    buf = bytearray(chunk_bytes)
     for path in files:
         try:
-            with open(path, "rb") as fh:
-                offset = 0
-                for n, line in enumerate(fh, 1):
-                    start = offset
-                    offset += len(line)
-                    if line.isspace():  # as iter_hf: blank lines are not rows
-                        continue
-                    where = f"{path}:{n}"
-                    ws = index_weka(
-                        line,
-                        path,
-                        where=where,
-                        base=start,
-                        position=k,
-                        default_id=f"row{k}",
-                        flat_chains=flat_chains,
-                    )
-                    if ws.id in seen:
-                        raise FormatError(where, f"duplicate trace id {ws.id!r}")
-                    seen.add(ws.id)
-                    k += 1
-                    yield ws
+            with open(path, "rb", buffering=0) as fh:
+                base = 0  # the file offset of buf[0]
+                start, line, blank = 0, 1, True  # the current line: its offset, number, so far
+                while n := fh.readinto(buf):
+                    pos = 0
+                    while pos < n:
+                        nl = buf.find(b"\n", pos, n)
+                        end = n if nl < 0 else nl + 1
+                        if blank:  # a row's first byte tells it (a line longer than the
+                            probe = buf[pos : min(end, pos + 64)]  # probe: read whole)
+                            blank = probe.isspace() and (
+                                end - pos == len(probe) or buf[pos:end].isspace()
+                            )
+                        if nl < 0:
+                            break
+                        if not blank:
+                            rows.append(HFRow(path, line, start, base + end - start))
+                        start, line, blank = base + end, line + 1, True
+                        pos = end
+                    base += n
+                if base > start and not blank:  # a last line without its newline
+                    rows.append(HFRow(path, line, start, base - start))
         except OSError as exc:
             raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return rows
+
+
+def index_hf_row(row: HFRow, k: int, *, flat_chains: bool = True) -> WekaSession:
+    """The ``k``-th row of a dataset (:func:`hf_rows`) indexed as :func:`index_weka` indexes a
+    file (its arrays' spans relative to the file): called ``row{k}`` when it has no id, its
+    local-scope ids offset by ``k x 2**32``; errors name ``file:line``. The block ids are
+    checked when read back (:func:`read_weka_ids`), not here (those of the top-level requests
+    of a trace of several also when the flat agents are split: ``flat_chains``)."""
+    return index_weka(
+        _pread(row.path, row.offset, row.length),
+        row.path,
+        where=f"{row.path}:{row.line}",
+        base=row.offset,
+        position=k,
+        default_id=f"row{k}",
+        flat_chains=flat_chains,
+    )
+
+
+def index_hf_jsonl(files: Sequence[Path], *, flat_chains: bool = True) -> Iterator[WekaSession]:
+    """Every row of a dataset's ``.jsonl`` files as a :class:`WekaSession`, in row order
+    (:func:`index_hf_row` of each of :func:`hf_rows`), a duplicate trace id refused as
+    :func:`agentx.formats.hf.iter_hf` refuses it."""
+    seen: set[str] = set()
+    for k, row in enumerate(hf_rows(files)):
+        ws = index_hf_row(row, k, flat_chains=flat_chains)
+        if ws.id in seen:
+            raise FormatError(ws.where, f"duplicate trace id {ws.id!r}")
+        seen.add(ws.id)
+        yield ws
 
 
 # -- Mooncake -------------------------------------------------------------------------------------

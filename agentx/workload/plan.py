@@ -181,7 +181,8 @@ class Sessions:
             return self._planned[i]
         for k in range(i, min(i + 1 + PREFETCH, len(self._slots))):
             if k not in self._done and k not in self._pending:
-                self._pending[k] = asyncio.ensure_future(self._fetch(k))
+                fut = self._pending[k] = asyncio.ensure_future(self._fetch(k))
+                fut.add_done_callback(_seen)
         if i in self._done:
             return self._done[i]
         return await asyncio.shield(self._pending[i])
@@ -204,6 +205,13 @@ class Sessions:
             plan = self.plan(i)
             if plan is not None:
                 yield plan
+
+
+def _seen(fut: asyncio.Future[SessionPlan | None]) -> None:
+    """Mark a prefetched session's failure as seen: it reaches the run when a lane asks for that
+    session (a prefetch nobody asks for again is not an error asyncio should log)."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 @dataclass(frozen=True, slots=True)

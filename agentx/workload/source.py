@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from agentx.apis import Api
 from agentx.apis.bodies import exchange_meta
+from agentx.core.errors import FormatError
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import resolve_trace
 
 if TYPE_CHECKING:
-    from agentx.formats.lazy import WekaSession
+    from agentx.formats.lazy import HFRow, WekaSession
     from agentx.store.select import TraceIndex
 
 
@@ -217,25 +218,42 @@ class WekaSource:
 
 class HFSource:
     """A Hugging Face dataset of Weka traces in ``.jsonl`` (a file, a directory, ``hf://``): one
-    pass over the rows indexes them all (one session each) without parsing block ids, as
-    :class:`WekaSource` indexes files; a request's ids are read back from its line's span. The
-    rows' count is not known before that pass, so sessions are sampled among those with
-    something to replay, as when the dataset was read whole."""
+    session per row, as :class:`WekaSource` has one per file. A scan for newlines counts the rows
+    (:attr:`candidates`) without parsing any, so ``--sessions N`` samples rows, and a row is
+    indexed (its block ids cut out) when a lane first needs it; a request's ids are read back
+    from its line's span. As for a Weka directory, a bad row, or one repeating the id of a row
+    indexed before it, is found when it is reached."""
 
-    candidates = None
     apis = frozenset({Api.OPENAI_CHAT})
 
     def __init__(self, files: Sequence[Path], *, flat_chains: bool = True) -> None:
         self._files = list(files)
+        self._found: list[HFRow] | None = None
         self._rows: dict[int, WekaSession] = {}
+        self._ids: dict[str, int] = {}
         self._flat = flat_chains
 
-    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
-        from agentx.formats.lazy import index_hf_jsonl
+    def _all(self) -> list[HFRow]:
+        if self._found is None:
+            from agentx.formats.lazy import hf_rows
 
-        for k, ws in enumerate(index_hf_jsonl(self._files, flat_chains=self._flat)):
+            self._found = hf_rows(self._files)
+        return self._found
+
+    @property
+    def candidates(self) -> int:
+        return len(self._all())
+
+    def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
+        from agentx.formats.lazy import index_hf_row
+
+        rows = self._all()
+        for k in selection if selection is not None else range(len(rows)):
+            ws = self._rows.get(k) or index_hf_row(rows[k], k, flat_chains=self._flat)
+            if self._ids.setdefault(ws.id, k) != k:
+                raise FormatError(ws.where, f"duplicate trace id {ws.id!r}")
+            self._rows[k] = ws
             if ws.exchanges:  # a row without requests is no session (as read whole)
-                self._rows[k] = ws
                 yield SessionIndex(ws.id, ws.exchanges, k)
 
     def load_session(self, session: SessionIndex) -> SessionLoader:

@@ -20,7 +20,7 @@ from agentx.apis.bodies import exchange_meta
 from agentx.core.errors import FormatError
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import load_exchanges
-from agentx.formats.lazy import index_hf_jsonl, index_weka_file
+from agentx.formats.lazy import hf_rows, index_hf_jsonl, index_weka_file
 from agentx.workload.plan import build_plan
 from agentx.workload.source import HFSource, MemorySource, open_source
 
@@ -105,8 +105,18 @@ def test_plans_are_the_whole_reads_sampled_or_not(tmp_path: Path) -> None:
     for sessions in (None, 1):
         lazy = build_plan(open_source(ds), sessions=sessions, seed=3)
         whole = build_plan(eager, sessions=sessions, seed=3)
-        assert [s.session_id for s in lazy.sessions] == [s.session_id for s in whole.sessions]
-        assert lazy.requests == whole.requests and lazy.max_threads == whole.max_threads
+        assert not lazy.sessions.complete  # rows are sampled before any is indexed
+        assert [(s.session_id, s.requests) for s in lazy.sessions] == [
+            (s.session_id, s.requests) for s in whole.sessions
+        ]
+        assert lazy.sessions.complete
+        if sessions is None:  # every row indexed: the same tally
+            assert lazy.requests == whole.requests and lazy.max_threads == whole.max_threads
+
+
+def _planned(path: Path) -> list[Any]:
+    """Every session of the plan, each row indexed as a lane reaching it indexes it."""
+    return list(build_plan(open_source(path)).sessions)
 
 
 def _digits_shifted(raw: bytes) -> bytes:
@@ -155,11 +165,11 @@ def test_bad_rows_raise_naming_file_and_line(tmp_path: Path) -> None:
     dup = tmp_path / "dup.jsonl"
     dup.write_bytes(orjson.dumps(doc) + b"\n\n" + orjson.dumps(doc) + b"\n")
     with pytest.raises(FormatError, match=r"dup.jsonl:3.*duplicate trace id"):
-        build_plan(open_source(dup))
+        _planned(dup)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(orjson.dumps(doc) + b"\n{not json\n")
     with pytest.raises(FormatError, match=r"bad.jsonl:2.*not valid JSON"):
-        build_plan(open_source(bad))
+        _planned(bad)
     # an id array the cut cannot find the end of: the whole read's own error
     odd = {**doc, "requests": [{**doc["requests"][0], "hash_ids": ["a]"]}]}
     tricky = tmp_path / "tricky.jsonl"
@@ -167,7 +177,7 @@ def test_bad_rows_raise_naming_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(FormatError) as whole:
         list(load_exchanges(tricky))
     with pytest.raises(FormatError) as lazy:
-        build_plan(open_source(tricky))
+        _planned(tricky)
     assert str(lazy.value) == str(whole.value) and "tricky.jsonl:2" in str(lazy.value)
     # ids are checked when read back, as for a Weka file, and name the row
     late = {**doc, "id": "late", "requests": [{**doc["requests"][0], "hash_ids": [1, 2.5]}]}
@@ -267,7 +277,7 @@ def test_any_rows_read_lazily_as_they_read_whole(
         eager = list(load_exchanges(path))
     except FormatError as exc:  # a duplicate id: refused the same way, at the same row
         with pytest.raises(FormatError) as lazy:
-            build_plan(open_source(path))
+            _planned(path)
         assert str(lazy.value) == str(exc)
         return
     if not eager:
@@ -276,3 +286,37 @@ def test_any_rows_read_lazily_as_they_read_whole(
     assert_same_as_whole_read(path)
     # the sessions of a dataset without a trace id are called after their row
     assert {s.id for s in index_hf_jsonl([path])} >= {ex.session_id for ex in eager}
+
+
+def _rows_by_lines(path: Path) -> list[tuple[int, int, int]]:
+    """What the scan must find: every line that is not all blanks, as file iteration cuts it."""
+    out, offset = [], 0
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.isspace():
+                out.append((n, offset, len(line)))
+            offset += len(line)
+    return out
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")),
+            st.sampled_from([b"", b" ", b"\t \r", b" " * 70, b" " * 70 + b"x"]),
+        ),
+        max_size=12,
+    ),
+    last_newline=st.booleans(),
+    chunk=st.integers(1, 80),
+)
+def test_the_row_scan_finds_every_line_that_is_not_blank(
+    tmp_path: Path, lines: list[bytes], last_newline: bool, chunk: int
+) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if last_newline and lines else b""))
+    got = [(r.line, r.offset, r.length) for r in hf_rows([path], chunk_bytes=chunk)]
+    assert got == _rows_by_lines(path)
