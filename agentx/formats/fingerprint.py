@@ -7,21 +7,25 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 
 from agentx.core.errors import TraceError
 
 CHUNK_BYTES = 1 << 20
 
 
-def trace_fingerprint(path: str | os.PathLike[str]) -> str:
-    """The hex sha256 of a trace argument's content (see the module)."""
+def trace_fingerprint(
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+) -> str:
+    """The hex sha256 of a trace argument's content (see the module); ``progress`` is told each
+    step's work (rows of an agentx trace, else bytes) as it is hashed."""
     from agentx.formats import resolve_trace
 
     kind, local = resolve_trace(path)
     if kind == "agentx":
         from agentx.store.fingerprint import rows_sha256
 
-        return rows_sha256(local)
+        return rows_sha256(local, progress)
     files = sorted(f for f in local.rglob("*") if f.is_file()) if local.is_dir() else [local]
     digest = hashlib.sha256()
     for f in files:
@@ -33,6 +37,8 @@ def trace_fingerprint(path: str | os.PathLike[str]) -> str:
             with open(f, "rb") as fh:
                 while chunk := fh.read(CHUNK_BYTES):
                     digest.update(chunk)
+                    if progress is not None:
+                        progress(len(chunk))
         except OSError as exc:
             raise TraceError(f"{f}: cannot read ({exc.strerror or exc})") from None
     return digest.hexdigest()
