@@ -2,12 +2,12 @@
 beside the lanes: hashing a 700-session corpus takes seconds of CPU, which the first request
 does not wait for.
 
-A child process hashes the trace while the lanes run and writes the value into the run's
-``run.json`` as soon as it is known (atomically: a recovery reads the set-up with it or without
-it, never half of it); the finish waits for it to put it in ``summary.json``, for as long as
-the hash progresses. A process, not a thread: the hash holds the GIL, which the lanes'
-timestamps must not wait for. It is a batch job to the scheduler (a lane woken by its socket
-preempts it) and dies with the run. A run killed before the value was known leaves
+A child process (:func:`agentx.formats.fingerprint.fingerprint_child`) hashes the trace while
+the lanes run; a thread of the run writes the value into its ``run.json`` as soon as it is known
+(atomically: a recovery reads the set-up with it or without it, never half of it); the finish
+waits for it to put it in ``summary.json``, for as long as the hash progresses. A process, not a
+thread: the hash holds the GIL, which the lanes' timestamps must not wait for. It is a batch
+job to the scheduler (a lane woken by its socket preempts it) and dies with the run. A run killed before the value was known leaves
 ``trace_fingerprint`` null in ``run.json`` with no warning about it; ``agentx recover`` then
 hashes the trace if it is still there (:func:`fingerprint_of`), else says it is unknown.
 """
@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import multiprocessing as mp
 import os
-import signal
+import threading
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
@@ -28,15 +28,18 @@ import orjson
 
 from agentx.core.errors import AgentxError
 from agentx.core.outputs import write_atomic
-from agentx.core.procs import die_with_parent, end_process, name_process
-from agentx.formats.fingerprint import trace_fingerprint
+from agentx.core.procs import end_process
+from agentx.formats.fingerprint import (
+    FINGERPRINT_PROCESS_NAME,
+    UNKNOWN,
+    fingerprint_child,
+    trace_fingerprint,
+)
 from agentx.results.runstart import RunStart
 
-FINGERPRINT_PROCESS_NAME = "agentx-print"  # the child's name in /proc/PID/comm
-UNKNOWN = "the trace's fingerprint is unknown"  # how every warning about it starts
 STALL_S = 60.0  # the hash made no progress for this long: stopped or stuck, given up
 CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
-POLL_S = 0.1
+WATCH_S = 0.25  # how often the waits look at the child's progress, or the run's end
 
 Fingerprint = tuple[str | None, tuple[str, ...]]  # the value, or the warning why it is unknown
 
@@ -91,56 +94,77 @@ def _changed_since(f: Path, start: RunStart) -> bool:
 
 
 class FingerprintJob:
-    """The child hashing the trace of a run whose set-up is ``run_json``."""
+    """The child hashing the trace of a run whose set-up is ``run_json``, and the thread of
+    this process that writes the value there when it comes (it waits on a pipe: it holds no
+    GIL meanwhile)."""
 
     def __init__(self, trace: Path, run_json: Path) -> None:
         ctx = mp.get_context("spawn")
         self._done: Synchronized[int] = ctx.Value("q", 0)  # rows (or bytes) hashed so far
-        self._recv, send = ctx.Pipe(duplex=False)
+        recv, send = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(
-            target=_child,
-            args=(str(trace), str(run_json), send, self._done, os.getpid()),
+            target=fingerprint_child,
+            args=(str(trace), send, self._done, os.getpid()),
             name=FINGERPRINT_PROCESS_NAME,
             daemon=True,
         )
         self._proc.start()
         send.close()  # the child's end: its exit is then the pipe's end here
         self._value: Fingerprint | None = None
+        self._closing = threading.Event()
+        self._known = threading.Event()
+        self._watcher = threading.Thread(
+            target=self._watch, args=(recv, run_json), name="agentx-fingerprint", daemon=True
+        )
+        self._watcher.start()
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid
 
+    def _watch(self, recv: Connection, run_json: Path) -> None:
+        try:
+            while not self._closing.is_set():
+                if not recv.poll(WATCH_S):
+                    continue
+                try:
+                    value, unknown = recv.recv()
+                    found: Fingerprint = (value, tuple(unknown))
+                except (EOFError, OSError):  # the child died without answering
+                    if self._closing.is_set():
+                        return
+                    found = (None, (f"{UNKNOWN} (its computation failed)",))
+                # the spool goes only once this thread is joined: run.json is there
+                with contextlib.suppress(OSError, AgentxError, orjson.JSONDecodeError):
+                    record_fingerprint(run_json, found)
+                self._value = found
+                return
+        finally:
+            recv.close()
+            self._known.set()
+
     def result(self, stall_s: float = STALL_S) -> Fingerprint:
         """The fingerprint, once the child has it; a warning instead when the child failed,
         or made no progress for ``stall_s`` (stopped, stuck: the wait is bounded) and was
         ended."""
-        if self._value is not None:
-            return self._value
         seen, since = self._done.value, time.monotonic()
-        while True:
-            try:
-                if self._recv.poll(POLL_S):
-                    value, unknown = self._recv.recv()
-                    self._value = (value, tuple(unknown))
-                    break
-            except (EOFError, OSError):  # the child died without answering
-                self._value = (None, (f"{UNKNOWN} (its computation failed)",))
-                break
+        while not self._known.wait(WATCH_S):
             done = self._done.value
             if done != seen:
                 seen, since = done, time.monotonic()
             elif time.monotonic() - since > stall_s:
-                self._value = (None, (f"{UNKNOWN} (its hash made no progress for {stall_s:g} s)",))
                 break
         self.close()
+        if self._value is None:
+            self._value = (None, (f"{UNKNOWN} (its hash made no progress for {stall_s:g} s)",))
         return self._value
 
     def close(self) -> None:
-        """Stop the child if it still runs (the run failed, was stopped, gave up on it). Every
-        wait bounded: a stopped child does not answer SIGTERM."""
+        """Stop the child if it still runs (the run failed, was stopped, gave up on it) and
+        the thread. Every wait bounded: a stopped child does not answer SIGTERM."""
+        self._closing.set()
         end_process(self._proc, CLOSE_S, terminate=True)
-        self._recv.close()
+        self._watcher.join(CLOSE_S)
 
 
 def record_fingerprint(run_json: Path, fingerprint: Fingerprint) -> None:
@@ -148,31 +172,3 @@ def record_fingerprint(run_json: Path, fingerprint: Fingerprint) -> None:
     start = RunStart.from_json(orjson.loads(run_json.read_bytes()))
     data = orjson.dumps(with_fingerprint(start, fingerprint).to_json(), option=orjson.OPT_INDENT_2)
     write_atomic(run_json, data + b"\n", force=True)
-
-
-def _child(
-    trace: str, run_json: str, send: Connection, done: Synchronized[int], parent_pid: int
-) -> None:
-    die_with_parent(parent_pid)  # a SIGKILLed run runs no clean-up
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent ends it
-    name_process(FINGERPRINT_PROCESS_NAME)  # apart from the workers
-    with contextlib.suppress(OSError, AttributeError):  # Linux: a CPU-bound batch job
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-
-    def advance(n: int) -> None:
-        with done.get_lock():
-            done.value += n
-
-    value: str | None = None
-    unknown: tuple[str, ...] = ()
-    try:
-        value = trace_fingerprint(trace, advance)
-    except AgentxError as exc:
-        unknown = (f"{UNKNOWN} ({exc})",)
-    except Exception as exc:  # a warning in the results, not a traceback on the user's terminal
-        unknown = (f"{UNKNOWN} ({type(exc).__name__}: {exc})",)
-    # the run's spool goes when the run ends: a run.json no longer there has no reader
-    with contextlib.suppress(OSError, AgentxError, orjson.JSONDecodeError):
-        record_fingerprint(Path(run_json), (value, unknown))
-    send.send((value, unknown))
-    send.close()

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import orjson
 
-from agentx.formats.fingerprint import trace_fingerprint
+from agentx.formats.fingerprint import UNKNOWN, trace_fingerprint
 from agentx.replay.fingerprint_job import (
-    UNKNOWN,
     FingerprintJob,
     fingerprint_known,
     recovered_fingerprint,
