@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from client_bench.loopback import MODEL, serve  # noqa: E402
+from client_bench.loopback import MODEL, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTX = [sys.executable, "-m", "agentx"]

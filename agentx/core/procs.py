@@ -18,6 +18,7 @@ import signal
 import sys
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -42,6 +43,13 @@ def die_with_parent(parent_pid: int, signum: int = signal.SIGKILL) -> bool:
     if os.getppid() != parent_pid:  # the parent died before the request: no signal will come
         os.kill(os.getpid(), signum)
     return True
+
+
+def name_process(name: str) -> None:
+    """Name this process in ``ps`` and ``/proc/PID/comm`` (Linux; at most 15 characters): a
+    run's children tell apart (a worker from a helper such as the theoretical pass)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text(name[:15])
 
 
 def dies_with_this_process(signum: int = signal.SIGTERM) -> Callable[[], None] | None:

@@ -89,6 +89,34 @@ class Collected:
     tallies: list[Tally] = field(default_factory=list)  # what each process indexed (lazy plans)
     theory: TheoryPass | None = None  # the theoretical pass beside the lanes (default tokens)
 
+    @classmethod
+    def recovered(
+        cls,
+        row_spools: list[Path],
+        sent_logs: list[Path],
+        span: tuple[int, int],
+        warnings: Sequence[str],
+        failure: str,
+    ) -> Collected:
+        """What a killed run's spool holds (``agentx recover``): its rows, the bodies it sent
+        (none when they are not to be counted), the span of its rows on their clock; marked
+        interrupted and failed. What only its live processes knew (their CPU, the sessions, the
+        server's counters, the windows, the schedule) is unknown."""
+        return cls(
+            row_spools=row_spools,
+            sent_logs=sent_logs,
+            started_ns=span[0],
+            ended_ns=span[1],
+            cpu_s=None,
+            cpu_percent_max=None,
+            sessions_started=None,
+            sessions_completed=None,
+            live_fallbacks=0,  # counted by the lanes only: no warning about it
+            interrupted=True,
+            warnings=list(warnings),
+            failure=failure,
+        )
+
 
 def collect(
     results: Sequence[LaneResult],

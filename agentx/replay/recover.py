@@ -23,6 +23,11 @@ from agentx.core.outputs import (
     writer_of,
 )
 from agentx.prefixcache.tokenizer import is_default_tokenizer, resolve_tokenizer
+from agentx.replay.fingerprint_job import (
+    fingerprint_known,
+    recovered_fingerprint,
+    with_fingerprint,
+)
 from agentx.replay.finish import Collected, ReplayResult, finish_rows
 from agentx.replay.run import remove_dead_tmp
 from agentx.replay.rundir import read_start, remove_spool, row_spools, spool_dir
@@ -68,6 +73,8 @@ def recover_run(path: Path) -> ReplayResult:
                 f"{path}: no request finished before the run was killed: nothing to recover "
                 f"(its {RUN_SPOOL} spool is removed)"
             )
+        if not fingerprint_known(start):  # killed while it was being hashed
+            start = with_fingerprint(start, recovered_fingerprint(start))
         logs = [Path(p) for p in start.sent_logs if Path(p).is_file()]
         warnings = [f"{KILLED}: the client's CPU, the sessions, the server's counters are unknown"]
         tokenizer = None
@@ -83,19 +90,8 @@ def recover_run(path: Path) -> ReplayResult:
             )
         else:
             tokenizer = resolve_tokenizer(None)
-        collected = Collected(
-            row_spools=spools,
-            sent_logs=logs if tokenizer is not None else [],
-            started_ns=span[0],
-            ended_ns=span[1],
-            cpu_s=None,
-            cpu_percent_max=None,
-            sessions_started=None,
-            sessions_completed=None,
-            live_fallbacks=0,
-            interrupted=True,
-            warnings=warnings,
-            failure=KILLED,
+        collected = Collected.recovered(
+            spools, logs if tokenizer is not None else [], span, warnings, KILLED
         )
         result = finish_rows(start, collected, out_dir, tokenizer)
         remove_spool(spool)

@@ -36,12 +36,14 @@ from agentx.replay import loop as lanes_loop
 from agentx.replay.autoworkers import resolve_workers
 from agentx.replay.cache_reset import CacheReset, all_reset, reset_prefix_cache
 from agentx.replay.estimate import schedule_line, think_floor_s
+from agentx.replay.fingerprint_job import FingerprintJob, with_fingerprint
 from agentx.replay.finish import Collected, ReplayResult, collect, finish_run
 from agentx.replay.lanes import LaneDriver
 from agentx.replay.open_loop import for_arrivals
 from agentx.replay.options import ReplayOptions
 from agentx.replay.progress import Goal, ProgressView, Snapshot, goal_of
 from agentx.replay.rundir import (
+    RUN_START_FILE,
     remove_spool,
     row_spools,
     rows_path,
@@ -122,12 +124,15 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
         logs = [sent_log_path(tmp, w) for w in range(options.n_workers)]
         early: TheoryPass | None = None
         spool: Path | None = None
+        fingerprint: FingerprintJob | None = None
         written = False
         try:
             start = run_start(
                 setup, plan, started_at, logs, cache_reset=cache_reset, workers_choice=choice
             )
             spool = write_spool(out_dir, start)
+            # hashed beside the lanes: the first request does not wait for it
+            fingerprint = FingerprintJob(options.trace, spool / RUN_START_FILE)
             early = _theory_pass(setup, logs, tmp)
             if options.n_workers == 1:
                 collected = lanes_loop.run(_run_here(setup, plan, tmp, spool, stop, think_s))
@@ -135,11 +140,14 @@ def run_replay(options: ReplayOptions) -> ReplayResult:
                 collected = run_workers(setup, plan, tmp, spool, stop)
             collected.interrupted = collected.interrupted or stop.signum is not None
             collected.theory = early
+            start = with_fingerprint(start, fingerprint.result())
             result = finish_run(setup, plan, collected, start, out_dir)
             written = True
         finally:
             if early is not None:
                 early.close()
+            if fingerprint is not None:  # before the spool goes: it writes there
+                fingerprint.close()
             if spool is not None:
                 _end_spool(spool, options.n_workers, out_dir, written=written)
             os.close(tmp_lock)

@@ -2,7 +2,8 @@
 
 When the lanes start, the run writes its set-up there (``run.json``,
 :class:`agentx.results.runstart.RunStart`: the options without any credential, what the probe
-and the plan decided, the server's identity, the trace's fingerprint, the start on both clocks)
+and the plan decided, the server's identity, the start on both clocks; the trace's fingerprint
+is added when it is known, :mod:`agentx.replay.fingerprint_job`)
 and every process spools its rows there as they finish (``rows-W.arrows``, within about a second:
 :data:`agentx.store.rowspool.FLUSH_AFTER_S`). A run that ends, however it ends, turns them into
 ``summary.json`` and ``requests.parquet`` and removes the spool; a run killed on the way (SIGKILL,
@@ -25,7 +26,6 @@ import orjson
 from agentx.core.errors import AgentxError
 from agentx.core.outputs import RUN_SPOOL, write_atomic
 from agentx.core.urls import redact_url
-from agentx.formats.fingerprint import trace_fingerprint
 from agentx.metrics.cost import cost_options_json
 from agentx.replay.autoworkers import WorkersChoice
 from agentx.replay.cache_reset import CacheReset
@@ -62,7 +62,6 @@ def run_start(
 ) -> RunStart:
     """The run's set-up as the finish (and a recovery) reads it."""
     o = setup.options
-    fingerprint, unread = fingerprint_of(o.trace)
     perf_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
     return RunStart(
         started_at=started_at,
@@ -84,12 +83,12 @@ def run_start(
         slo=o.slo,
         tokenizer=o.tokenizer,
         trace=str(o.trace),
-        trace_fingerprint=fingerprint,
+        trace_fingerprint=None,  # hashed beside the lanes (agentx.replay.fingerprint_job)
         percentiles=o.percentiles,
         labels=o.labels,
         cost=cost_options_json(o.cost),
         config=_config(setup, plan, cache_reset, workers_choice),
-        warnings=(*setup.warnings, *start_warnings(setup, cache_reset), *unread),
+        warnings=(*setup.warnings, *start_warnings(setup, cache_reset)),
         plan_warnings=plan_warnings(setup, plan),
         sent_logs=tuple(str(p) for p in sent_logs),
     )
@@ -138,15 +137,6 @@ def read_start(spool: Path) -> RunStart | None:
 def remove_spool(spool: Path) -> None:
     with contextlib.suppress(OSError):
         shutil.rmtree(spool)
-
-
-def fingerprint_of(trace: Path) -> tuple[str | None, tuple[str, ...]]:
-    """The trace's fingerprint, or a warning why it is unknown (a comparison then cannot
-    tell whether two runs replayed the same trace)."""
-    try:
-        return trace_fingerprint(trace), ()
-    except AgentxError as exc:
-        return None, (f"the trace's fingerprint is unknown ({exc})",)
 
 
 def _config(

@@ -33,7 +33,7 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
-from agentx.core.procs import die_with_parent, end_process
+from agentx.core.procs import die_with_parent, end_process, name_process
 from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
@@ -280,8 +280,7 @@ def _pass_child(
     # a SIGKILLed parent runs no clean-up: the pass must not follow its logs forever
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C: the parent ends it
-    with contextlib.suppress(OSError):  # named in ps and /proc (Linux), apart from the workers
-        Path("/proc/self/comm").write_text(PASS_PROCESS_NAME)
+    name_process(PASS_PROCESS_NAME)  # apart from the workers
     with contextlib.suppress(OSError, AttributeError):  # Linux: a CPU-bound batch job
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     sent = merged(logs, follow=complete.is_set)

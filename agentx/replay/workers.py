@@ -33,7 +33,7 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 
 from agentx.core.errors import AgentxError
-from agentx.core.procs import die_with_parent, end_process
+from agentx.core.procs import die_with_parent, end_process, name_process
 from agentx.metrics.prometheus import MetricsScraper
 from agentx.replay import loop as lanes_loop
 from agentx.replay.finish import Collected, collect
@@ -58,6 +58,7 @@ from agentx.store.rowspool import RowSpool
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
 
+WORKER_PROCESS_NAME = "agentx-worker"  # each worker's name in /proc/PID/comm
 READY_TIMEOUT_S = 600.0
 # A running worker reports its progress every PROGRESS_INTERVAL_S: one silent this long (stopped,
 # wedged) is killed and the run ends with the rows the workers spooled.
@@ -131,6 +132,7 @@ def worker_main(
     worker directly)."""
     # a SIGKILLed parent runs no clean-up: its workers must not go on loading the server
     die_with_parent(spec.parent_pid)
+    name_process(WORKER_PROCESS_NAME)  # apart from the run's helpers, before any request
     for sig in STOP_SIGNALS:  # the parent decides until the lanes run
         signal.signal(sig, signal.SIG_IGN)
     return_large_blocks()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 
 import orjson
 import pyarrow as pa
@@ -24,8 +25,9 @@ from agentx.store.select import dataset_files
 BATCH_ROWS = 1024
 
 
-def rows_sha256(path: str | os.PathLike[str]) -> str:
-    """The hex sha256 of the rows of an agentx trace (a file or a dataset directory)."""
+def rows_sha256(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> str:
+    """The hex sha256 of the rows of an agentx trace (a file or a dataset directory);
+    ``progress`` is told the rows of each batch hashed (a caller's wait is bounded by it)."""
     digest = hashlib.sha256()
     for f in dataset_files(path):
         try:
@@ -38,6 +40,8 @@ def rows_sha256(path: str | os.PathLike[str]) -> str:
                 for row in zip(*columns, strict=True):
                     digest.update(orjson.dumps(row))
                     digest.update(b"\n")
+                if progress is not None:
+                    progress(batch.num_rows)
         except (pa.ArrowException, OSError) as exc:
             raise TraceError(f"{f}: cannot read its rows ({exc})") from None
     return digest.hexdigest()

@@ -20,6 +20,7 @@ from replay.factory import T0, chat_session, write
 from replay.fault_server import FaultServer
 
 from agentx.replay.theory import PASS_PROCESS_NAME
+from agentx.replay.workers import WORKER_PROCESS_NAME
 from agentx.store.results import read_requests
 
 AGENTX = [sys.executable, "-m", "agentx"]
@@ -68,8 +69,9 @@ def wait_requests(server: FaultServer, proc: subprocess.Popen[str], n: int) -> N
 
 
 def children(pid: int, *, workers: bool = True) -> list[int]:
-    """Worker processes of ``pid`` (multiprocessing spawn children), or with ``workers=False``
-    its theoretical pass (named by the pass itself)."""
+    """Worker processes of ``pid``, or with ``workers=False`` its theoretical pass: spawn
+    children, each named by itself first thing (a worker before any request is sent)."""
+    name = WORKER_PROCESS_NAME if workers else PASS_PROCESS_NAME
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -81,7 +83,7 @@ def children(pid: int, *, workers: bool = True) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         comm = stat.split("(", 1)[1].rsplit(")", 1)[0]
-        if ppid == pid and b"spawn_main" in cmdline and (comm != PASS_PROCESS_NAME) == workers:
+        if ppid == pid and b"spawn_main" in cmdline and comm == name:
             out.append(int(entry.name))
     return out
 

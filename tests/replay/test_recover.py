@@ -13,6 +13,7 @@ import pytest
 
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.outputs import RUN_SPOOL, claimed_results_dir
+from agentx.formats.fingerprint import trace_fingerprint
 from agentx.replay import run, run_replay
 from agentx.replay.recover import KILLED, recover_run
 from agentx.replay.rundir import RUN_START_FILE, read_start
@@ -111,3 +112,26 @@ def test_a_directory_being_written_is_not_recovered(tmp_path: Path) -> None:
     assert not (out / RUN_SPOOL).exists()
     with pytest.raises(UsageError, match="no replay to recover"):
         recover_run(out)
+
+
+def test_a_run_killed_before_its_fingerprint_was_known_gets_it_from_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = write(tmp_path / "t.parquet", chat_session("a", turns=4))
+    rec = tmp_path / "rec"
+    keep_spool(monkeypatch, rec)
+    with FaultServer() as server:
+        live = run_replay(options(trace, server.url, tmp_path))
+    assert live.summary.trace_fingerprint == trace_fingerprint(trace)
+    path = rec / RUN_SPOOL / RUN_START_FILE
+    data = orjson.loads(path.read_bytes())
+    assert data["trace_fingerprint"] == live.summary.trace_fingerprint  # written when known
+    data["trace_fingerprint"] = None  # what a run killed before its hash was done left
+    path.write_bytes(orjson.dumps(data))
+    recs = [rec, tmp_path / "rec2"]
+    shutil.copytree(rec, recs[1])
+    assert recover_run(recs[0]).summary.trace_fingerprint == trace_fingerprint(trace)
+    trace.unlink()  # gone before the second is recovered: unknown, and said
+    result = recover_run(recs[1])
+    assert result.summary.trace_fingerprint is None
+    assert any("fingerprint is unknown" in w and "cannot be read now" in w for w in result.warnings)
