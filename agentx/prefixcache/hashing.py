@@ -361,10 +361,18 @@ class RequestHasher:
         state.n_hashed = n_blocks
         return state.hashes[:n_blocks].copy(), n
 
+    def forget(self, thread: Hashable) -> None:
+        """Drop the thread's state (it sends no more): a later request of it is hashed whole."""
+        self._threads.pop(thread, None)
+
 
 class Hasher(Protocol):
     def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
         """(chained hashes of the full blocks, prompt tokens) of one request."""
+        ...
+
+    def forget(self, thread: Hashable) -> None:
+        """The thread sends no more: what is kept for it may go."""
         ...
 
 
@@ -380,6 +388,9 @@ class TokenizerHasher:
     def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
         ids = self.tokenizer.request_tokens(api, body)
         return block_hashes(ids, self.block_size), int(ids.size)
+
+    def forget(self, thread: Hashable) -> None:
+        pass  # nothing is kept per thread
 
 
 def make_hasher(tokenizer: Tokenizer | None, block_size: int, *, max_threads: int = 64) -> Hasher:

@@ -309,9 +309,10 @@ class LaneDriver:
             builder = self._builders[key] = ThreadBuilder(
                 self.config.build, thread.turns[send.turn].meta.api, self.synth
             )
-        if not send.primer and send.turn == len(thread.turns) - 1:
+        last = not send.primer and send.turn == len(thread.turns) - 1
+        if last:
             del self._builders[key]  # the stream's last request: nothing builds on it
-        record, outcome = await self._request(send, session, builder)
+        record, outcome = await self._request(send, session, builder, last)
         if self.config.build.live:
             builder.live_reply(outcome.assistant)
         if record.error_type == ERR_CANCELLED or (self._stop_requested and self.failure):
@@ -331,7 +332,7 @@ class LaneDriver:
         return record.ok
 
     async def _request(
-        self, send: Send, session: SessionPlan, builder: ThreadBuilder
+        self, send: Send, session: SessionPlan, builder: ThreadBuilder, last: bool = False
     ) -> tuple[RequestRecord, StreamOutcome]:
         cfg = self.config
         thread = session.threads[send.stream]
@@ -358,6 +359,7 @@ class LaneDriver:
             f"{session_id}\x1f{thread.thread_id}",
             built.body,
             replica,
+            last,  # the sent log forgets the thread: its bodies held are the live threads'
         )
         self.counters.sent += 1
         self.counters.in_flight += 1
