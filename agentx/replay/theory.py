@@ -330,9 +330,10 @@ def theoretical(
 
     With the default tokenizer bodies are hashed incrementally per thread
     (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique
-    content) rather than O(n^2). ``max_threads`` bounds the threads whose state is kept (~2 MB
-    each for 100K-token prompts): the threads in flight together; one forgotten and seen again is
-    hashed from scratch, with the same result.
+    content) rather than O(n^2). A thread's state (its last prompt's parsed items and block
+    hashes, ~0.6 MB for a 100K-token prompt) goes at its request marked ``last``; ``max_threads``
+    bounds the threads kept besides: the threads in flight together. One forgotten and seen again
+    is hashed from scratch, with the same result.
 
     Threads are independent until their blocks meet in the cache, so they are hashed on
     ``workers`` threads (default: one per usable core, at most :data:`MAX_HASH_WORKERS`), each
