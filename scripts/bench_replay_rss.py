@@ -129,10 +129,10 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
                 for n in at:
                     if done >= n and n not in marks:
                         marks[n] = rss
+                if not lanes_end_rss:  # the lanes' end sample included
+                    peak_lanes = max(peak_lanes, rss)
                 if done >= args.requests and not lanes_end_rss:
                     lanes_end_rss = rss
-                if not lanes_end_rss:
-                    peak_lanes = max(peak_lanes, rss)
                 time.sleep(0.25)
             wall = time.perf_counter() - t0
             stdout.seek(0)
