@@ -7,7 +7,12 @@ checkout's, side by side), and samples every 0.25 s the RSS of the child and eve
 below it (workers, the theoretical pass) summed, and the requests the server
 has finished (its ``vllm:request_success_total``). Prints, per agentx, the RSS when the server
 had finished each ``--at`` count, when it had finished them all (the lanes' end), the peak
-until then, and the peak of the whole run (the results written at the end included).
+until then, and the peak of the whole run (the results written at the end included); then the
+same run's peaks per process: the theoretical pass's child (``agentx-theory``) and the rest.
+
+An ``--agentx`` PATH is an ``agentx`` executable, or a checkout's directory: that checkout's
+``agentx`` package run by this Python (``python -m agentx`` with ``PYTHONPATH`` set to it), so
+two checkouts compare side by side in one venv.
 
 serve-sim answers in few reads, so most gaps a replay measures against it are 0 (cached small
 ints, cheap to hold); a real server's are all distinct. ``--row-cost N`` also writes N rows with
@@ -18,9 +23,9 @@ writing the results from them (what the end of an N-request run adds).
 
     .venv/bin/python scripts/bench_replay_rss.py --trace .cache/corpora/w1x.parquet \\
         --requests 12000 --at 1000,3000,10000 \\
-        --agentx before=BEFORE/.venv/bin/agentx --agentx after=.venv/bin/agentx
+        --agentx before=BEFORE --agentx after=.
 
-(``BEFORE``: a checkout of the agentx to compare with, set up with ``make setup``.)
+(``BEFORE``: a checkout of the agentx to compare with, e.g. ``git worktree add BEFORE main``.)
 
 Without arguments (``make bench BENCH=replay_rss``): the bundled example trace, 3,000 requests,
 this checkout's agentx.
@@ -33,6 +38,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -64,11 +70,24 @@ def finished(url: str) -> int:
         return int(sum(float(v) for v in SUCCESS.findall(r.read())))
 
 
+def command(agentx: str) -> tuple[list[str], dict[str, str] | None, Path]:
+    """(argv prefix, environment, working directory) running ``agentx``: an executable, or a
+    checkout's package by this Python."""
+    path = Path(agentx).resolve()
+    if path.is_dir():
+        env = {**os.environ, "PYTHONPATH": str(path)}
+        return [sys.executable, "-m", "agentx"], env, path
+    return [str(path)], None, ROOT
+
+
 def serve_sim(agentx: str, args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
-    cmd = [agentx, "serve-sim", "--port", "0", "--profile", "agentx"]
+    prefix, env, cwd = command(agentx)
+    cmd = [*prefix, "serve-sim", "--port", "0", "--profile", "agentx"]
     cmd += ["--decode-tps", str(args.decode_tps)] if args.decode_tps else ["--fast"]
     cmd += args.sim_arg or []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd
+    )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):
@@ -80,32 +99,40 @@ def serve_sim(agentx: str, args: argparse.Namespace) -> tuple[subprocess.Popen[s
 def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -> dict[str, Any]:
     sim, url = serve_sim(sim_agentx, args)
     out = Path(tempfile.mkdtemp(prefix="agentx-bench-rss-"))
-    cmd = [agentx, "replay", str(args.trace), "--endpoint", url, "-o", str(out / "r"), "--json"]
+    prefix, env, cwd = command(agentx)
+    cmd = [*prefix, "replay", str(args.trace.resolve()), "--endpoint", url, "-o", str(out / "r")]
+    cmd += ["--json"]
     cmd += ["--concurrency", str(args.concurrency), "--max-requests", str(args.requests)]
     cmd += ["--time-scale", "0", "--workers", str(args.workers)]
     base = finished(url)
     marks: dict[int, int] = {}
-    lanes_end_rss = peak = peak_lanes = 0
+    lanes_end_rss = peak = peak_lanes = peak_theory = peak_rest = 0
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryFile() as stdout:
-            child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, cwd=ROOT)
+            child = subprocess.Popen(
+                cmd, stdout=stdout, stderr=subprocess.DEVNULL, cwd=cwd, env=env
+            )
             pids = [child.pid]
             while True:
                 pid, status, _ = os.wait4(child.pid, os.WNOHANG)
                 if pid:
                     break
                 pids = _tree(child.pid)  # the workers and the theoretical pass's child too
-                rss = sum(rss_bytes(p) for p in pids)
+                each = {p: rss_bytes(p) for p in pids}
+                rss = sum(each.values())
                 peak = max(peak, rss)
+                theory = sum(r for p, r in each.items() if _comm(p) == THEORY_COMM)
+                peak_theory = max(peak_theory, theory)
+                peak_rest = max(peak_rest, rss - theory)
                 done = finished(url) - base
                 for n in at:
                     if done >= n and n not in marks:
                         marks[n] = rss
+                if not lanes_end_rss:  # the lanes' end sample included
+                    peak_lanes = max(peak_lanes, rss)
                 if done >= args.requests and not lanes_end_rss:
                     lanes_end_rss = rss
-                if not lanes_end_rss:
-                    peak_lanes = max(peak_lanes, rss)
                 time.sleep(0.25)
             wall = time.perf_counter() - t0
             stdout.seek(0)
@@ -121,6 +148,8 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
         "lanes_end": lanes_end_rss,
         "peak_lanes": peak_lanes,
         "peak": peak,  # the tree's (ru_maxrss is one process's)
+        "peak_theory": peak_theory,
+        "peak_rest": peak_rest,
         "ok": (summary.get("requests") or {}).get("ok"),
     }
 
@@ -198,16 +227,33 @@ def row_cost_file(path: Path, n: int, gaps: int = 413) -> None:
 
 def row_cost(agentx: str, path: Path) -> tuple[float, int, int]:
     """(bytes one row holds, RSS with the rows read, peak RSS of summary + results from them)
-    in ``agentx``'s own Python (``-I``: its install, not this checkout); the bytes in a process
-    of their own (tracemalloc's bookkeeping would weigh on the RSS)."""
-    python = Path(agentx).parent / "python"
+    in ``agentx``'s own Python (``-I``: its install, not this checkout; a checkout's directory:
+    this Python with ``PYTHONPATH`` set to it); the bytes in a process of their own
+    (tracemalloc's bookkeeping would weigh on the RSS)."""
+    prefix, env, cwd = command(agentx)
+    python = [sys.executable, "-P"] if env else [str(Path(prefix[0]).parent / "python"), "-I"]
     out = [
         subprocess.run(
-            [python, "-I", "-c", ROW_COST, path, part], capture_output=True, text=True, check=True
+            [*python, "-c", ROW_COST, path, part],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+            cwd=cwd,
         ).stdout.split()
         for part in ("bytes", "rss")
     ]
     return float(out[0][0]), int(out[1][0]), int(out[1][1])
+
+
+THEORY_COMM = "agentx-theory"  # agentx.replay.theory.PASS_PROCESS_NAME (not imported: any agentx)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _children(pid: int) -> list[int]:
@@ -235,8 +281,10 @@ def replays(
         "| peak (results written) | wall | ok |"
     )
     print("|---|" + "---:|" * (len(at) + 5))
+    results = []
     for name, path in agentxs:
         r = run(path, sim_agentx, args, at)
+        results.append((name, r))
         gib = [f"{r['marks'][n] / 2**30:.2f} GiB" if n in r["marks"] else "" for n in at]
         print(
             f"| {name} | {' | '.join(gib)} | {r['lanes_end'] / 2**30:.2f} GiB | "
@@ -244,6 +292,10 @@ def replays(
             f"{r['peak'] / 2**30:.2f} GiB | {r['wall_s']:.0f} s | {r['ok']} (exit {r['exit']}) |",
             flush=True,
         )
+    print("\n| agentx | peak: the theoretical pass's child | peak: the other processes |")
+    print("|---|---:|---:|")
+    for name, r in results:
+        print(f"| {name} | {r['peak_theory'] / 2**30:.2f} GiB | {r['peak_rest'] / 2**30:.2f} GiB |")
 
 
 def main() -> int:
@@ -262,8 +314,8 @@ def main() -> int:
     args = ap.parse_args()
     args.trace = args.trace or example_path("example")
     at = [int(x) for x in args.at.split(",") if x]
-    agentxs = [a.split("=", 1) for a in (args.agentx or [f"this={ROOT / '.venv/bin/agentx'}"])]
-    sim_agentx = str(ROOT / ".venv/bin/agentx")  # one server for every client compared
+    agentxs = [a.split("=", 1) for a in (args.agentx or [f"this={ROOT}"])]
+    sim_agentx = str(ROOT)  # one server for every client compared: this checkout's
     print(f"load average {os.getloadavg()[0]:.1f}")
     if args.requests:
         replays(args, agentxs, sim_agentx, at)

@@ -170,15 +170,19 @@ class _ThreadState:
     head: list[tokens.Source] = field(default_factory=list)  # tools, system
     conv: list[JSON] = field(default_factory=list)  # the conversation's items
     ends: list[int] = field(default_factory=list)  # token offset where each segment ends
-    sums: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    # the polynomial prefix sum (mod 2**64) of the tokens before each of ``ends``: a request
+    # resumes hashing only where a segment or a tail piece ends, so the sums there are all it
+    # needs, not one per token (8 bytes a token: ~1 MB for a 100K-token prompt)
+    end_sums: list[int] = field(default_factory=list)
     hashes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     n_hashed: int = 0  # blocks of ``hashes`` that are valid
-    # the last segment (piecewise encodings only): its index, its piece cuts and the tokens
-    # before each, so a request that extends it (a synthetic prompt is one growing message)
-    # encodes only what follows the last cut they share
+    # the last segment (piecewise encodings only): its index, its piece cuts, the tokens
+    # before each and the prefix sum there, so a request that extends it (a synthetic prompt
+    # is one growing message) encodes only what follows the last cut they share
     tail: int = -1
     tail_cuts: list[int] = field(default_factory=list)
     tail_tokens: list[int] = field(default_factory=list)
+    tail_sums: list[int] = field(default_factory=list)
 
 
 def _same_value(a: JSON, b: JSON) -> bool:
@@ -289,7 +293,10 @@ class RequestHasher:
         if keep == len(head) == len(state.head):
             keep += _common_items(conv, state.conv)
         start = state.ends[keep - 1] if keep else 0
+        base = state.end_sums[keep - 1] if keep else 0  # the prefix sum before ``start``
         ends = state.ends[:keep]
+        n_kept = keep  # segments whose sums are known
+        tail_at = tail_kept = -1  # the tail's first token; its cuts whose sums are known
         arrays: list[tokens.TokenArray] = []
         offset = start
         last = len(head) + len(conv) - 1
@@ -304,15 +311,18 @@ class RequestHasher:
                 ends.append(offset)
                 continue
             cut = reused = 0
+            tail_at = offset
             if i == keep == state.tail:  # the previous request's last segment, changed
                 cut, reused = _shared_cut(text, tokens.render_source(_source(state, i)), state)
-                start = offset = offset + reused  # the sums up to here are still valid
+                if cut:  # the sums up to the cut are still valid
+                    base = state.tail_sums[bisect.bisect_left(state.tail_cuts, cut)]
+                start = offset = offset + reused
             cuts, pieces = tokens.encode_pieces_from(text, cut, self.encoding)
             arrays.extend(pieces)
-            kept = bisect.bisect_right(state.tail_cuts, cut) if cut else 0
+            tail_kept = bisect.bisect_right(state.tail_cuts, cut) if cut else 0
             before = itertools.accumulate((int(a.size) for a in pieces[:-1]), initial=reused)
-            state.tail_tokens = [*state.tail_tokens[:kept], *itertools.islice(before, 1, None)]
-            state.tail_cuts = [*state.tail_cuts[:kept], *cuts]
+            state.tail_tokens = [*state.tail_tokens[:tail_kept], *itertools.islice(before, 1, None)]
+            state.tail_cuts = [*state.tail_cuts[:tail_kept], *cuts]
             offset += sum(int(a.size) for a in pieces)
             ends.append(offset)
         if keep <= last:
@@ -320,13 +330,22 @@ class RequestHasher:
         elif state.tail != last:  # cut to a prefix: the remembered tail is gone
             state.tail = -1
         n = offset
-        state.sums = _grow(state.sums, n, start)
+        sums = np.zeros(0, dtype=np.uint64)  # the prefix sums through tokens start+1..n
         if n > start:
             new = tokens.concat(arrays).astype(np.uint64)
-            sums = np.cumsum((new + np.uint64(1)) * _powers_upto(n)[start:n], dtype=np.uint64)
-            if start:
-                sums += state.sums[start - 1]
-            state.sums[start:n] = sums
+            with np.errstate(over="ignore"):
+                sums = np.cumsum((new + np.uint64(1)) * _powers_upto(n)[start:n], dtype=np.uint64)
+                if base:
+                    sums += np.uint64(base)
+
+        def sum_at(end: int) -> int:  # the prefix sum of the tokens before ``end`` >= start
+            return int(sums[end - start - 1]) if end > start else base
+
+        state.end_sums = [*state.end_sums[:n_kept], *(sum_at(e) for e in ends[n_kept:])]
+        if tail_kept >= 0:
+            new_cuts = state.tail_tokens[tail_kept:]
+            new_sums = (sum_at(tail_at + t) for t in new_cuts)
+            state.tail_sums = [*state.tail_sums[:tail_kept], *new_sums]
         state.head = head
         state.conv = conv
         state.ends = ends
@@ -337,16 +356,23 @@ class RequestHasher:
         state.hashes = _grow(state.hashes, n_blocks, first)
         if n_blocks > first:
             block_ends = np.arange(first + 1, n_blocks + 1, dtype=np.uint64) * np.uint64(bs)
-            state.hashes[first:n_blocks] = _mix(
-                state.sums[(block_ends - np.uint64(1)).astype(np.intp)] ^ block_ends
-            )
+            at = (block_ends - np.uint64(start + 1)).astype(np.intp)  # all end after ``start``
+            state.hashes[first:n_blocks] = _mix(sums[at] ^ block_ends)
         state.n_hashed = n_blocks
         return state.hashes[:n_blocks].copy(), n
+
+    def forget(self, thread: Hashable) -> None:
+        """Drop the thread's state (it sends no more): a later request of it is hashed whole."""
+        self._threads.pop(thread, None)
 
 
 class Hasher(Protocol):
     def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
         """(chained hashes of the full blocks, prompt tokens) of one request."""
+        ...
+
+    def forget(self, thread: Hashable) -> None:
+        """The thread sends no more: what is kept for it may go."""
         ...
 
 
@@ -362,6 +388,9 @@ class TokenizerHasher:
     def hash_request(self, api: str, body: JSON, thread: Hashable = None) -> tuple[HashArray, int]:
         ids = self.tokenizer.request_tokens(api, body)
         return block_hashes(ids, self.block_size), int(ids.size)
+
+    def forget(self, thread: Hashable) -> None:
+        pass  # nothing is kept per thread
 
 
 def make_hasher(tokenizer: Tokenizer | None, block_size: int, *, max_threads: int = 64) -> Hasher:

@@ -38,6 +38,7 @@ from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
 from agentx.prefixcache.tokenizer import Cl100kTokenizer, Tokenizer
+from agentx.prefixcache.tokens import set_encode_memo_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class SentBody:
     thread: str  # session copy + thread: consecutive requests of one thread share a prefix
     body: bytes
     replica: int | None = None  # the endpoint it was routed to (None: one endpoint)
+    last: bool = False  # the thread's last request: nothing later builds on its state
 
 
 LAST_BODIES_BYTES = 128 << 20  # previous bodies kept per process to spool deltas against
@@ -77,6 +79,12 @@ class LastBodies:
             self._bytes -= len(old)
         return prev
 
+    def drop(self, thread: str) -> None:
+        """Forget the thread (its last request was sent): the bodies held are the live threads'."""
+        prev = self._bodies.pop(thread, None)
+        if prev is not None:
+            self._bytes -= len(prev)
+
 
 def common_prefix(a: bytes, b: bytes) -> int:
     """Length of the common prefix of two byte strings (vectorised)."""
@@ -90,7 +98,8 @@ def common_prefix(a: bytes, b: bytes) -> int:
 
 class SentLog:
     """Append-only spool of the bodies sent by one process, in send order, each stored as the
-    number of leading bytes it shares with its thread's previous body plus the rest."""
+    number of leading bytes it shares with its thread's previous body plus the rest. A thread's
+    last request is marked: the writer and every reader then forget the thread."""
 
     def __init__(self, path: Path, max_bytes: int = LAST_BODIES_BYTES) -> None:
         self.path = path
@@ -108,16 +117,21 @@ class SentLog:
         thread: str,
         body: bytes,
         replica: int | None = None,
+        last: bool = False,
     ) -> None:
         if self._file is None:
             return
         prev = self._last.swap(thread, body)
+        if last:
+            self._last.drop(thread)
         keep = common_prefix(prev, body) if prev is not None else 0
         rest = body[keep:]
         try:
             header: list[object] = [request_id, api, sent_ns, thread, keep, len(rest)]
-            if replica is not None:  # a routed run's: one more field
+            if replica is not None or last:  # a routed run's: one more field; a last: two
                 header.append(replica)
+            if last:
+                header.append(1)
             self._file.write(orjson.dumps(header) + b"\n")
             self._file.write(rest)
             self.spooled_bytes += len(rest)
@@ -155,7 +169,7 @@ def read_log(
             if follow() and not path.exists():
                 return
             time.sleep(FOLLOW_S)
-    last = LastBodies(max_bytes)
+    bodies = LastBodies(max_bytes)
     ended = False
     with open(path, "rb") as f:
         while True:
@@ -165,8 +179,9 @@ def read_log(
             whole = header.endswith(b"\n")
             if whole:
                 try:
-                    request_id, api, sent_ns, thread, keep, size, *routed = orjson.loads(header)
-                    replica = int(routed[0]) if routed else None
+                    request_id, api, sent_ns, thread, keep, size, *more = orjson.loads(header)
+                    replica = int(more[0]) if more and more[0] is not None else None
+                    last = len(more) > 1 and bool(more[1])
                 except (orjson.JSONDecodeError, ValueError, TypeError):
                     return  # a log cut short (disk full): what came before still counts
                 rest = f.read(size)
@@ -179,12 +194,14 @@ def read_log(
                 if not ended:
                     time.sleep(FOLLOW_S)
                 continue
-            prev = last.get(thread) if keep else b""
+            prev = bodies.get(thread) if keep else b""
             if prev is None or len(prev) < keep:
                 return  # cannot happen with the writer's own log
             body = prev[:keep] + rest
-            last.swap(thread, body)
-            yield SentBody(request_id, api, sent_ns, thread, body, replica)
+            bodies.swap(thread, body)
+            if last:
+                bodies.drop(thread)
+            yield SentBody(request_id, api, sent_ns, thread, body, replica, last)
 
 
 def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> Iterator[SentBody]:
@@ -195,6 +212,11 @@ def merged(paths: Iterable[Path], follow: Callable[[], bool] | None = None) -> I
 
 
 PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
+# The child's encoding memo (tokens held). Each thread's hasher keeps its own pieces' tokens, so
+# the memo only serves text shared across threads, a subagent's inherited context soon after its
+# parent's turn: a replay's trees are salted apart. The default 8M ids (~120 MB with their texts)
+# saved no CPU over a 64-lane replay of the weka corpus; 1M keep the recent pieces.
+PASS_MEMO_TOKENS = 1 << 20
 CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
 STALL_S = 120.0  # the child hashed nothing for this long at the end: stopped or stuck; hash here
 
@@ -283,6 +305,7 @@ def _pass_child(
     name_process(PASS_PROCESS_NAME)  # apart from the workers
     with contextlib.suppress(OSError, AttributeError):  # Linux: a CPU-bound batch job
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    set_encode_memo_tokens(PASS_MEMO_TOKENS)
     sent = merged(logs, follow=complete.is_set)
     rows = theoretical(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
     part = out.with_name(out.name + ".part")
@@ -306,9 +329,10 @@ def theoretical(
 
     With the default tokenizer bodies are hashed incrementally per thread
     (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique
-    content) rather than O(n^2). ``max_threads`` bounds the threads whose state is kept (~2 MB
-    each for 100K-token prompts): the threads in flight together; one forgotten and seen again is
-    hashed from scratch, with the same result.
+    content) rather than O(n^2). A thread's state (its last prompt's parsed items and block
+    hashes, ~0.6 MB for a 100K-token prompt) goes at its request marked ``last``; ``max_threads``
+    bounds the threads kept besides: the threads in flight together. One forgotten and seen again
+    is hashed from scratch, with the same result.
 
     Threads are independent until their blocks meet in the cache, so they are hashed on
     ``workers`` threads (default: one per usable core, at most :data:`MAX_HASH_WORKERS`), each
@@ -375,8 +399,12 @@ def _hash(hasher: Hasher, s: SentBody) -> tuple[HashArray, int] | None:
     try:
         body = orjson.loads(s.body)
     except orjson.JSONDecodeError:
-        return None
-    return hasher.hash_request(s.api, body, s.thread)
+        body = None
+    try:
+        return None if body is None else hasher.hash_request(s.api, body, s.thread)
+    finally:
+        if s.last:
+            hasher.forget(s.thread)
 
 
 def remove_quietly(path: Path) -> None:

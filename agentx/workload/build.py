@@ -218,13 +218,17 @@ class ThreadBuilder:
     def build(self, ex: Exchange, salt: str | None, max_tokens: int | None = None) -> BuiltRequest:
         """The request for ``ex``; ``max_tokens`` overrides the recorded answer length (the
         warm-up asks for one token)."""
-        if is_hash_only(ex):
+        synthetic = is_hash_only(ex)
+        if synthetic:
             ex = self._synthetic(ex)
         max_tokens = max_tokens_of(ex) if max_tokens is None else max_tokens
         if self._converter is not None and ex.api != self._converter.api:
             self._converter = ThreadConverter(ex.api)  # a thread that changed API family
         if self._converter is not None:
-            return self._chat(ex, salt, max_tokens)
+            built = self._chat(ex, salt, max_tokens)
+            if synthetic:  # one message, new every turn: nothing to re-use, its text not held
+                self._converter = ThreadConverter(ex.api)
+            return built
         return self._native(ex, salt, max_tokens)
 
     def _synthetic(self, ex: Exchange) -> Exchange:

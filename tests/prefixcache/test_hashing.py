@@ -131,6 +131,20 @@ def test_incremental_hashes_equal_the_reference(steps: list[Any], bs: int) -> No
         convs[thread] = conv
 
 
+def test_a_forgotten_thread_hashes_alike_from_scratch() -> None:
+    hasher = RequestHasher(16)
+    msgs = [{"role": "user", "content": "a long question " * 400}]
+    first = hasher.hash_request("openai.chat", {"messages": msgs}, "t")
+    hasher.forget("t")
+    hasher.forget("never seen")
+    assert len(hasher._threads) == 0
+    msgs = [*msgs, {"role": "assistant", "content": "an answer"}]
+    again = hasher.hash_request("openai.chat", {"messages": msgs}, "t")
+    ref = request_tokens("openai.chat", {"messages": msgs})
+    assert np.array_equal(again[0], block_hashes(ref, 16)) and again[1] == ref.size
+    assert np.array_equal(again[0][: first[0].size], first[0])
+
+
 def test_incremental_hasher_handles_odd_bodies() -> None:
     hasher = RequestHasher(4)
     for body in (None, "text", [1, 2], {"messages": "not a list"}, {}):

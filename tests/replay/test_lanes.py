@@ -11,6 +11,7 @@ import pytest
 
 from agentx.core.record import RequestRecord
 from agentx.replay import lanes, run, run_replay
+from agentx.replay.theory import SentLog
 from agentx.store import rowspool
 from agentx.store.rowspool import read_spools
 
@@ -71,3 +72,34 @@ def test_rows_that_cannot_be_spooled_fail_the_run_with_the_reason(
     assert result.records == []  # nothing reached the spool: no row is made up
     summary: dict[str, Any] = result.summary.to_json()
     assert summary["gates"]["passed"] is False
+
+
+def test_the_sent_log_holds_the_bodies_of_the_live_threads_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each thread's last request is marked in the sent log, which then forgets the thread: with
+    two lanes it never holds more than two threads' bodies, however many sessions ran."""
+    trace = write(
+        tmp_path / "t.parquet",
+        [
+            ex
+            for i, name in enumerate("abcdef")
+            for ex in chat_session(name, turns=4, start_ns=T0 + i)
+        ],
+    )
+    held: list[int] = []
+    marked: list[str] = []
+    add = SentLog.add
+
+    def spy(log: SentLog, *args: Any, **kwargs: Any) -> None:
+        add(log, *args, **kwargs)
+        held.append(len(log._last._bodies))
+        if args[6] if len(args) > 6 else kwargs.get("last", False):
+            marked.append(args[3])
+
+    monkeypatch.setattr(SentLog, "add", spy)
+    with FaultServer() as server:
+        result = run_replay(options(trace, server.url, tmp_path, concurrency=LANES))
+    assert len(result.records) == 24 and all(r.ok for r in result.records)
+    assert len(marked) == len(set(marked)) == 6  # one last request per thread
+    assert max(held) <= LANES and held[-1] == 0

@@ -68,24 +68,53 @@ def test_a_log_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 5)), min_size=1, max_size=30),
+    st.lists(
+        st.tuples(
+            st.sampled_from("abc"),
+            st.integers(0, 5),
+            st.booleans(),  # the thread's last request (a thread seen again after it: anew)
+            st.none() | st.integers(0, 2),  # the replica it was routed to
+        ),
+        min_size=1,
+        max_size=30,
+    ),
     st.integers(min_value=1, max_value=3000),
 )
 def test_the_spool_stores_deltas_and_reads_back_every_body(
-    tmp_path_factory: pytest.TempPathFactory, sends: list[tuple[str, int]], max_bytes: int
+    tmp_path_factory: pytest.TempPathFactory,
+    sends: list[tuple[str, int, bool, int | None]],
+    max_bytes: int,
 ) -> None:
     path = tmp_path_factory.mktemp("log") / "a.log"
     log = SentLog(path, max_bytes=max_bytes)  # small bounds evict: full bodies are written then
     grown: dict[str, bytes] = {}
     sent = []
-    for i, (thread, cut) in enumerate(sends):
+    for i, (thread, cut, last, replica) in enumerate(sends):
         prev = grown.get(thread, b'{"messages":"')
         body = prev[: max(0, len(prev) - cut)] + f"turn {i} of {thread} ".encode() * 20
         grown[thread] = body
-        log.add(f"r{i}", Api.OPENAI_CHAT, i, thread, body)
-        sent.append(body)
+        log.add(f"r{i}", Api.OPENAI_CHAT, i, thread, body, replica, last)
+        sent.append((body, replica, last))
     log.close()
-    assert [s.body for s in read_log(path, max_bytes=max_bytes)] == sent
+    got = [(s.body, s.replica, s.last) for s in read_log(path, max_bytes=max_bytes)]
+    assert got == sent
+
+
+def test_a_thread_s_last_request_lets_the_log_forget_it(tmp_path: Path) -> None:
+    log = SentLog(tmp_path / "a.log")
+    sent = bodies(3)
+    for i, body in enumerate(sent):
+        log.add(f"r{i}", Api.OPENAI_CHAT, i, "t", body, last=i == 1)
+    assert log._last.get("t") == sent[2]  # r2: a new start, held again
+    log.add("r3", Api.OPENAI_CHAT, 3, "t", sent[2], last=True)
+    assert log._last.get("t") is None and log._last._bytes == 0
+    log.close()
+    assert [(s.body, s.last) for s in read_log(tmp_path / "a.log")] == [
+        (sent[0], False),
+        (sent[1], True),
+        (sent[2], False),
+        (sent[2], True),
+    ]
 
 
 def test_a_growing_conversation_spools_what_it_adds(tmp_path: Path) -> None:
@@ -98,8 +127,10 @@ def test_a_growing_conversation_spools_what_it_adds(tmp_path: Path) -> None:
     assert [s.body for s in read_log(tmp_path / "a.log")] == sent
 
 
-def _synthetic_logs(tmp_path: Path, n_logs: int = 2) -> list[Path]:
-    """Bodies of several threads, one growing user message each, across ``n_logs`` logs."""
+def _synthetic_logs(tmp_path: Path, n_logs: int = 2, lasts: bool = False) -> list[Path]:
+    """Bodies of several threads, one growing user message each, across ``n_logs`` logs; with
+    ``lasts`` every 9th request is marked its thread's last (the thread goes on anew)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     logs = [SentLog(tmp_path / f"s{i}.log") for i in range(n_logs)]
     texts = {t: f"salt {t} " for t in "abcde"}
     for i in range(40):
@@ -108,7 +139,8 @@ def _synthetic_logs(tmp_path: Path, n_logs: int = 2) -> list[Path]:
         body = orjson.dumps(
             {"model": "m", "messages": [{"role": "user", "content": texts[thread]}]}
         )
-        logs[i % n_logs].add(f"r{i}", Api.OPENAI_CHAT, 1000 + i, thread, body)
+        last = lasts and i % 9 == 8
+        logs[i % n_logs].add(f"r{i}", Api.OPENAI_CHAT, 1000 + i, thread, body, last=last)
     for log in logs:
         log.close()
     return [log.path for log in logs]
@@ -124,6 +156,16 @@ def test_hashing_threads_side_by_side_gives_the_figures_of_one(tmp_path: Path) -
     assert len(one) == 40 and sum(r.hit_tokens for r in one.values()) > 0
     for workers in (2, 3):
         assert _figures(theoretical(merged(logs), 16, workers=workers)) == _figures(one)
+
+
+def test_a_thread_forgotten_at_its_last_request_gives_the_same_figures(tmp_path: Path) -> None:
+    """The pass drops a thread's state at its marked last request; the figures do not change
+    (here the thread goes on after it: hashed anew from its whole body)."""
+    want = _figures(theoretical(merged(_synthetic_logs(tmp_path / "plain")), 16, workers=1))
+    marked = _synthetic_logs(tmp_path / "marked", lasts=True)
+    assert sum(s.last for s in merged(marked)) == 4
+    for workers in (1, 2):
+        assert _figures(theoretical(merged(marked), 16, workers=workers)) == want
 
 
 def test_a_followed_log_is_read_whole_while_it_is_written(tmp_path: Path) -> None:
