@@ -16,7 +16,18 @@ lanes happened to send in.
 (``BEFORE``: a checkout of the agentx to compare with, set up with ``make setup``.)
 
 Without arguments (``make bench BENCH=finish``): the bundled example trace, 2,000 requests,
-this checkout's agentx.
+this checkout's agentx; then the finish of 20,000 spooled rows, this checkout's.
+
+The finish of many rows without a server (``--rows N``, ``--requests 0`` to skip the replay
+part): writes once a spool of N rows with a real server's inter-token gaps (413 a row, 5-40 ms
+each; two processes' spools, 2 % failed, the first 64 warm-up), then for each ``--checkout
+NAME=DIR`` (a source tree; e.g. ``git worktree add /tmp/before main`` for the code before a
+change) runs ``finish_rows`` on it in a child of this Python with that tree first on its path,
+``--repeat`` times in turn: CPU seconds, wall, peak RSS (and RSS before the finish), and whether
+every ``summary.json`` is the first one's (but for the client host).
+
+    .venv/bin/python scripts/bench_finish.py --requests 0 --rows 100000 \\
+        --checkout before=/tmp/before --checkout after=.
 """
 
 from __future__ import annotations
@@ -25,11 +36,13 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from agentx.core.examples import example_path
@@ -78,6 +91,134 @@ def run(agentx: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+FINISH = """
+import json, resource, sys, time
+from pathlib import Path
+import agentx
+from agentx.replay.finish import Collected, finish_rows
+from agentx.results.runstart import RunStart
+from agentx.results.summary.identity import ServerIdentity
+
+
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
+
+
+spool, out = Path(sys.argv[1]), Path(sys.argv[2])
+start = RunStart(
+    started_at="2026-12-02T00:00:00Z", anchor_perf_ns=10**12, anchor_wall_ns=1_764 * 10**15,
+    endpoint="http://127.0.0.1:1", model="m", server_kind="vllm",
+    server_identity=ServerIdentity(), kv_tokens=1_000_000, block_size=64, lanes=32,
+    concurrency=32, workers=2, api="chat", window_s=None, max_failed_ratio=0.05,
+    min_coverage=None, slo="ttft_p99<=60s,itl<=30ms", tokenizer=None, trace="t.parquet",
+    trace_fingerprint=None, percentiles=(95.0, 99.9),
+)
+rows = sorted(spool.glob("rows-*.arrows"))
+span_ns = 10**12 + int(sys.argv[3]) * 10**6 + 10 * 10**9
+c = Collected(
+    row_spools=rows, sent_logs=[], started_ns=10**12, ended_ns=span_ns, cpu_s=50.0,
+    cpu_percent_max=40.0, sessions_started=None, sessions_completed=None, live_fallbacks=0,
+    interrupted=False,
+)
+before = status("VmRSS:")
+t0, c0 = time.perf_counter(), time.process_time()
+finish_rows(start, c, out, None)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "rss_before": before,
+                  "peak": status("VmHWM:"), "agentx": agentx.__file__}))
+"""
+
+
+def write_spool(spool: Path, n: int, gaps: int = 413) -> None:
+    """``n`` rows in two processes' spools, as a run with a real server leaves them."""
+    from agentx.core.record import RequestRecord
+    from agentx.store.rowspool import RowSpool
+
+    rng = np.random.default_rng(0)
+    t0 = 10**12
+    spools = [RowSpool(spool / f"rows-{w}.arrows") for w in range(2)]
+    for i in range(n):
+        ok = i % 50 != 7
+        spools[i % 2].add(
+            RequestRecord(
+                f"0.0.{i}",
+                f"w1x-{i:06d}-main-{i % 40}",
+                i % 32,
+                f"w1x-{i // 40:06d}",
+                "main",
+                i % 40,
+                i < 64,
+                1_764 * 10**15 + i * 10**6,
+                t0 + i * 10**6,
+                t0 + i * 10**6 + 5000,
+                200 if ok else 500,
+                ok,
+                ttfb_ns=40_000_000 + i,
+                ttft_ns=41_000_000 + i if ok else None,
+                ttfc_ns=41_000_000 + i if ok else None,
+                e2e_ns=9_000_000_000 + i,
+                itl_ns=rng.integers(5_000_000, 40_000_000, gaps) if ok else (),
+                prompt_tokens=90_000 + i if ok else None,
+                completion_tokens=gaps + 1 if ok else None,
+                cached_tokens=80_000 + i if ok else None,
+                expected_prompt_tokens=90_100 + i,
+                expected_completion_tokens=gaps + 1 + i % 3,
+                theoretical_hit_tokens=80_064 + i,
+                error_type=None if ok else "http",
+                error=None if ok else "boom",
+            )
+        )
+    for s in spools:
+        s.close()
+
+
+def finish_of(checkout: Path, spool: Path, out: Path, n: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(checkout.resolve()), "AGENTX_PROGRESS": "off"}
+    child = subprocess.run(
+        [sys.executable, "-c", FINISH, str(spool), str(out), str(n)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=checkout,
+    )
+    result: dict[str, Any] = orjson.loads(child.stdout.splitlines()[-1])
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    summary.pop("client_host", None)
+    result["summary"] = summary
+    return result
+
+
+def finishes(args: argparse.Namespace) -> None:
+    checkouts = [c.split("=", 1) for c in (args.checkout or [f"this={ROOT}"])]
+    with tempfile.TemporaryDirectory(prefix="agentx-bench-finish-rows-") as d:
+        spool = Path(d) / "spool"
+        spool.mkdir()
+        write_spool(spool, args.rows)
+        print(f"\nthe finish of {args.rows:,} spooled rows; load average {os.getloadavg()[0]:.1f}")
+        print("| checkout | run | CPU | wall | RSS before | peak RSS | summary.json as the first |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        first: Any = None
+        used: dict[str, str] = {}
+        for k in range(args.repeat):
+            for name, tree in checkouts:
+                out = Path(d) / f"out-{name}-{k}"
+                r = finish_of(Path(tree), spool, out, args.rows)
+                first = r["summary"] if first is None else first
+                used[name] = r["agentx"]
+                print(
+                    f"| {name} | {k + 1} | {r['cpu_s']:.1f} s | {r['wall_s']:.1f} s | "
+                    f"{r['rss_before'] / 2**30:.2f} GiB | {r['peak'] / 2**30:.2f} GiB | "
+                    f"{'identical' if r['summary'] == first else 'DIFFERENT'} |",
+                    flush=True,
+                )
+                shutil.rmtree(out, ignore_errors=True)
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        for name, module in used.items():
+            print(f"{name}: {module}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", type=Path, help="default: the bundled example trace")
@@ -86,7 +227,18 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--agentx", action="append", help="NAME=PATH (repeatable)")
     ap.add_argument("--sim-agentx", default=str(ROOT / ".venv/bin/agentx"), help="serve-sim's")
+    ap.add_argument("--rows", type=int, default=20_000, help="spooled rows to finish (0: none)")
+    ap.add_argument("--checkout", action="append", help="NAME=DIR (repeatable) for --rows")
+    ap.add_argument("--repeat", type=int, default=1, help="finishes of each checkout, in turn")
     args = ap.parse_args()
+    if args.requests:
+        replays(args)
+    if args.rows:
+        finishes(args)
+    return 0
+
+
+def replays(args: argparse.Namespace) -> None:
     args.trace = args.trace or example_path("example")
     agentxs = [a.split("=", 1) for a in (args.agentx or [f"this={ROOT / '.venv/bin/agentx'}"])]
     sim, url = serve_sim(args.sim_agentx)  # one server for every client compared
@@ -109,7 +261,6 @@ def main() -> int:
     finally:
         sim.terminate()
         sim.wait()
-    return 0
 
 
 if __name__ == "__main__":

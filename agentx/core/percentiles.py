@@ -7,6 +7,9 @@ is ``None``, never 0.
 A long run pools tens of millions of inter-token gaps: a sample is copied only to drop NaNs, and
 a caller that hands its array over (``scratch=True``) lets it be reordered in place instead of
 copied again; the mean is taken before any reordering, so the figures are the same either way.
+A large sample given up is sorted in place once (numpy's vectorised sort takes a fraction of
+the time of a partition around many ranks), so every later percentile of it, a CDF's hundred
+levels included, is a quick pass over sorted values: the same order statistics, the same figures.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ CONTRACT_QS = (50.0, 90.0, 99.0)  # the percentiles every P has
 # levels (0..100) of the quantile curves the reports draw CDFs from: every percent, a finer tail
 CURVE_LEVELS = (*(float(q) for q in range(100)), 99.5, 99.9, 100.0)
 Values = Sequence[float] | npt.NDArray[Any]
+SORT_AT = 1 << 16  # a sample given up this large is sorted in place rather than partitioned
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,8 @@ def percentiles(values: Values, *, scratch: bool = False) -> P:
     if a.size == 0:
         return empty()
     mean, top = float(a.mean()), float(a.max())  # before any reordering
+    if own and a.size >= SORT_AT:
+        a.sort()
     p50, p90, p99 = np.percentile(a, (50.0, 90.0, 99.0), overwrite_input=own)
     return P(float(p50), float(p90), float(p99), mean, top)
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from agentx.apis.translate import to_chat
 from agentx.apis.usage_counts import MAX_TOKENS
-from agentx.core.progress import progress_for
+from agentx.core.outputs import SUMMARY_FILE
+from agentx.core.progress import Progress, progress_for
 from agentx.core.record import ERR_BAD_USAGE, RequestRecord
 from agentx.metrics import latency as lat
 from agentx.metrics.arrivals import arrival_summary, arrival_warnings
@@ -174,19 +175,18 @@ def collect(
 
 
 def _with_theory(
-    c: Collected, block_size: int, tokenizer: Tokenizer, lanes: int
+    c: Collected, block_size: int, tokenizer: Tokenizer, lanes: int, progress: Progress
 ) -> tuple[list[RequestRecord], list[TheoryRow]]:
     """The spooled rows, in send order, with their theoretical figures (in ``tokenizer``'s
     tokens), and the rows of ``theory.parquet``: the pass that ran beside the lanes, finished,
     or the whole pass now."""
-    with progress_for("replay") as progress:
-        expected = c.theory.result(progress) if c.theory is not None else None
-        if expected is None:
-            logs = merged(c.sent_logs)
-            expected = theoretical(
-                logs, block_size, tokenizer, theory_threads(lanes), progress=progress
-            )
-    records = read_spools(c.row_spools)  # read after the pass: its per-thread state is gone
+    expected = c.theory.result(progress) if c.theory is not None else None
+    if expected is None:
+        logs = merged(c.sent_logs)
+        expected = theoretical(
+            logs, block_size, tokenizer, theory_threads(lanes), progress=progress
+        )
+    records = _read_rows(c, progress)  # read after the pass: its per-thread state is gone
     for i, r in enumerate(records):
         e = expected.get(r.request_id)
         if e is not None:
@@ -224,12 +224,27 @@ def finish_rows(
 ) -> ReplayResult:
     """Build ``summary.json`` from the spooled rows and the run's set-up and write the results
     directory: the one finish of a live run and of a recovered one (``agentx recover``).
-    ``tokenizer`` ``None``: no theoretical figures (the bodies sent are not there to count)."""
+    ``tokenizer`` ``None``: no theoretical figures (the bodies sent are not there to count).
+    A long finish says on stderr what it is doing (:func:`agentx.core.progress.progress_for`:
+    lines every few seconds off a terminal, ``--json`` included; stdout is left alone)."""
+    with progress_for("replay") as progress:
+        return _finish_rows(start, c, out_dir, tokenizer, progress)
+
+
+def _read_rows(c: Collected, progress: Progress) -> list[RequestRecord]:
+    progress.phase("reading the spooled rows", unit="rows")
+    return read_spools(c.row_spools, progress)
+
+
+def _finish_rows(
+    start: RunStart, c: Collected, out_dir: Path, tokenizer: Tokenizer | None, progress: Progress
+) -> ReplayResult:
     theory: list[TheoryRow] | None = None
     if tokenizer is None:
-        records = read_spools(c.row_spools)
+        records = _read_rows(c, progress)
     else:
-        records, theory = _with_theory(c, start.block_size, tokenizer, start.concurrency)
+        records, theory = _with_theory(c, start.block_size, tokenizer, start.concurrency, progress)
+    progress.phase(f"building {SUMMARY_FILE} from {len(records):,} rows")
     verdict = (
         judge(records, c.cpu_percent_max, c.ticks, c.server_metrics)
         if c.cpu_percent_max is not None
@@ -295,7 +310,7 @@ def finish_rows(
         trace_fingerprint=start.trace_fingerprint,
         labels=start.labels,
     )
-    write_results(out_dir, summary, records, theory)
+    write_results(out_dir, summary, records, theory, progress=progress)
     failure = "; ".join(report.reasons) if report.reasons else None
     return ReplayResult(summary, records, out_dir, warnings, c.interrupted, failure=failure)
 

@@ -20,6 +20,7 @@ from agentx.core.outputs import (
     results_at,
     write_atomic,
 )
+from agentx.core.progress import Progress
 from agentx.core.record import RequestRecord
 from agentx.core.urls import redact_urls_deep
 from agentx.prefixcache.theory import TheoryRow
@@ -121,18 +122,21 @@ def write_results(
     theory: Sequence[TheoryRow] | None = None,
     *,
     whole: bool = False,
+    progress: Progress | None = None,
 ) -> None:
     """Write a results directory: ``theory`` rows (in send order) when given, at the summary's
     block size. Each file is written to a temporary file and renamed into place (the caller
     checked the directory: :func:`agentx.core.outputs.check_results_dir`). ``whole`` (a merge,
     whose directory is made at once): the directory is built beside ``out_dir`` and replaces it
     as a whole (:func:`agentx.core.outputs.atomic_dir`), so an older ``summary.json`` never
-    stands beside newer rows, nor an older ``theory.parquet`` beside a merge without one."""
+    stands beside newer rows, nor an older ``theory.parquet`` beside a merge without one.
+    ``progress`` counts the rows written."""
+    prog = progress or Progress()
     if whole:
         with atomic_dir(out_dir, owned=LAYOUT.__contains__) as tmp:
-            _write_files(tmp, summary, records, theory, out_dir)
+            _write_files(tmp, summary, records, theory, out_dir, prog)
         return
-    _write_files(out_dir, summary, records, theory, out_dir)
+    _write_files(out_dir, summary, records, theory, out_dir, prog)
 
 
 # The files of a results directory: what replacing one as a whole replaces.
@@ -145,13 +149,15 @@ def _write_files(
     records: Sequence[RequestRecord],
     theory: Sequence[TheoryRow] | None,
     shown: Path,
+    progress: Progress,
 ) -> None:
     from agentx.store.results import write_requests
     from agentx.store.theory import write_theory
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        write_requests(out_dir / REQUESTS, records)
+        progress.phase("writing results", total=len(records), unit="rows")
+        write_requests(out_dir / REQUESTS, records, progress)
         if theory is not None:
             block_size = summary.cache.block_size
             assert block_size is not None  # a run's summary always says it

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from agentx.core.progress import Progress
 from agentx.core.record import RequestRecord
 from agentx.store.results import SCHEMA, batch_of, records_of
 
@@ -125,12 +126,19 @@ def spooled_batches(path: Path) -> Iterator[pa.RecordBatch]:
                 return  # the last batch was being written
 
 
-def read_spools(paths: Sequence[Path]) -> list[RequestRecord]:
+def read_spools(paths: Sequence[Path], progress: Progress | None = None) -> list[RequestRecord]:
     """The rows of the spools at ``paths``, in send order (``sent_ns``; rows sent at the same
-    instant in the order of ``paths``, then of their spool)."""
-    rows = [r for p in paths if os.path.exists(p) for r in records_of(spooled_batches(p))]
+    instant in the order of ``paths``, then of their spool); ``progress`` counts them."""
+    prog = progress or Progress()
+    rows = [r for p in paths if os.path.exists(p) for r in records_of(_counted(p, prog))]
     rows.sort(key=lambda r: r.sent_ns)
     return rows
+
+
+def _counted(path: Path, progress: Progress) -> Iterator[pa.RecordBatch]:
+    for batch in spooled_batches(path):
+        yield batch
+        progress.advance(batch.num_rows)
 
 
 def spooled_rows(paths: Sequence[Path]) -> int:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentx.core import percentiles as pct
 from agentx.core.percentiles import (
     STATS,
     distribution,
@@ -109,6 +110,36 @@ class TestLargeSamples:
         assert percentiles(a.copy(), scratch=True).to_json() == expect
         assert distribution(a.copy(), (95.0,), scratch=True) == distribution(a, (95.0,))
         assert quantile_curve(a.copy(), scratch=True) == quantile_curve(a)
+
+    @given(st.lists(finite | st.just(math.nan), min_size=1, max_size=300), st.booleans())
+    def test_a_large_sample_handed_over_is_sorted_with_no_figure_changed(
+        self, xs: list[float], ties: bool
+    ) -> None:
+        """Sorted in place (here from one value on), then read as the summary reads the pooled
+        ITL: its P, its extra percentiles, then its CDF, from the same reordered array."""
+        a = np.array(xs + (xs[: len(xs) // 2] if ties else []), dtype=np.float64)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(pct, "SORT_AT", 1)
+            given_up = a.copy()
+            got = distribution(given_up, (95.0, 99.9), scratch=True)
+            curve = quantile_curve(given_up, scratch=True)
+            alone = percentiles(a.copy(), scratch=True)
+        assert alone == percentiles(a)
+        assert got == distribution(a, (95.0, 99.9))
+        assert curve == quantile_curve(a)
+
+    def test_a_sample_above_the_sort_size_keeps_its_figures(self) -> None:
+        rng = np.random.default_rng(7)
+        a = rng.integers(0, 5_000, pct.SORT_AT + 17) / 7.0  # many ties
+        given_up = a.copy()
+        assert distribution(given_up, (95.0, 99.9), scratch=True) == distribution(a, (95.0, 99.9))
+        assert quantile_curve(given_up, scratch=True) == quantile_curve(a)
+        assert percentiles(a.copy(), scratch=True) == percentiles(a)
+
+    @given(st.lists(st.integers(min_value=0, max_value=2**53 - 1), max_size=50))
+    def test_a_requests_gaps_in_ms_are_the_plain_division_of_each(self, gaps: list[int]) -> None:
+        assert lat.itl_ms(rec(gaps=tuple(gaps))) == [g / lat.NS_PER_MS for g in gaps]
+        assert lat.itl_ms(rec(ok=False, gaps=tuple(gaps))) == []
 
     def test_pooled_gaps_are_the_plain_division_of_every_gap(self) -> None:
         rows = [rec(gaps=(1_500_000, 7, 3_000_001)), rec(ok=False), rec(gaps=(2,)), rec()]

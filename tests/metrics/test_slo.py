@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentx.core.errors import UsageError
 from agentx.core.record import RequestRecord
-from agentx.metrics.slo import evaluate, goodput, parse_slo
+from agentx.metrics import latency as lat
+from agentx.metrics.slo import OPS, SloCheck, evaluate, goodput, meets, parse_slo
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.results.summary import Summary
 
@@ -176,3 +178,31 @@ class TestGoodput:
     def test_none_without_per_request_slos(self) -> None:
         assert goodput(parse_slo("rps>=1"), [streamed(10, [1])]) is None
         assert slo_of([streamed(10, [1])], "rps>=0")["goodput"] is None
+
+    # gaps whose integer-sum mean is a float below mean_itl_ms's: one float apart
+    @example([7, 242081, 7, 878264, 194936, 126762], "<=", "next_down", 0.0, True)
+    @example([7, 242081, 7, 878264, 194936, 126762], ">", "next_down", 0.0, True)
+    @given(
+        st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=40),
+        st.sampled_from(["<=", "<", ">=", ">"]),
+        st.sampled_from(["mean", "next_up", "next_down", "far"]),
+        st.floats(min_value=0, max_value=1e6, allow_nan=False),
+        st.booleans(),
+    )
+    def test_a_mean_gap_is_judged_as_its_figure_is(
+        self, gaps: list[int], op: str, where: str, far: float, ok: bool
+    ) -> None:
+        """The mean gap taken from the gaps' integer sum decides only away from the threshold:
+        at it, and one float either side, the verdict is ``mean_itl_ms``'s."""
+        r = rec(ok=ok, ttft_ns=MS, e2e_ns=MS + sum(gaps), itl_ns=tuple(gaps))
+        figure = lat.mean_itl_ms(r)
+        mean = lat.mean_itl_ms(rec(itl_ns=tuple(gaps)))
+        assert mean is not None
+        threshold = {
+            "mean": mean,
+            "next_up": math.nextafter(mean, math.inf),
+            "next_down": math.nextafter(mean, -math.inf),
+            "far": far,
+        }[where]
+        check = SloCheck(f"itl_max{op}", op, threshold, "ms", "latency", "itl", "max")
+        assert meets(check, r) == (figure is None or OPS[op](figure, threshold))
