@@ -34,6 +34,7 @@ import orjson
 
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.core.record import RequestRecord
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
 from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
@@ -211,6 +212,33 @@ class EngineRun:
         return sum(tokens(r) for r in rows) / prompt if prompt else None
 
 
+class SeenIds:
+    """The unbounded (theoretical) cache over dense block ids: one flag per id. A request hits
+    the leading run of its hittable blocks already seen, then all its blocks are seen. This is
+    :class:`agentx.prefixcache.cache.UnboundedPrefixCache`'s answer: an id names its block's
+    whole prefix (the ids renumber chained hashes), so presence along a chain is monotone and
+    that cache's binary search finds the same run."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._seen: npt.NDArray[np.bool_] = np.zeros(1 << 16, dtype=bool)
+
+    def observe(self, ids: IdArray, prompt_tokens: int) -> int:
+        """The request's hit tokens; then its blocks are cached."""
+        if not ids.size:
+            return 0
+        top = int(ids.max())
+        if top >= self._seen.size:
+            grown = np.zeros(max(top + 1, 2 * self._seen.size), dtype=bool)
+            grown[: self._seen.size] = self._seen
+            self._seen = grown
+        limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
+        present = self._seen[ids[:limit]]
+        hit = limit if present.all() else int(np.argmin(present))
+        self._seen[ids] = True
+        return hit * self.block_size
+
+
 @dataclass(slots=True, eq=False)
 class _Live:
     send: Send
@@ -271,7 +299,9 @@ def run_engine(
         _ReplicaState(ServingEngine(params, dense_ids=True))
         for _ in range(router.replicas if router else 1)
     ]
-    meter = HitRateMeter(params.block_size) if theory or router is not None else None
+    # one engine: the unbounded cache over dense ids is a flag per id; routed: per replica too
+    meter = HitRateMeter(params.block_size) if router is not None else None
+    seen = SeenIds(params.block_size) if theory and router is None else None
     tie = itertools.count()
     firsts: list[tuple[float, int, _Live]] = []  # first token due
     records: list[SimRecord] = []
@@ -328,11 +358,8 @@ def run_engine(
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
-                if meter is None:
-                    live = _Live(send, prompt, 0)
-                elif router is None:
-                    names = prompt.blocks.astype(np.uint64)  # a block's id names it, as its hash
-                    hit = meter.observe_blocks(names, prompt.prompt_tokens).hit_tokens
+                if router is None or meter is None:
+                    hit = 0 if seen is None else seen.observe(prompt.blocks, prompt.prompt_tokens)
                     live = _Live(send, prompt, hit)
                 else:
                     names = prompt.blocks.astype(np.uint64)
