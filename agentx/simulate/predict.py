@@ -14,6 +14,7 @@ from agentx.core.progress import Progress
 from agentx.formats.options import FlatChains
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
+from agentx.prefixcache.kvcache.unbounded import UNBOUNDED_TOKENS
 from agentx.prefixcache.tokenizer import resolve_tokenizer
 from agentx.results.routing import ReplicaFigures, Routing
 from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
@@ -35,7 +36,6 @@ from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
 
-UNBOUNDED_TOKENS = 1 << 60
 SIM_MODEL = "agentx-simulate"
 
 
@@ -199,7 +199,11 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
 
     known = None
     unbounded = run(
-        "simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=not routed, theory=True
+        "simulating: unbounded cache",
+        UNBOUNDED_TOKENS,
+        keep_order=not routed,
+        theory=True,
+        unbounded=True,
     )
     if not unbounded.records:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")

@@ -37,6 +37,8 @@ from agentx.core.record import RequestRecord
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
+from agentx.prefixcache.kvcache import KVCache
+from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
 from agentx.routing import Router, RouteRequest
 from agentx.simulate.schedule import Send
@@ -288,15 +290,22 @@ def run_engine(
     keep_order: bool = False,
     router: Router | None = None,
     theory: bool = True,
+    unbounded: bool = False,
 ) -> EngineRun:
     """Drive the engine with ``sends`` in virtual time; every request's fate. ``progress`` is
     called as each request finishes; ``keep_order`` keeps the final free queue's make-up
     (:attr:`EngineRun.named_among_newest`, one engine only). ``router``: one engine per
     replica, each request sent where it picks. ``theory=False`` leaves the unbounded
     caches out (a capacity's pass: the unbounded one measured them; routed passes need
-    them)."""
+    them). ``unbounded``: the engines' caches never evict (:class:`UnboundedKVCache`, the
+    same figures as a ``KVCache`` of ``params.kv_tokens`` that never fills, without its LRU
+    queue)."""
+
+    def cache() -> KVCache | None:
+        return UnboundedKVCache(params.block_size) if unbounded else None
+
     engines = [
-        _ReplicaState(ServingEngine(params, dense_ids=True))
+        _ReplicaState(ServingEngine(params, dense_ids=True, cache=cache()))
         for _ in range(router.replicas if router else 1)
     ]
     # one engine: the unbounded cache over dense ids is a flag per id; routed: per replica too
