@@ -217,11 +217,15 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
     gpu_points: dict[int, Point] = {}
     offload_points: dict[int, Point] = {}
     exact_from: int | None = None  # the smallest capacity that ran as an unbounded cache
+    reach = unbounded.exact_from_blocks  # from it on, no capacity need run
     ascending = sorted(set(caps))
     for i, cap in enumerate(ascending, 1):
         label = f"simulating: capacity {i}/{len(ascending)} ({cap:,} tokens)"
         # routed: replicas' caches fed different events per capacity, so every one is run
-        if exact_from is not None and not o.run_all and not routed:
+        if reach is not None and cap // bs >= reach and not o.run_all and not routed:
+            prog.phase(f"{label}: as unbounded (refills nothing on the unbounded timeline)")
+            gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
+        elif exact_from is not None and not o.run_all and not routed:
             prog.phase(f"{label}: as unbounded (the {exact_from:,}-token cache refilled nothing)")
             gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
         else:

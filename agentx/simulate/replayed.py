@@ -41,6 +41,7 @@ from agentx.prefixcache.kvcache import KVCache
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
 from agentx.routing import Router, RouteRequest
+from agentx.simulate.reach import ReachCache
 from agentx.simulate.schedule import Send
 from agentx.simulate.workload import IdArray, Renumberer
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
@@ -198,6 +199,7 @@ class EngineRun:
     kv_waits: int  # times a request waited for KV room
     named_among_newest: npt.NDArray[np.int64] | None = None  # KVCache.named_among_newest
     replicas: int = 1  # engines the requests were routed over (their figures are summed)
+    exact_from_blocks: int | None = None  # unbounded, one engine: ReachCache.exact_from_blocks
 
     @property
     def as_unbounded(self) -> bool:
@@ -302,7 +304,9 @@ def run_engine(
     queue)."""
 
     def cache() -> KVCache | None:
-        return UnboundedKVCache(params.block_size) if unbounded else None
+        if not unbounded:
+            return None
+        return UnboundedKVCache(params.block_size) if router else ReachCache(params.block_size)
 
     engines = [
         _ReplicaState(ServingEngine(params, dense_ids=True, cache=cache()))
@@ -394,6 +398,7 @@ def run_engine(
         sum(rep.engine.kv_waits for rep in engines),
         caches[0].named_among_newest() if keep_order and len(caches) == 1 else None,
         len(engines),
+        caches[0].exact_from_blocks if isinstance(caches[0], ReachCache) else None,
     )
 
 

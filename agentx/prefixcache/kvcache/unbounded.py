@@ -80,6 +80,10 @@ class UnboundedKVCache(KVCache):
         return Allocation(ids, anon, prompt_tokens, g * bs, 0, repeats)
 
     def release(self, allocation: Allocation) -> None:
+        self._release(allocation)
+
+    def _release(self, allocation: Allocation) -> Ids:
+        """Release; the named blocks freed, in the order they joined the free queue."""
         anon = allocation.anonymous_blocks
         self._anonymous -= anon
         self._unnamed_free += anon
@@ -91,7 +95,7 @@ class UnboundedKVCache(KVCache):
         if not allocation.repeats:
             tail_first = ids[::-1]
             ref[tail_first] -= 1
-            freed = tail_first[ref[tail_first] == 0]
+            freed: Ids = tail_first[ref[tail_first] == 0]
         else:  # as KVCache.release: a repeated block is freed where it first occurs
             distinct, first, counts = np.unique(ids, return_index=True, return_counts=True)
             ref[distinct] -= counts
@@ -101,6 +105,7 @@ class UnboundedKVCache(KVCache):
         self._freed_at[freed] = np.arange(self._tail, self._tail + n)
         self._tail += n
         self._named_free += n
+        return freed
 
     def named_among_newest(self) -> Ids:
         free = np.flatnonzero(self._ref == 0)
