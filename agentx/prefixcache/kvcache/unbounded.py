@@ -108,15 +108,21 @@ class UnboundedKVCache(KVCache):
         return freed
 
     def named_among_newest(self) -> Ids:
-        free = np.flatnonzero(self._ref == 0)
-        named = self._freed_at[free]
-        unnamed = [np.arange(a, a + k, dtype=np.int64) for a, k in self._unnamed_runs]
-        at = np.concatenate([named, *unnamed])
-        is_named = np.zeros(at.size, dtype=bool)
-        is_named[: named.size] = True
-        newest_first = is_named[np.argsort(-at, kind="stable")]
-        out = np.zeros(at.size + 1, dtype=np.int64)
-        np.cumsum(newest_first, out=out[1:])
+        # each named entry's rank, newest first: the named entries freed after it plus the
+        # unnamed ones (never removed: their runs are in order); no merged copy of the queue
+        named = self._freed_at[self._ref == 0]
+        named[::-1].sort()  # newest first
+        unnamed = np.concatenate(
+            [np.arange(a, a + k, dtype=np.int64) for a, k in self._unnamed_runs] or [named[:0]]
+        )
+        total = int(named.size + unnamed.size)
+        rank = np.searchsorted(unnamed, named, side="right")
+        np.subtract(unnamed.size, rank, out=rank)  # unnamed entries newer than each
+        rank += np.arange(named.size)
+        is_named = np.zeros(total, dtype=bool)
+        is_named[rank] = True
+        out = np.zeros(total + 1, dtype=np.int64)
+        np.cumsum(is_named, out=out[1:])
         return out
 
     def reset(self) -> None:
