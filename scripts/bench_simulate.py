@@ -68,7 +68,8 @@ def _command(path: str) -> tuple[list[str], dict[str, str]]:
     env = dict(os.environ)
     if Path(path).is_dir():
         env["PYTHONPATH"] = str(Path(path).resolve())
-        return [sys.executable, "-m", "agentx"], env
+        # -P: the working directory's agentx (a checkout run from) must not shadow PYTHONPATH's
+        return [sys.executable, "-P", "-m", "agentx"], env
     return [path], env
 
 

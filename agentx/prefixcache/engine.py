@@ -142,11 +142,18 @@ class Ticket:
 class ServingEngine:
     """One simulated serving engine (not thread-safe; one caller drives it)."""
 
-    def __init__(self, params: EngineParams, *, dense_ids: bool = False) -> None:
-        """``dense_ids``: requests name their blocks by dense ids, not hashes (``KVCache``)."""
+    def __init__(
+        self, params: EngineParams, *, dense_ids: bool = False, cache: KVCache | None = None
+    ) -> None:
+        """``dense_ids``: requests name their blocks by dense ids, not hashes (``KVCache``).
+        ``cache``: one built by the caller instead (e.g. an ``UnboundedKVCache``)."""
         self.params = params
-        self.cache = KVCache(
-            params.kv_tokens, params.block_size, params.offload_tokens, dense_ids=dense_ids
+        self.cache = (
+            cache
+            if cache is not None
+            else KVCache(
+                params.kv_tokens, params.block_size, params.offload_tokens, dense_ids=dense_ids
+            )
         )
         self.running = 0
         self.kv_waits = 0  # times the head of the queue waited for KV room

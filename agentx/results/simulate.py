@@ -35,7 +35,8 @@ SCHEMA = "agentx.simulate/1"
 @dataclass(frozen=True, slots=True)
 class RunFigures:
     """What one engine run of replay's timeline did: its blocks, evictions, queue and length.
-    ``as_unbounded``: not run, derived from the unbounded run (it refilled nothing)."""
+    ``as_unbounded``: not run, derived from the unbounded run (a run of it would refill
+    nothing and keep nobody waiting)."""
 
     kv_blocks: int  # of each replica, when routed over several
     evicted_blocks: int

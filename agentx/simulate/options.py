@@ -154,12 +154,12 @@ class SimulateOptions:
         help="replay (the engine model on replay's schedule: lanes, think time, warm-up) or "
         "recorded (the trace's own start times; stack-distance curves)",
     )
-    run_all: bool = option(  # off: capacities above one that ran as unbounded are derived
+    run_all: bool = option(  # off: capacities that would behave as unbounded are derived
         False,
         "--run-all",
         panel=Panel.TIMELINE,
-        help="--timeline replay: run every capacity, also those above one that already behaved "
-        "as an unbounded cache (their points are derived otherwise; a cross-check)",
+        help="--timeline replay: run every capacity, also those that behave as an unbounded "
+        "cache (their points are derived otherwise; a cross-check)",
     )
     schedule: ScheduleOptions = group(ScheduleOptions)
     workload: WorkloadOptions = group(WorkloadOptions)

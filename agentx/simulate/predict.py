@@ -14,6 +14,7 @@ from agentx.core.progress import Progress
 from agentx.formats.options import FlatChains
 from agentx.metrics.prometheus.capacity import read_kv_capacity
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, make_hasher
+from agentx.prefixcache.kvcache.unbounded import UNBOUNDED_TOKENS
 from agentx.prefixcache.tokenizer import resolve_tokenizer
 from agentx.results.routing import ReplicaFigures, Routing
 from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
@@ -35,7 +36,6 @@ from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import open_source
 
-UNBOUNDED_TOKENS = 1 << 60
 SIM_MODEL = "agentx-simulate"
 
 
@@ -199,7 +199,11 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
 
     known = None
     unbounded = run(
-        "simulating: unbounded cache", UNBOUNDED_TOKENS, keep_order=not routed, theory=True
+        "simulating: unbounded cache",
+        UNBOUNDED_TOKENS,
+        keep_order=not routed,
+        theory=True,
+        unbounded=True,
     )
     if not unbounded.records:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
@@ -213,11 +217,15 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
     gpu_points: dict[int, Point] = {}
     offload_points: dict[int, Point] = {}
     exact_from: int | None = None  # the smallest capacity that ran as an unbounded cache
+    reach = unbounded.exact_from_blocks  # from it on, no capacity need run
     ascending = sorted(set(caps))
     for i, cap in enumerate(ascending, 1):
         label = f"simulating: capacity {i}/{len(ascending)} ({cap:,} tokens)"
         # routed: replicas' caches fed different events per capacity, so every one is run
-        if exact_from is not None and not o.run_all and not routed:
+        if reach is not None and cap // bs >= reach and not o.run_all and not routed:
+            prog.phase(f"{label}: as unbounded (refills nothing on the unbounded timeline)")
+            gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
+        elif exact_from is not None and not o.run_all and not routed:
             prog.phase(f"{label}: as unbounded (the {exact_from:,}-token cache refilled nothing)")
             gpu_points[cap] = _as_unbounded(cap, unbounded, bs)
         else:

@@ -34,10 +34,14 @@ import orjson
 
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.core.record import RequestRecord
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
+from agentx.prefixcache.kvcache import KVCache
+from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
 from agentx.routing import Router, RouteRequest
+from agentx.simulate.reach import ReachCache
 from agentx.simulate.schedule import Send
 from agentx.simulate.workload import IdArray, Renumberer
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
@@ -195,6 +199,7 @@ class EngineRun:
     kv_waits: int  # times a request waited for KV room
     named_among_newest: npt.NDArray[np.int64] | None = None  # KVCache.named_among_newest
     replicas: int = 1  # engines the requests were routed over (their figures are summed)
+    exact_from_blocks: int | None = None  # unbounded, one engine: ReachCache.exact_from_blocks
 
     @property
     def as_unbounded(self) -> bool:
@@ -209,6 +214,33 @@ class EngineRun:
         rows = self._measured()
         prompt = sum(r.prompt_tokens for r in rows)
         return sum(tokens(r) for r in rows) / prompt if prompt else None
+
+
+class SeenIds:
+    """The unbounded (theoretical) cache over dense block ids: one flag per id. A request hits
+    the leading run of its hittable blocks already seen, then all its blocks are seen. This is
+    :class:`agentx.prefixcache.cache.UnboundedPrefixCache`'s answer: an id names its block's
+    whole prefix (the ids renumber chained hashes), so presence along a chain is monotone and
+    that cache's binary search finds the same run."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._seen: npt.NDArray[np.bool_] = np.zeros(1 << 16, dtype=bool)
+
+    def observe(self, ids: IdArray, prompt_tokens: int) -> int:
+        """The request's hit tokens; then its blocks are cached."""
+        if not ids.size:
+            return 0
+        top = int(ids.max())
+        if top >= self._seen.size:
+            grown = np.zeros(max(top + 1, 2 * self._seen.size), dtype=bool)
+            grown[: self._seen.size] = self._seen
+            self._seen = grown
+        limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
+        present = self._seen[ids[:limit]]
+        hit = limit if present.all() else int(np.argmin(present))
+        self._seen[ids] = True
+        return hit * self.block_size
 
 
 @dataclass(slots=True, eq=False)
@@ -260,18 +292,29 @@ def run_engine(
     keep_order: bool = False,
     router: Router | None = None,
     theory: bool = True,
+    unbounded: bool = False,
 ) -> EngineRun:
     """Drive the engine with ``sends`` in virtual time; every request's fate. ``progress`` is
     called as each request finishes; ``keep_order`` keeps the final free queue's make-up
     (:attr:`EngineRun.named_among_newest`, one engine only). ``router``: one engine per
     replica, each request sent where it picks. ``theory=False`` leaves the unbounded
     caches out (a capacity's pass: the unbounded one measured them; routed passes need
-    them)."""
+    them). ``unbounded``: the engines' caches never evict (:class:`UnboundedKVCache`, the
+    same figures as a ``KVCache`` of ``params.kv_tokens`` that never fills, without its LRU
+    queue)."""
+
+    def cache() -> KVCache | None:
+        if not unbounded:
+            return None
+        return UnboundedKVCache(params.block_size) if router else ReachCache(params.block_size)
+
     engines = [
-        _ReplicaState(ServingEngine(params, dense_ids=True))
+        _ReplicaState(ServingEngine(params, dense_ids=True, cache=cache()))
         for _ in range(router.replicas if router else 1)
     ]
-    meter = HitRateMeter(params.block_size) if theory or router is not None else None
+    # one engine: the unbounded cache over dense ids is a flag per id; routed: per replica too
+    meter = HitRateMeter(params.block_size) if router is not None else None
+    seen = SeenIds(params.block_size) if theory and router is None else None
     tie = itertools.count()
     firsts: list[tuple[float, int, _Live]] = []  # first token due
     records: list[SimRecord] = []
@@ -328,11 +371,8 @@ def run_engine(
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
-                if meter is None:
-                    live = _Live(send, prompt, 0)
-                elif router is None:
-                    names = prompt.blocks.astype(np.uint64)  # a block's id names it, as its hash
-                    hit = meter.observe_blocks(names, prompt.prompt_tokens).hit_tokens
+                if router is None or meter is None:
+                    hit = 0 if seen is None else seen.observe(prompt.blocks, prompt.prompt_tokens)
                     live = _Live(send, prompt, hit)
                 else:
                     names = prompt.blocks.astype(np.uint64)
@@ -358,6 +398,7 @@ def run_engine(
         sum(rep.engine.kv_waits for rep in engines),
         caches[0].named_among_newest() if keep_order and len(caches) == 1 else None,
         len(engines),
+        caches[0].exact_from_blocks if isinstance(caches[0], ReachCache) else None,
     )
 
 

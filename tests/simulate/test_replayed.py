@@ -6,18 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agentx.cli import app
 from agentx.core.examples import example_path
+from agentx.prefixcache.cache import UnboundedPrefixCache
 from agentx.prefixcache.engine import EngineParams, ServingEngine
 from agentx.prefixcache.hashing import make_hasher
 from agentx.replay import ReplayOptions, run_replay
 from agentx.schedule import ScheduleOptions
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
-from agentx.simulate.replayed import PromptSource, run_engine
+from agentx.simulate.replayed import PromptSource, SeenIds, run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import build_plan
@@ -314,3 +318,23 @@ def test_capacities_above_an_unbounded_behaving_one_are_derived_exactly(concurre
     if concurrency == 1:  # one lane: the derived capacities still evict (the old sessions)
         assert any(p["evicted_blocks"] for p in shortcut)
     assert min(p["hit_rate"] for p in gpu) < max(p["hit_rate"] for p in gpu)  # some bind
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 30), st.integers(0, 40)), max_size=40),
+    st.sampled_from([1, 4, 16]),
+)
+def test_seen_ids_is_the_unbounded_prefix_cache(turns: list[tuple[int, int, int]], bs: int) -> None:
+    """The theoretical cache over dense ids gives UnboundedPrefixCache's hits, request by
+    request, on chains of ids (each a thread's prefix plus fresh blocks)."""
+    threads: dict[int, list[int]] = {}
+    seen, ref = SeenIds(bs), UnboundedPrefixCache(bs)
+    nxt = 1
+    for thread, keep, add in turns:
+        ids = threads.get(thread, [])[:keep] + list(range(nxt, nxt + add))
+        nxt += add
+        threads[thread] = ids
+        arr = np.asarray(ids, dtype=np.int32)
+        prompt = len(ids) * bs + (thread % 3)  # a partial last block, or none
+        assert seen.observe(arr, prompt) == ref.observe(arr.astype(np.uint64), prompt).hit_tokens

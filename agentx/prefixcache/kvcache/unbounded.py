@@ -1,0 +1,129 @@
+"""A :class:`~agentx.prefixcache.kvcache.cache.KVCache` that never evicts, named by dense ids:
+the same allocations, counters and final free queue, without the queue.
+
+A cache that never evicts needs no LRU order while it runs: nothing is ever taken from the
+front. What is left of the order is read once at the end (:meth:`named_among_newest`), and it
+follows from when each entry was freed last. So a release stamps its freed blocks with the
+next positions of the free queue (unnamed entries first, then the request's tail first, as
+``KVCache.release`` pushes them) and a re-pin leaves the stamp to be overwritten by the next
+release: no queue array to fill, compact and scan (the unbounded pass of ``agentx simulate``
+frees ~94M entries on a 6e9-token corpus, and its queue was most of that pass's time and
+peak memory).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agentx.prefixcache.kvcache.cache import NEVER, Allocation, Hashes, KVCache
+from agentx.prefixcache.kvcache.queue import Ids
+
+UNBOUNDED_TOKENS = 1 << 60
+
+
+class UnboundedKVCache(KVCache):
+    """``KVCache(UNBOUNDED_TOKENS, block_size, dense_ids=True)``, observably: the same
+    :class:`Allocation` for every request, the same counters (nothing is evicted or refilled),
+    pinned and named blocks, and :meth:`named_among_newest`. No offload tier (a cache that
+    never evicts offers it nothing)."""
+
+    def __init__(self, block_size: int) -> None:
+        super().__init__(UNBOUNDED_TOKENS, block_size, dense_ids=True)
+        self._freed_at: Ids = np.full(1, -1, dtype=np.int64)  # last free-queue position
+        self._tail = 0  # the next free-queue position
+        self._unnamed_runs: list[tuple[int, int]] = []  # (first position, count)
+
+    def _grow(self, largest_id: int) -> None:
+        n = largest_id + 1
+        if n <= self._ref.size:
+            return
+        size = max(n, 2 * self._ref.size)
+        for name, fill in (("_ref", NEVER), ("_stamp", -1), ("_freed_at", -1)):
+            old = getattr(self, name)
+            new = np.full(size, fill, dtype=old.dtype)
+            new[: old.size] = old
+            setattr(self, name, new)
+
+    def can_allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> bool:
+        n = int(np.size(hashes))  # every block newly pinned is the most it could take
+        anon = self._anonymous_for(n, prompt_tokens, extra_tokens)
+        if self.pinned_blocks + n + anon <= self.capacity_blocks:
+            return True
+        return super().can_allocate(hashes, prompt_tokens, extra_tokens)
+
+    def allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> Allocation:
+        ids = self._dense(hashes)
+        bs = self.block_size
+        g, _ = self._hits(ids, prompt_tokens)
+        c = self.counters
+        c.requests += 1
+        c.queries_tokens += prompt_tokens
+        c.gpu_hit_tokens += g * bs
+        distinct, counts = ids, None
+        repeats = self._has_repeats(ids)
+        if repeats:
+            distinct, counts = np.unique(ids, return_counts=True)
+        ref = self._ref
+        rc = ref[distinct]
+        resident = rc >= 0
+        self._named_free -= int(np.count_nonzero(rc == 0))  # re-pinned; stamps stay stale
+        missing = distinct[~resident]
+        if counts is None:
+            ref[distinct[resident]] += 1
+            ref[missing] = 1
+        else:
+            ref[distinct[resident]] += counts[resident]
+            ref[missing] = counts[~resident]
+        anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
+        self._named += int(missing.size)
+        self._anonymous += anon
+        return Allocation(ids, anon, prompt_tokens, g * bs, 0, repeats)
+
+    def release(self, allocation: Allocation) -> None:
+        self._release(allocation)
+
+    def _release(self, allocation: Allocation) -> Ids:
+        """Release; the named blocks freed, in the order they joined the free queue."""
+        anon = allocation.anonymous_blocks
+        self._anonymous -= anon
+        self._unnamed_free += anon
+        if anon:
+            self._unnamed_runs.append((self._tail, anon))
+            self._tail += anon
+        ids = allocation.ids
+        ref = self._ref
+        if not allocation.repeats:
+            tail_first = ids[::-1]
+            ref[tail_first] -= 1
+            freed: Ids = tail_first[ref[tail_first] == 0]
+        else:  # as KVCache.release: a repeated block is freed where it first occurs
+            distinct, first, counts = np.unique(ids, return_index=True, return_counts=True)
+            ref[distinct] -= counts
+            now_free = ref[distinct] == 0
+            freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
+        n = int(freed.size)
+        self._freed_at[freed] = np.arange(self._tail, self._tail + n)
+        self._tail += n
+        self._named_free += n
+        return freed
+
+    def named_among_newest(self) -> Ids:
+        # each named entry's rank, newest first: the named entries freed after it plus the
+        # unnamed ones (never removed: their runs are in order); no merged copy of the queue
+        named = self._freed_at[self._ref == 0]
+        named[::-1].sort()  # newest first
+        unnamed = np.concatenate(
+            [np.arange(a, a + k, dtype=np.int64) for a, k in self._unnamed_runs] or [named[:0]]
+        )
+        total = int(named.size + unnamed.size)
+        rank = np.searchsorted(unnamed, named, side="right")
+        np.subtract(unnamed.size, rank, out=rank)  # unnamed entries newer than each
+        rank += np.arange(named.size)
+        is_named = np.zeros(total, dtype=bool)
+        is_named[rank] = True
+        out = np.zeros(total + 1, dtype=np.int64)
+        np.cumsum(is_named, out=out[1:])
+        return out
+
+    def reset(self) -> None:
+        raise NotImplementedError("an unbounded cache is not reset")

@@ -1,0 +1,38 @@
+"""Reading a few rows of a trace by row number (``TraceIndex.read_rows``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentx.core.examples import example_path
+from agentx.store.select import read_index
+
+EXAMPLE = example_path("example")
+
+
+def test_read_rows_returns_the_rows_asked_for_in_that_order() -> None:
+    index = read_index(EXAMPLE)
+    rows = [len(index.rows) - 1, 0, 1]
+    got = index.read_rows(rows)
+    assert [ex.request_id for ex in got] == [index.rows[r].request_id for r in rows]
+
+
+def test_reading_rows_does_not_import_pandas() -> None:
+    """pa.array asks pandas whether its argument is a pandas object: a reader of a few rows
+    would pay its import (~0.5 s, ~60 MB) for nothing."""
+    code = (
+        "import sys\n"
+        "from agentx.store.select import read_index\n"
+        f"read_index({str(EXAMPLE)!r}).read_rows([0, 1])\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
