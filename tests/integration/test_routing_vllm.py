@@ -2,7 +2,8 @@
 
 Two vLLM-CPU servers are started side by side on their own ports (``scripts/vllm_cpu.sh`` with
 ``AGENTX_VLLM_PORT``; ``AGENTX_VLLM_ROUTE_PORTS``, default 8021,8022), each with a KV cache of
-96 blocks (``--num-gpu-blocks-override``) so that where a turn is sent decides what it finds.
+192 blocks (``--num-gpu-blocks-override``), small enough that where a turn is sent decides what it
+finds.
 The bundled example trace is replayed over both (``--endpoint A --endpoint B --route P``) at 2
 lanes with ``--time-scale 0``, both caches reset before each policy. For every policy:
 
@@ -43,7 +44,10 @@ from agentx.simulate import SimulateOptions, run_simulate
 from agentx.workload.options import WorkloadOptions
 
 PORTS = tuple(os.environ.get("AGENTX_VLLM_ROUTE_PORTS", "8021,8022").split(","))
-BLOCKS = 96  # per replica: the example's largest request (93 blocks) fits
+# per replica: two of the example's largest requests (93 blocks) fit at once, so what a replica
+# hits is decided by what was routed to it and its LRU, not by which two requests the lanes'
+# timing put on it together (at 96 blocks one such pair cost a replica 20 points in one run)
+BLOCKS = 192
 LANES = 2
 SEED = 7  # the same draws for ``random`` in replay, simulate and serve-sim's replay
 MARGIN = 0.05  # measured session - round-robin against the theory's, in hit rate
