@@ -40,6 +40,7 @@ from vllm_traces import (
     VENV,
     fresh_system,
     small_weka,
+    vllm_env,
 )
 
 from agentx.core.examples import example_path
@@ -68,16 +69,7 @@ class Row:
 
 
 def _env(blocks: int) -> dict[str, str]:
-    return {
-        **os.environ,
-        "AGENTX_VLLM_VENV": str(VENV),
-        "AGENTX_VLLM_MODEL_DIR": str(MODEL_DIR),
-        "AGENTX_VLLM_PORT": PORT,
-        "AGENTX_VLLM_KV_GIB": "1",
-        "AGENTX_VLLM_MAX_LEN": str((blocks - 1) * BLOCK),  # must fit the cache
-        "AGENTX_VLLM_EXTRA_ARGS": f"--num-gpu-blocks-override {blocks} --enforce-eager",
-        "VLLM_SERVER_DEV_MODE": "1",  # /reset_prefix_cache between runs
-    }
+    return vllm_env(PORT, blocks)
 
 
 def _script(cmd: str, blocks: int) -> subprocess.CompletedProcess[str]:

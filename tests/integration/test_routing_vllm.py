@@ -32,7 +32,17 @@ from typing import Any
 
 import httpx
 import pytest
-from vllm_traces import BLOCK, ENGINE, MODEL_DIR, OUTPUT, SCRIPT, SIM_SPEEDUP, TOLERANCE, VENV
+from vllm_traces import (
+    BLOCK,
+    ENGINE,
+    MODEL_DIR,
+    OUTPUT,
+    SCRIPT,
+    SIM_SPEEDUP,
+    TOLERANCE,
+    VENV,
+    vllm_env,
+)
 
 from agentx.core.examples import example_path
 from agentx.metrics.prometheus.parse import parse_prometheus
@@ -68,16 +78,7 @@ class Row:
 
 
 def _env(port: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "AGENTX_VLLM_VENV": str(VENV),
-        "AGENTX_VLLM_MODEL_DIR": str(MODEL_DIR),
-        "AGENTX_VLLM_PORT": port,
-        "AGENTX_VLLM_KV_GIB": "1",
-        "AGENTX_VLLM_MAX_LEN": str((BLOCKS - 1) * BLOCK),  # must fit the cache
-        "AGENTX_VLLM_EXTRA_ARGS": f"--num-gpu-blocks-override {BLOCKS} --enforce-eager",
-        "VLLM_SERVER_DEV_MODE": "1",  # /reset_prefix_cache before each policy
-    }
+    return vllm_env(port, BLOCKS)
 
 
 def _start_both() -> list[str]:

