@@ -78,20 +78,29 @@ class Fenwick:
 
     @classmethod
     def ones(cls, n: int, live: int) -> Fenwick:
-        """A tree of ``n`` positions whose first ``live`` hold 1: node ``i <= live`` covers
-        ``(i - lowbit(i), i]``, all ones, so holds ``lowbit(i)``; above ``live`` only the nodes
-        whose span reaches ``live`` (its update path, ``O(log n)`` of them) hold anything."""
+        """A tree of ``n`` positions whose first ``live`` hold 1."""
         fen = cls(n)
-        live = min(live, n)
-        if live <= 0:
-            return fen
-        i = np.arange(1, live + 1, dtype=fen.tree.dtype)
-        fen.tree[1 : live + 1] = i & -i
+        fen.fill_ones(live)
+        return fen
+
+    def fill_ones(self, live: int) -> None:
+        """Make the first ``live`` positions hold 1 and the others 0, in place: node
+        ``i <= live`` covers ``(i - lowbit(i), i]``, all ones, so holds ``lowbit(i)``; above
+        ``live`` only the nodes whose span reaches ``live`` (its update path, ``O(log n)`` of
+        them) hold anything."""
+        tree, n = self.tree, self.n
+        live = max(0, min(live, n))
+        tree[live + 1 :] = 0
+        tree[0] = 0
+        if not live:
+            return
+        i = tree[1 : live + 1]
+        i[:] = np.arange(1, live + 1, dtype=tree.dtype)
+        i &= -i
         k = live + (live & -live)
         while k <= n:
-            fen.tree[k] = live - (k - (k & -k))
+            tree[k] = live - (k - (k & -k))
             k += k & -k
-        return fen
 
     def prefix_at(self, p: int) -> int:
         """Sum over ``1..p`` (``0 <= p <= n``), for one position (no array calls)."""
@@ -164,19 +173,23 @@ def queue_slots(workload: Workload, anon: Sequence[int]) -> int:
 
 
 def _renumbered(
-    fen: Fenwick, live: npt.NDArray[np.int8], released_at: Int64Array, queued: int
-) -> Fenwick:
-    """The free queue's live entries at positions ``1..queued``, in the same order: a free
-    block's new position is its rank among the live entries (so every depth is unchanged), and
-    the unnamed entries between fill the positions in between. ``live`` marks the positions that
-    hold an entry (one cumulative sum ranks them all; renumbered in place)."""
-    ranks = np.cumsum(live, dtype=fen.tree.dtype)
+    fen: Fenwick,
+    live: npt.NDArray[np.int8],
+    released_at: npt.NDArray[np.signedinteger[Any]],
+    queued: int,
+) -> None:
+    """The free queue's live entries moved to positions ``1..queued``, in the same order (in
+    place): a free block's new position is its rank among the live entries (so every depth is
+    unchanged), and the unnamed entries between fill the positions in between. ``live`` marks
+    the positions that hold an entry: one cumulative sum (into the tree, rebuilt after) ranks
+    them all."""
+    ranks = np.cumsum(live, dtype=fen.tree.dtype, out=fen.tree)
     free = np.flatnonzero(released_at)
     released_at[free] = ranks[released_at[free]]
-    del ranks
+    del free
     live[:] = 0
     live[1 : queued + 1] = 1
-    return Fenwick.ones(fen.n, queued)
+    fen.fill_ones(queued)
 
 
 def _free_prefix(fen: Fenwick, stamps: Int64Array) -> Int64Array:
@@ -237,8 +250,9 @@ def stack_simulate(
     slots = queue_slots(workload, anon)
     fen = Fenwick(slots)
     live = np.zeros(slots + 1, dtype=np.int8)  # positions holding an entry (for renumbering)
-    refcount = np.zeros(workload.unique_blocks, dtype=np.int64)
-    released_at = np.zeros(workload.unique_blocks, dtype=np.int64)  # 0: pinned or never seen
+    refcount = np.zeros(workload.unique_blocks, dtype=np.int32)  # running requests holding it
+    # its free-queue position (0: pinned or never seen), as wide as the tree's positions
+    released_at = np.zeros(workload.unique_blocks, dtype=fen.tree.dtype)
     caps = np.asarray(capacities_blocks, dtype=np.int64)
     gpu = np.zeros(caps.size, dtype=np.int64)
     incl = np.zeros(caps.size, dtype=np.int64)
@@ -260,7 +274,8 @@ def stack_simulate(
             m = anon[i] + int(freed.size)
             if m:
                 if clock + m > fen.n:  # out of positions: the live entries renumbered 1..queued
-                    fen, clock = _renumbered(fen, live, released_at, queued), queued
+                    _renumbered(fen, live, released_at, queued)
+                    clock = queued
                 fen.add_range(clock + 1, clock + m, 1)
                 live[clock + 1 : clock + m + 1] = 1
                 released_at[freed] = clock + m - np.arange(freed.size, dtype=np.int64)
