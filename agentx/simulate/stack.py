@@ -125,14 +125,21 @@ class Fenwick:
         """Add ``delta`` at every position ``a..b`` (inclusive)."""
         if b < a:
             return
+        tree, n = self.tree, self.n
         j = np.arange(a, b + 1, dtype=np.int64)
         inc = j - np.maximum(j - (j & -j), a - 1)  # overlap of node j's span with [a, b]
-        self.tree[a : b + 1] += (delta * inc).astype(self.tree.dtype, copy=False)
-        tree, n = self.tree, self.n
+        if delta != 1:
+            inc *= delta
+        tree[a : b + 1] += inc.astype(tree.dtype, copy=False)
+        above: list[int] = []  # the nodes above b whose span reaches into [a, b] (distinct)
+        incs: list[int] = []
         k = b + (b & -b)
-        while k <= n:  # the nodes above b whose span reaches into [a, b]
-            tree[k] += delta * (b - max(k - (k & -k), a - 1))
+        while k <= n:
+            above.append(k)
+            incs.append(delta * (b - max(k - (k & -k), a - 1)))
             k += k & -k
+        if above:
+            tree[above] += np.asarray(incs, dtype=tree.dtype)
 
     def add_points(self, pos: Int64Array, delta: int) -> None:
         """Add ``delta`` at each of ``pos`` (sorted, distinct), one run of neighbours at a time."""
