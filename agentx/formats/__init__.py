@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import orjson
 
@@ -26,6 +26,9 @@ from agentx.core.errors import FormatError, TraceError
 from agentx.core.models import Exchange
 from agentx.core.outputs import check_not_results
 from agentx.core.progress import Progress
+
+if TYPE_CHECKING:
+    from agentx.store.blockcols import BlockFile
 
 Format = Literal["agentx", "weka", "mooncake", "hf"]
 FORMATS: tuple[Format, ...] = ("agentx", "weka", "mooncake", "hf")
@@ -161,6 +164,19 @@ def load_exchanges(
     return iter_mooncake(path, progress=progress)
 
 
+def load_block_files(
+    path: str | os.PathLike[str], *, progress: Progress | None = None
+) -> Iterator[BlockFile] | None:
+    """The block-id columns of an agentx trace, file by file (:mod:`agentx.store.blockcols`);
+    ``None`` for the other formats (read them with :func:`load_exchanges`)."""
+    fmt, local = resolve_trace(path)
+    if fmt != "agentx":
+        return None
+    from agentx.store.blockcols import iter_block_files
+
+    return iter_block_files(local, progress=progress)
+
+
 def _parquet_kind(path: Path) -> Format:
     """An agentx trace, or a dataset's Parquet rows of Weka traces."""
     from agentx.store.tables import parquet_columns
@@ -179,6 +195,7 @@ __all__ = [
     "FormatError",
     "TraceError",
     "detect_format",
+    "load_block_files",
     "load_exchanges",
     "resolve_trace",
 ]

@@ -120,6 +120,22 @@ def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return lo
 
 
+def extend_chain(
+    ids: npt.ArrayLike, start: int, carry: np.uint64 | None
+) -> tuple[npt.NDArray[np.uint64], HashArray]:
+    """``(prefix sums, chained hashes)`` of per-block ids at positions ``start, start + 1, ...``
+    of a chain whose prefix sum before ``start`` is ``carry`` (``None`` at position 0): the
+    chain of a row that extends an earlier one costs only its new ids.
+    ``chain_ids(a + b) == concat(chain_ids(a), extend_chain(b, len(a), sums_of_a[-1])[1])``."""
+    tail = np.asarray(ids, dtype=np.int64).astype(np.uint64)
+    end = start + tail.size
+    with np.errstate(over="ignore"):
+        sums = np.cumsum((tail + np.uint64(1)) * _powers_upto(end)[start:end], dtype=np.uint64)
+        if carry is not None:
+            sums += carry
+    return sums, _mix(sums ^ np.arange(start + 1, end + 1, dtype=np.uint64))
+
+
 @dataclass(slots=True)
 class _Chain:
     ids: tuple[int, ...] = ()
@@ -153,14 +169,8 @@ class IdChainer:
         state.sums = _grow(state.sums, n, k)
         state.hashes = _grow(state.hashes, n, k)
         if n > k:
-            tail = np.asarray(ids[k:], dtype=np.int64).astype(np.uint64)
-            with np.errstate(over="ignore"):
-                sums = np.cumsum((tail + np.uint64(1)) * _powers_upto(n)[k:n], dtype=np.uint64)
-                if k:
-                    sums += state.sums[k - 1]
-            state.sums[k:n] = sums
-            ends = np.arange(k + 1, n + 1, dtype=np.uint64)
-            state.hashes[k:n] = _mix(sums ^ ends)
+            carry = state.sums[k - 1] if k else None
+            state.sums[k:n], state.hashes[k:n] = extend_chain(ids[k:], k, carry)
         state.ids = ids
         return state.hashes[:n]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +51,48 @@ from agentx.results.stats import BlockSizeFigures
 
 
 def is_model_call(ex: Exchange) -> bool:
-    return ex.api in MODEL_APIS and FLAG_NON_MODEL not in ex.flags
+    return is_model_row(ex.api, ex.flags)
+
+
+def is_model_row(api: str | None, flags: Collection[str]) -> bool:
+    """:func:`is_model_call` of a row's ``api`` and ``flags`` columns."""
+    return api in MODEL_APIS and FLAG_NON_MODEL not in flags
+
+
+def hash_row_counts(api: str | None, flags: Collection[str], hash_block_size: int | None) -> bool:
+    """Whether a row with hash ids counts (:meth:`ExchangeBlocks.of`): a model call whose ids
+    have a block size."""
+    return is_model_row(api, flags) and bool(hash_block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class HashOnlyShape:
+    """What of a hash-only row's ids names cached blocks, at the block size used."""
+
+    full_ids: int  # the leading ids that name full blocks (a last partial one is never cached)
+    group: int  # ids per block: a block is every ``group``-th chained id
+    prompt_tokens: int
+    block_size: int
+
+
+def hash_only_shape(
+    n_ids: int, hash_block_size: int | None, prompt_tokens: int | None, requested: int | None
+) -> HashOnlyShape:
+    """The rule of :func:`hash_only_blocks` on a row's counts (for readers that hold its ids
+    as arrays): the blocks are ``chained[:full_ids][group - 1 :: group]``."""
+    native = hash_block_size or 1
+    group = 1
+    if requested is not None:
+        if requested % native:
+            raise UsageError(
+                f"--block-size {requested}: this trace names blocks of {native} tokens by hash "
+                f"id; give a multiple of {native}"
+            )
+        group = requested // native
+    n = prompt_tokens
+    if n is None:
+        n = n_ids * native
+    return HashOnlyShape(min(n_ids, n // native), group, n, native * group)
 
 
 def hash_only_blocks(
@@ -67,23 +108,12 @@ def hash_only_blocks(
     until the thread's next row).
     """
     ids = ex.hash_ids or ()
-    native = ex.hash_block_size or 1
-    group = 1
-    if requested is not None:
-        if requested % native:
-            raise UsageError(
-                f"--block-size {requested}: this trace names blocks of {native} tokens by hash "
-                f"id; give a multiple of {native}"
-            )
-        group = requested // native
-    n = ex.usage.prompt_tokens
-    if n is None:
-        n = len(ids) * native
-    full = min(len(ids), n // native)  # a last partial block (Mooncake) is never cached
+    shape = hash_only_shape(len(ids), ex.hash_block_size, ex.usage.prompt_tokens, requested)
+    full, group, n = shape.full_ids, shape.group, shape.prompt_tokens
     if chainer is None:
-        return chain_ids(ids[:full], group), n, native * group
+        return chain_ids(ids[:full], group), n, shape.block_size
     chained = chainer.chain((ex.session_id, ex.thread_id), ids)[:full]
-    return (chained if group == 1 else chained[group - 1 :: group]), n, native * group
+    return (chained if group == 1 else chained[group - 1 :: group]), n, shape.block_size
 
 
 class ExchangeBlocks:
@@ -111,12 +141,12 @@ class ExchangeBlocks:
         self.chainer = IdChainer() if incremental_ids else None
 
     def of(self, ex: Exchange) -> tuple[HashArray, int, int] | None:
-        if not is_model_call(ex):
-            return None
         if ex.hash_ids is not None:
-            if not ex.hash_block_size:
+            if not hash_row_counts(ex.api, ex.flags, ex.hash_block_size):
                 return None
             return hash_only_blocks(ex, self.requested_block_size, self.chainer)
+        if not is_model_call(ex):
+            return None
         hashes, n = self.hasher.hash_request(ex.api, ex.request, (ex.session_id, ex.thread_id))
         return hashes, n, self.block_size
 

@@ -78,13 +78,37 @@ class Fenwick:
 
     @classmethod
     def ones(cls, n: int, live: int) -> Fenwick:
-        """A tree of ``n`` positions whose first ``live`` hold 1 (node ``i`` covers
-        ``(i - lowbit(i), i]``)."""
+        """A tree of ``n`` positions whose first ``live`` hold 1."""
         fen = cls(n)
-        i = np.arange(n + 1, dtype=np.int64)
-        low = i & -i
-        fen.tree[:] = np.clip(live - (i - low), 0, low).astype(fen.tree.dtype, copy=False)
+        fen.fill_ones(live)
         return fen
+
+    def fill_ones(self, live: int) -> None:
+        """Make the first ``live`` positions hold 1 and the others 0, in place: node
+        ``i <= live`` covers ``(i - lowbit(i), i]``, all ones, so holds ``lowbit(i)``; above
+        ``live`` only the nodes whose span reaches ``live`` (its update path, ``O(log n)`` of
+        them) hold anything."""
+        tree, n = self.tree, self.n
+        live = max(0, min(live, n))
+        tree[live + 1 :] = 0
+        tree[0] = 0
+        if not live:
+            return
+        i = tree[1 : live + 1]
+        i[:] = np.arange(1, live + 1, dtype=tree.dtype)
+        i &= -i
+        k = live + (live & -live)
+        while k <= n:
+            tree[k] = live - (k - (k & -k))
+            k += k & -k
+
+    def prefix_at(self, p: int) -> int:
+        """Sum over ``1..p`` (``0 <= p <= n``), for one position (no array calls)."""
+        tree, total = self.tree, 0
+        while p:
+            total += int(tree[p])
+            p &= p - 1
+        return total
 
     def prefix(self, pos: Int64Array) -> Int64Array:
         """Sum over ``1..p`` for each ``p`` in ``pos`` (``0 <= p <= n``)."""
@@ -101,14 +125,21 @@ class Fenwick:
         """Add ``delta`` at every position ``a..b`` (inclusive)."""
         if b < a:
             return
+        tree, n = self.tree, self.n
         j = np.arange(a, b + 1, dtype=np.int64)
         inc = j - np.maximum(j - (j & -j), a - 1)  # overlap of node j's span with [a, b]
-        self.tree[a : b + 1] += (delta * inc).astype(self.tree.dtype, copy=False)
-        tree, n = self.tree, self.n
+        if delta != 1:
+            inc *= delta
+        tree[a : b + 1] += inc.astype(tree.dtype, copy=False)
+        above: list[int] = []  # the nodes above b whose span reaches into [a, b] (distinct)
+        incs: list[int] = []
         k = b + (b & -b)
-        while k <= n:  # the nodes above b whose span reaches into [a, b]
-            tree[k] += delta * (b - max(k - (k & -k), a - 1))
+        while k <= n:
+            above.append(k)
+            incs.append(delta * (b - max(k - (k & -k), a - 1)))
             k += k & -k
+        if above:
+            tree[above] += np.asarray(incs, dtype=tree.dtype)
 
     def add_points(self, pos: Int64Array, delta: int) -> None:
         """Add ``delta`` at each of ``pos`` (sorted, distinct), one run of neighbours at a time."""
@@ -148,13 +179,41 @@ def queue_slots(workload: Workload, anon: Sequence[int]) -> int:
     return min(total, 2 * (workload.unique_blocks + sum(anon)) + largest)
 
 
-def _renumbered(fen: Fenwick, released_at: Int64Array, queued: int) -> Fenwick:
-    """The free queue's live entries at positions ``1..queued``, in the same order: a free
-    block's new position is its rank among the live entries (so every depth is unchanged), and
-    the unnamed entries between fill the positions in between."""
+def _renumbered(
+    fen: Fenwick,
+    live: npt.NDArray[np.int8],
+    released_at: npt.NDArray[np.signedinteger[Any]],
+    queued: int,
+) -> None:
+    """The free queue's live entries moved to positions ``1..queued``, in the same order (in
+    place): a free block's new position is its rank among the live entries (so every depth is
+    unchanged), and the unnamed entries between fill the positions in between. ``live`` marks
+    the positions that hold an entry: one cumulative sum (into the tree, rebuilt after) ranks
+    them all."""
+    ranks = np.cumsum(live, dtype=fen.tree.dtype, out=fen.tree)
     free = np.flatnonzero(released_at)
-    released_at[free] = fen.prefix(released_at[free])
-    return Fenwick.ones(fen.n, queued)
+    released_at[free] = ranks[released_at[free]]
+    del free
+    live[:] = 0
+    live[1 : queued + 1] = 1
+    fen.fill_ones(queued)
+
+
+def _free_prefix(fen: Fenwick, stamps: Int64Array) -> Int64Array:
+    """``fen.prefix(stamps)`` for positions that all hold a live entry, one tree read per run of
+    stamps falling by one: every position between two stamps of such a run is a stamp of the
+    run, live, so along it ``prefix(s) = prefix(last) + (s - last)``. A request's free blocks
+    were mostly released together, head last, so their stamps form a few such runs."""
+    s = stamps.astype(np.int64, copy=False)
+    if not s.size:
+        return s
+    last = np.flatnonzero(s[1:] != s[:-1] - 1)  # the last element of each run but the final one
+    if not last.size:  # one run (the usual case)
+        end = int(s[-1])
+        return s + (fen.prefix_at(end) - end)
+    last = np.append(last, s.size - 1)
+    offset = fen.prefix(s[last]) - s[last]
+    return s + np.repeat(offset, np.diff(last, prepend=-1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +256,10 @@ def stack_simulate(
     anon = [anonymous_blocks(r, bs, reserve_output) for r in reqs]
     slots = queue_slots(workload, anon)
     fen = Fenwick(slots)
-    refcount = np.zeros(workload.unique_blocks, dtype=np.int64)
-    released_at = np.zeros(workload.unique_blocks, dtype=np.int64)  # 0: pinned or never seen
+    live = np.zeros(slots + 1, dtype=np.int8)  # positions holding an entry (for renumbering)
+    refcount = np.zeros(workload.unique_blocks, dtype=np.int32)  # running requests holding it
+    # its free-queue position (0: pinned or never seen), as wide as the tree's positions
+    released_at = np.zeros(workload.unique_blocks, dtype=fen.tree.dtype)
     caps = np.asarray(capacities_blocks, dtype=np.int64)
     gpu = np.zeros(caps.size, dtype=np.int64)
     incl = np.zeros(caps.size, dtype=np.int64)
@@ -214,27 +275,32 @@ def stack_simulate(
         r = reqs[i]
         ids = r.blocks
         if not starts:  # release: unnamed blocks first (the deepest), then the tail, the head
-            refcount[ids] -= 1
-            freed = ids[refcount[ids] == 0]
+            rc = refcount[ids] - 1
+            refcount[ids] = rc
+            freed = ids[rc == 0]
             m = anon[i] + int(freed.size)
             if m:
                 if clock + m > fen.n:  # out of positions: the live entries renumbered 1..queued
-                    fen, clock = _renumbered(fen, released_at, queued), queued
+                    _renumbered(fen, live, released_at, queued)
+                    clock = queued
                 fen.add_range(clock + 1, clock + m, 1)
+                live[clock + 1 : clock + m + 1] = 1
                 released_at[freed] = clock + m - np.arange(freed.size, dtype=np.int64)
                 clock += m
                 queued += m
             pinned -= m
             continue
         h = min(hittable_blocks(r.prompt_tokens, bs), int(ids.size))
+        if ids.size:  # one read of each block's state serves the lookup and the pinning
+            rc = refcount[ids]
+            rel = released_at[ids]
         if h:
-            head = ids[:h]
             depth = np.full(h, INF_DEPTH, dtype=np.int64)
-            rel = released_at[head]
-            free = rel > 0
+            rel_head = rel[:h]
+            free = rel_head > 0
             if free.any():
-                depth[free] = queued - fen.prefix(rel[free])
-            depth[refcount[head] > 0] = -INF_DEPTH  # pinned: a hit whatever the capacity
+                depth[free] = queued - _free_prefix(fen, rel_head[free])
+            depth[rc[:h] > 0] = -INF_DEPTH  # pinned: a hit whatever the capacity
             run = np.maximum.accumulate(depth)
             gpu += np.searchsorted(run, caps - pinned, side="left")
             if offload_blocks:
@@ -246,15 +312,15 @@ def stack_simulate(
             theoretical += seen
             if seen:
                 deepest = max(deepest, pinned + int(run[seen - 1]))
-        if ids.size:
-            new = ids[refcount[ids] == 0]
-            rel = released_at[new]
-            out = np.sort(rel[rel > 0])
+        if ids.size:  # a free block has refcount 0, a pinned or unseen one no stamp
+            in_queue = rel > 0
+            out = np.sort(rel[in_queue])
             fen.add_points(out, -1)
+            live[out] = 0
             queued -= int(out.size)
-            released_at[new] = 0
-            refcount[ids] += 1
-            pinned += int(new.size)
+            released_at[ids[in_queue]] = 0
+            refcount[ids] = rc + 1
+            pinned += int(np.count_nonzero(rc == 0))
         pinned += anon[i]
         peak = max(peak, pinned)
     return StackResult(

@@ -78,12 +78,17 @@ class RawRequest:
     thread: str = ""  # consecutive requests of a thread share a prefix (renumbered once)
 
 
-def _duration_ns(ex: Exchange) -> int | None:
-    if ex.timing.e2e_ns is not None:
-        return max(0, ex.timing.e2e_ns)
-    if ex.api_time_s is not None:
-        return max(0, round(ex.api_time_s * 1e9))
+def duration_ns(e2e_ns: int | None, api_time_s: float | None) -> int | None:
+    """A request's recorded duration: its e2e, else the imported ``api_time``."""
+    if e2e_ns is not None:
+        return max(0, e2e_ns)
+    if api_time_s is not None:
+        return max(0, round(api_time_s * 1e9))
     return None
+
+
+def _duration_ns(ex: Exchange) -> int | None:
+    return duration_ns(ex.timing.e2e_ns, ex.api_time_s)
 
 
 def raw_requests(
@@ -116,7 +121,7 @@ def raw_requests(
             )
         )
     if len(sizes) > 1:
-        raise _mixed(sizes)
+        raise mixed_block_sizes(sizes)
     return out, (sizes.pop() if sizes else text_bs)
 
 
@@ -316,6 +321,9 @@ def load_workload(
         raise UsageError("--block-size must be at least 1")
     prog = progress or Progress()
     prog.phase("loading")
+    hash_only = _hash_only_workload(path, block_size, prog)
+    if hash_only is not None:
+        return hash_only
     columns = [c for c in COLUMNS if c not in SIMULATE_SKIPS]
     exchanges = load_exchanges(
         path, shared=True, columns=columns, progress=prog, flat_chains=flat_chains
@@ -333,7 +341,7 @@ def load_workload(
         hashes, n, bs = blocks  # renumbered at once: a view of the thread's chain is enough
         sizes.add(bs)
         if len(sizes) > 1:
-            raise _mixed(sizes)
+            raise mixed_block_sizes(sizes)
         prog.count("requests")
         sessions.add(ex.session_id)
         requests.append(
@@ -356,8 +364,55 @@ def load_workload(
     )
 
 
-def _mixed(sizes: set[int]) -> UsageError:
+def mixed_block_sizes(sizes: set[int]) -> UsageError:
     return UsageError(
         f"the trace needs block sizes {sorted(sizes)} at once; the simulated cache has one: "
         f"pass --block-size {math.lcm(*sizes)}"
+    )
+
+
+def _hash_only_workload(
+    path: str | os.PathLike[str], block_size: int | None, prog: Progress
+) -> Workload | None:
+    """An agentx trace whose counted rows are all hash-only, read from its block-id columns
+    (:mod:`agentx.simulate.columnar`: the same requests, without exchanges); ``None`` for
+    other traces and formats."""
+    from agentx.formats import load_block_files
+    from agentx.simulate.columnar import TextRow, hash_only_rows
+
+    files = load_block_files(path, progress=prog)
+    if files is None:
+        return None
+    numbers = Renumberer()
+    requests: list[SimRequest] = []
+    sizes: set[int] = set()
+    sessions: set[str] = set()
+    try:
+        for row in hash_only_rows(files, block_size):
+            sizes.add(row.block_size)
+            if len(sizes) > 1:
+                raise mixed_block_sizes(sizes)
+            prog.count("requests")
+            sessions.add(row.session_id)
+            requests.append(
+                SimRequest(
+                    blocks=numbers.ids(row.hashes, f"{row.session_id}\x00{row.thread_id}"),
+                    prompt_tokens=row.prompt_tokens,
+                    output_tokens=row.completion_tokens or 0,
+                    start_ns=row.start_wall_ns,
+                    duration_ns=duration_ns(row.e2e_ns, row.api_time_s),
+                )
+            )
+    except TextRow:
+        return None
+    if not requests:
+        return None  # the exchange path says what is wrong
+    if not sum(r.prompt_tokens for r in requests):
+        raise AgentxError(f"{path}: no model calls with prompt tokens to simulate")
+    requests.sort(key=lambda r: r.start_ns)
+    return Workload(
+        requests=tuple(requests),
+        block_size=sizes.pop(),
+        unique_blocks=numbers.index.size,
+        sessions=len(sessions),
     )

@@ -264,3 +264,14 @@ def test_a_growing_long_message_hashes_like_the_reference(
             ref = request_tokens("openai.chat", body)
             assert n_tokens == ref.size
             assert np.array_equal(hashes, block_hashes(ref, bs))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**40), max_size=50), st.lists(st.integers(0, 2**40), max_size=50))
+def test_a_chain_extended_is_the_chain_of_the_whole(a: list[int], b: list[int]) -> None:
+    from agentx.prefixcache.hashing import extend_chain
+
+    head_sums, head = extend_chain(a, 0, None)
+    sums, tail = extend_chain(b, len(a), head_sums[-1] if a else None)
+    assert head.tolist() + tail.tolist() == prefix.chain_ids(a + b).tolist()
+    assert head_sums.tolist() + sums.tolist() == extend_chain(a + b, 0, None)[0].tolist()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from agentx.apis import Api
+from agentx.core.errors import UsageError
 from agentx.core.flags import FLAG_NON_MODEL as NON_MODEL_FLAG
 from agentx.core.models import Exchange, Timing, Usage
 from agentx.prefixcache.cache import theoretical_hit_rate
@@ -67,3 +70,14 @@ def test_text_and_hash_rows_each_at_their_own_block_size() -> None:
 def test_nothing_counted_is_unknown() -> None:
     meter = HitRateMeter(16)
     assert (meter.hit_rate, meter.main_block_size, meter.per_block_size()) == (None, 16, {})
+
+
+def test_hash_only_shape_is_what_hash_only_blocks_counts() -> None:
+    """The array-level rule: full blocks only, coarsened by the requested multiple."""
+    from agentx.prefixcache.theory import hash_only_shape
+
+    shape = hash_only_shape(10, 16, 150, 32)
+    assert (shape.full_ids, shape.group, shape.prompt_tokens, shape.block_size) == (9, 2, 150, 32)
+    assert hash_only_shape(10, 16, None, None).prompt_tokens == 160
+    with pytest.raises(UsageError, match="multiple of 16"):
+        hash_only_shape(10, 16, 150, 24)
