@@ -220,14 +220,20 @@ def finish_run(
 
 
 def finish_rows(
-    start: RunStart, c: Collected, out_dir: Path, tokenizer: Tokenizer | None
+    start: RunStart,
+    c: Collected,
+    out_dir: Path,
+    tokenizer: Tokenizer | None,
+    *,
+    command: str = "replay",
 ) -> ReplayResult:
     """Build ``summary.json`` from the spooled rows and the run's set-up and write the results
     directory: the one finish of a live run and of a recovered one (``agentx recover``).
     ``tokenizer`` ``None``: no theoretical figures (the bodies sent are not there to count).
     A long finish says on stderr what it is doing (:func:`agentx.core.progress.progress_for`:
-    lines every few seconds off a terminal, ``--json`` included; stdout is left alone)."""
-    with progress_for("replay") as progress:
+    lines every few seconds off a terminal, ``--json`` included; stdout is left alone), named
+    after the ``command`` finishing."""
+    with progress_for(command) as progress:
         return _finish_rows(start, c, out_dir, tokenizer, progress)
 
 

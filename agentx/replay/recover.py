@@ -93,7 +93,7 @@ def recover_run(path: Path) -> ReplayResult:
         collected = Collected.recovered(
             spools, logs if tokenizer is not None else [], span, warnings, KILLED
         )
-        result = finish_rows(start, collected, out_dir, tokenizer)
+        result = finish_rows(start, collected, out_dir, tokenizer, command="recover")
         remove_spool(spool)
     for d in {Path(p).parent for p in start.sent_logs}:  # the dead run's prompt text
         remove_dead_tmp(d)

@@ -13,8 +13,9 @@ import pytest
 
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.outputs import RUN_SPOOL, claimed_results_dir
+from agentx.core.progress import Progress
 from agentx.formats.fingerprint import trace_fingerprint
-from agentx.replay import run, run_replay
+from agentx.replay import finish, run, run_replay
 from agentx.replay.recover import KILLED, recover_run
 from agentx.replay.rundir import RUN_START_FILE, read_start
 
@@ -56,10 +57,19 @@ def test_a_recovered_run_has_the_figures_of_the_same_rows_finished_live(
     )
     rec = tmp_path / "rec"
     keep_spool(monkeypatch, rec)
+    shown: list[str] = []  # whose name the finish's progress lines carry
+    drawn = finish.progress_for
+
+    def named(command: str) -> Progress:
+        shown.append(command)
+        return drawn(command)
+
+    monkeypatch.setattr(finish, "progress_for", named)
     with FaultServer() as server:
         live = run_replay(options(trace, server.url, tmp_path, concurrency=2, slo="ttft_p99<=60s"))
     assert not (tmp_path / "out" / RUN_SPOOL).exists()  # a run that ended leaves no spool
     recovered = recover_run(rec)
+    assert shown == ["replay", "recover"]
     assert not (rec / RUN_SPOOL).exists()
     a: dict[str, Any] = live.summary.to_json()
     b: dict[str, Any] = orjson.loads((rec / "summary.json").read_bytes())
