@@ -11,7 +11,7 @@ until then, and the peak of the whole run (the results written at the end includ
 same run's peaks per process: the theoretical pass's child (``agentx-theory``) and the rest.
 
 An ``--agentx`` PATH is an ``agentx`` executable, or a checkout's directory: that checkout's
-``agentx`` package run by this Python (``python -m agentx`` with ``PYTHONPATH`` set to it), so
+``agentx`` package run by this Python (``python -P -m agentx`` with ``PYTHONPATH`` set to it), so
 two checkouts compare side by side in one venv.
 
 serve-sim answers in few reads, so most gaps a replay measures against it are 0 (cached small
@@ -76,7 +76,7 @@ def command(agentx: str) -> tuple[list[str], dict[str, str] | None, Path]:
     path = Path(agentx).resolve()
     if path.is_dir():
         env = {**os.environ, "PYTHONPATH": str(path)}
-        return [sys.executable, "-m", "agentx"], env, path
+        return [sys.executable, "-P", "-m", "agentx"], env, path  # -P: not the cwd's agentx
     return [str(path)], None, ROOT
 
 

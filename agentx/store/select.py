@@ -20,6 +20,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +58,9 @@ INDEX_COLUMNS = (
     "conversation_key",
 )
 BASE_COLUMNS = ("conversation_base_id", "hash_ids_base_id")  # the second one: v1.1 only
+# columns of few distinct values (a session's rows share ids, a trace's its model and api),
+# held once each in the index (~48 bytes a str a row saved, tens of MB on a large corpus)
+SHARED_COLUMNS = ("session_id", "thread_id", "api", "model")
 
 
 @dataclass(slots=True)
@@ -190,13 +194,21 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         raise TraceError(f"{fi.info.path}: corrupt trace ({_first_line(exc)})") from None
     del table
+    for name in SHARED_COLUMNS:  # one str object per distinct value, not one per row
+        cols[name] = _shared(cols[name])
     row_of = {rid: i for i, rid in enumerate(cols["request_id"])}
+    ids = cols["request_id"]  # a parent's id: its row's own str where the row is in the file
+    cols["parent_request_id"] = [
+        p if p is None or (j := row_of.get(p)) is None else ids[j]
+        for p in cols["parent_request_id"]
+    ]
     bases = tuple(
         np.fromiter(
             (row_of.get(b, -1) if b is not None else -1 for b in cols[c]), dtype=np.int64, count=n
         )
         for c in present
     )
+    flags: dict[tuple[str, ...], tuple[str, ...]] = {}  # a few distinct sets of flags
     metas = []
     for i in range(n):
         hash_only = cols["conversation_key"][i] is None and cols["hash_block_size"][i] is not None
@@ -216,13 +228,20 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
                 completion_tokens=cols["completion_tokens"][i],
                 think_time_s=cols["think_time_s"][i],
                 api_time_s=cols["api_time_s"][i],
-                flags=tuple(cols["flags"][i] or ()),
+                flags=flags.setdefault(t := tuple(cols["flags"][i] or ()), t),
                 hash_only=hash_only,
                 has_prompt=hash_only or cols["conversation_key"][i] is not None,
                 locator=first_locator + i,
             )
         )
     return TraceIndex(fi.info.path, tuple(metas), bases, tuple(starts), fi.columns)
+
+
+def _shared(values: list[Any]) -> list[Any]:
+    """``values`` with equal ones made the same object (a column of few distinct values, decoded
+    by pyarrow into one object a row)."""
+    seen: dict[Any, Any] = {}
+    return [v if v is None else seen.setdefault(v, v) for v in values]
 
 
 def _int64_array(values: list[int]) -> pa.Array:

@@ -36,3 +36,22 @@ def test_reading_rows_does_not_import_pandas() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_index_holds_each_repeated_value_once() -> None:
+    """A session's rows share their session id (a trace its model and api, a row its parent's
+    id, most rows one set of flags): one object each in the index, not one a row, with the same
+    values as the file's."""
+    index = read_index(EXAMPLE)
+    rows = index.rows
+    by_id = {m.request_id: m for m in rows}
+    for field in ("session_id", "thread_id", "api", "model", "flags"):
+        values = [getattr(m, field) for m in rows]
+        assert len({id(v) for v in values}) == len(set(values)), field
+    parents = [m for m in rows if m.parent_request_id in by_id]
+    assert parents
+    assert all(m.parent_request_id is by_id[m.parent_request_id].request_id for m in parents)
+    again = index.read_rows(range(len(rows)))
+    assert [(ex.session_id, ex.thread_id, ex.parent_request_id) for ex in again] == [
+        (m.session_id, m.thread_id, m.parent_request_id) for m in rows
+    ]
