@@ -33,7 +33,7 @@ from agentx.core.outputs import check_results_dir, claimed_results_dir, unique_d
 from agentx.core.urls import redact_url
 from agentx.replay import ReplayOptions, run_replay
 from agentx.replay.stop import stop_signals
-from agentx.report.html import page_source
+from agentx.report.page import page_source
 from agentx.report.sweep_view import render_sweep_html, render_table, sweep_point, sweep_svg
 from agentx.results.sweep import POINT_KEYS, ROUTED_POINT_KEYS, SCHEMA, Sweep, SweepPoint
 from agentx.routing import Route

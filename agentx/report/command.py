@@ -29,7 +29,8 @@ from agentx.report.compare import compare
 from agentx.report.compare_page import render_compare_html
 from agentx.report.fmt import config_warnings
 from agentx.report.glance import warnings
-from agentx.report.html import check_page, page_source, render_html, write_page
+from agentx.report.html import render_html
+from agentx.report.page import check_page, page_source, write_page
 from agentx.report.render import render_compare, render_summary
 from agentx.report.results_dir import load_results, load_summary
 from agentx.report.sweep_view import (

@@ -9,7 +9,8 @@ from html import escape
 from agentx.report import fmt
 from agentx.report.charts import Run, latency_cdfs
 from agentx.report.compare import headline_rows, key_label, other_rows
-from agentx.report.html import page, run_sections, table
+from agentx.report.html import run_sections
+from agentx.report.page import page, table
 from agentx.results.compare import Comparison, MetricRow, RunRef
 from agentx.results.summary import Summary
 

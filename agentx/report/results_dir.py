@@ -24,7 +24,8 @@ from agentx.core.progress import Progress
 from agentx.core.record import RequestRecord
 from agentx.core.urls import redact_urls_deep
 from agentx.prefixcache.theory import TheoryRow
-from agentx.report.html import page_source, write_html
+from agentx.report.html import write_html
+from agentx.report.page import page_source
 from agentx.results.summary import SCHEMA, Summary
 
 SUMMARY = SUMMARY_FILE

@@ -24,7 +24,7 @@ import orjson
 from agentx.core.errors import AgentxError, ShapeError
 from agentx.core.urls import redact_urls_deep
 from agentx.report import fmt, svg
-from agentx.report.html import page, table
+from agentx.report.page import page, table
 from agentx.results.summary import Summary
 from agentx.results.sweep import SCHEMA, PointRouting, Sweep, SweepPoint
 

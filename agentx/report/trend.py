@@ -24,7 +24,7 @@ from agentx.formats.fingerprint import short
 from agentx.metrics.cost import CostOptions
 from agentx.metrics.summary import with_cost
 from agentx.report import export, fmt, svg
-from agentx.report.html import page, table
+from agentx.report.page import page, table
 from agentx.report.results_dir import load_summary
 from agentx.results.summary import Summary
 from agentx.results.trend import Trend, TrendPoint

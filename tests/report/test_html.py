@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from agentx.metrics.summary import RunInfo, build_summary
 from agentx.report import render_html, write_html
-from agentx.report.html import page_source, source_of
+from agentx.report.page import page_source, source_of
 from agentx.report.svg import nice_ticks, whole_ticks
 from agentx.results.summary import Summary
 
