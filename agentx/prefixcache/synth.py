@@ -22,10 +22,12 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from agentx.core.examples import DATA_DIR
 from agentx.prefixcache.tokens import DEFAULT_ENCODING, TokenArray, get_encoding
 
 _WORD = re.compile(r" [a-z]{3,12}")
@@ -81,27 +83,66 @@ _BLOCK_DOMAIN = b"agentx.synth.block/1"
 _TAIL_DOMAIN = b"agentx.synth.tail/1"
 
 
+# The words of an encoding are a table shipped with agentx (``agentx/data/<encoding>.words``,
+# one ``id word`` a line, written by ``scripts/synth_words.py``): reading it costs ~1 MB, where
+# the tiktoken encoding the scan below needs holds ~45 MB for the whole process's life (a
+# replay's hash-only requests need the words, never the encoding). Without the table (another
+# encoding) the words are found by that scan.
+WORDS_SUFFIX = ".words"
+
+
+def encoding_words(encoding: str = DEFAULT_ENCODING) -> list[tuple[int, str]]:
+    """The word tokens of ``encoding`` (id, text), by id: found by scanning its vocabulary."""
+    enc = get_encoding(encoding)
+    out: list[tuple[int, str]] = []
+    for i in range(min(_MAX_WORD_ID, enc.n_vocab)):
+        try:
+            raw = enc.decode_single_token_bytes(i)
+        except KeyError:
+            continue
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            continue
+        if _WORD.fullmatch(text) and text[1:] not in _BLOCKED and enc.encode(text) == [i]:
+            out.append((i, text))
+    return out
+
+
+def words_path(encoding: str = DEFAULT_ENCODING) -> Path:
+    return DATA_DIR / f"{encoding}{WORDS_SUFFIX}"
+
+
+def format_words(words: Iterable[tuple[int, str]]) -> str:
+    """The table's text: ``id word`` a line, the word without its leading space."""
+    return "".join(f"{i} {text[1:]}\n" for i, text in words)
+
+
+def parse_words(text: str) -> list[tuple[int, str]]:
+    out = []
+    for line in text.splitlines():
+        i, word = line.split(" ")
+        out.append((int(i), " " + word))
+    return out
+
+
+def word_table(encoding: str = DEFAULT_ENCODING) -> list[tuple[int, str]]:
+    """The word tokens of ``encoding``: the shipped table when there is one, else the scan."""
+    path = words_path(encoding)
+    if path.exists():
+        return parse_words(path.read_text(encoding="ascii"))
+    return encoding_words(encoding)
+
+
 class Vocabulary:
     """The word tokens of an encoding, by id, with their text."""
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
-        enc = get_encoding(encoding)
-        ids: list[int] = []
-        for i in range(min(_MAX_WORD_ID, enc.n_vocab)):
-            try:
-                raw = enc.decode_single_token_bytes(i)
-            except KeyError:
-                continue
-            try:
-                text = raw.decode("ascii")
-            except UnicodeDecodeError:
-                continue
-            if _WORD.fullmatch(text) and text[1:] not in _BLOCKED and enc.encode(text) == [i]:
-                ids.append(i)
+        table = word_table(encoding)
         self.encoding = encoding
-        self.ids: npt.NDArray[np.int64] = np.asarray(ids, dtype=np.int64)
-        self.words: tuple[str, ...] = tuple(enc.decode([i]) for i in ids)
-        self.size = len(ids)
+        self.ids: npt.NDArray[np.int64] = np.asarray([i for i, _ in table], dtype=np.int64)
+        self.words: tuple[str, ...] = tuple(text for _, text in table)
+        self.size = len(table)
         # the words as rows of ASCII bytes padded to one width, and their lengths: text for many
         # picks at once is one fancy index and one mask (see :meth:`join_rows`)
         width = max((len(w) for w in self.words), default=1)
