@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import tracemalloc
 from typing import Any
 
 import orjson
@@ -14,7 +15,13 @@ from replay.factory import (
 
 from agentx.apis import Api
 from agentx.core.models import Response, Usage
-from agentx.workload.build import BuildConfig, ThreadBuilder, max_tokens_of, salt_messages
+from agentx.workload.build import (
+    BuildConfig,
+    ThreadBuilder,
+    dumps_body,
+    max_tokens_of,
+    salt_messages,
+)
 
 
 def cfg(**kw: Any) -> BuildConfig:
@@ -209,3 +216,26 @@ def test_native_responses_and_gemini_pin_the_length_like_the_others() -> None:
         assert asked == 13
         off = body_of(ThreadBuilder(cfg(api_mode="native"), ex.api).build(ex, None))
         assert "ignore_eos" not in off and "min_tokens" not in off
+
+
+def test_a_long_body_is_held_in_no_more_than_its_length() -> None:
+    # orjson's own output of a long string sits in a buffer ~8x its length
+    for mode in ("chat", "native"):
+        ex = chat_session("s", turns=1)[0]
+        long = {**ex.request, "messages": [{"role": "user", "content": "x" * 400_000}]}
+        ex = dataclasses.replace(ex, request=long)
+        builder = ThreadBuilder(cfg(api_mode=mode), ex.api)
+        tracemalloc.start()
+        try:
+            built = builder.build(ex, "salt1")
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert len(built.body) > 400_000
+        assert held < 1.5 * len(built.body)
+        assert body_of(built)["messages"][-1]["content"].endswith("x" * 400_000)
+
+
+def test_dumps_body_is_orjsons_bytes() -> None:
+    for body in ({"a": 1}, {"messages": [{"role": "user", "content": "é" * 100_000}]}):
+        assert dumps_body(body) == orjson.dumps(body)
