@@ -15,6 +15,7 @@ A dataset directory is a list of such files (:func:`dataset_files`); each is ind
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
@@ -138,7 +139,7 @@ class TraceIndex:
             for r in ordered:
                 by_group.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
             for g, members in sorted(by_group.items()):
-                read = functools.partial(pf.read_row_group, g, columns=present)
+                read = functools.partial(pf.read_row_group, g, columns=present, use_threads=False)
                 table = read() if groups is None else groups.get(self.path, g, read)
                 local = _int64_array([r - self.group_starts[g] for r in members])
                 for r, row in zip(members, table.take(local).to_pylist(), strict=True):
@@ -184,13 +185,13 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
     present = [c for c in BASE_COLUMNS if c in fi.columns]
     try:
         pf = pq.ParquetFile(fi.info.path)
-        table = pf.read(columns=[*INDEX_COLUMNS, *present])
+        table = pf.read(columns=[*INDEX_COLUMNS, *present], use_threads=False)
         starts = []
         n = 0
         for g in range(pf.num_row_groups):
             starts.append(n)
             n += pf.metadata.row_group(g).num_rows
-        cols = {name: table.column(name).to_pylist() for name in (*INDEX_COLUMNS, *present)}
+        cols = {name: column_values(table.column(name)) for name in (*INDEX_COLUMNS, *present)}
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         raise TraceError(f"{fi.info.path}: corrupt trace ({_first_line(exc)})") from None
     del table
@@ -235,6 +236,57 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
             )
         )
     return TraceIndex(fi.info.path, tuple(metas), bases, tuple(starts), fi.columns)
+
+
+def column_values(col: pa.ChunkedArray) -> list[Any]:
+    """``col.to_pylist()``, read from the column's buffers: ``to_pylist`` makes a pyarrow scalar
+    a value, and those temporaries, freed amid the values the index keeps, leave the process's
+    small-object arenas part-used (tens of MB of RSS on a 48K-row index); pyarrow's own numpy
+    conversions import pandas (~60 MB). Numbers, strings and lists of strings; another type is
+    left to ``to_pylist``."""
+    kind = col.type
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if len(arr) == 0:
+        return []
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        dtype = np.dtype(kind.to_pandas_dtype())
+        data = np.frombuffer(arr.buffers()[1], dtype=dtype, count=arr.offset + len(arr))
+        return _with_nulls(data[arr.offset :].tolist(), arr)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return _with_nulls(_strings(arr), arr)
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        starts = _offsets(arr)
+        values = _with_nulls(_strings(arr.values), arr.values)
+        return _with_nulls([values[a:b] for a, b in itertools.pairwise(starts)], arr)
+    out: list[Any] = col.to_pylist()
+    return out
+
+
+def _offsets(arr: pa.Array) -> list[int]:
+    """The ``len + 1`` value offsets of a string or list array (into its whole values)."""
+    dtype = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], dtype=dtype, count=arr.offset + len(arr) + 1)
+    out: list[int] = offsets[arr.offset :].tolist()
+    return out
+
+
+def _strings(arr: pa.Array) -> list[str]:
+    starts = _offsets(arr)
+    buf = arr.buffers()[2]
+    raw = buf.to_pybytes() if buf is not None else b""
+    text = raw.decode()
+    if len(text) == len(raw):  # ASCII: character offsets are byte offsets
+        return [text[a:b] for a, b in itertools.pairwise(starts)]
+    return [raw[a:b].decode() for a, b in itertools.pairwise(starts)]
+
+
+def _with_nulls(values: list[Any], arr: pa.Array) -> list[Any]:
+    if arr.null_count:
+        bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+        valid = np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset :]
+        for i in np.flatnonzero(valid == 0).tolist():
+            values[i] = None
+    return values
 
 
 def _shared(values: list[Any]) -> list[Any]:
