@@ -384,7 +384,26 @@ class ThreadText:
         self.blocks = blocks
         self._ids: list[int] = []  # full-block ids of the previous text
         self._ends: list[int] = []  # character offset where each of those blocks ends
-        self._body = ""  # their text
+        self._body = ""  # their text (unless held in a sent body: :meth:`hold_in`)
+        self._held: tuple[bytes, int] | None = None  # (a body, where their text starts in it)
+
+    def _head(self, n: int) -> str:
+        """The first ``n`` characters of the previous full blocks' text."""
+        if self._held is None:
+            return self._body if n == len(self._body) else self._body[:n]
+        buf, start = self._held
+        return str(memoryview(buf)[start : start + n], "ascii")
+
+    def hold_in(self, buf: bytes, start: int) -> bool:
+        """Keep the previous text as its span of ``buf`` from ``start`` (the body it was sent
+        in, which the run holds anyway as its thread's previous body), not as a copy of its own;
+        ``False`` (and the text kept) when ``buf`` does not hold it there."""
+        if self._held is not None or not self._body:
+            return False
+        if not buf.startswith(self._body.encode("ascii"), start):
+            return False
+        self._held, self._body = (buf, start), ""
+        return True
 
     def _common(self, ids: list[int]) -> int:
         prev = self._ids
@@ -409,9 +428,9 @@ class ThreadText:
         for t in new:
             offset += len(t)
             ends.append(offset)
-        head = self._body if keep == len(self._ids) else self._body[: ends[keep - 1] if keep else 0]
+        head = self._head(ends[keep - 1] if keep else 0)
         body = head + "".join(new) if new else head
-        self._ids, self._ends, self._body = ids, ends, body
+        self._ids, self._ends, self._body, self._held = ids, ends, body, None
         rest = prompt_tokens - n_full * bs
         if not rest:
             return body

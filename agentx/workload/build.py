@@ -39,6 +39,7 @@ DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was
 # flight, and as its thread's previous body in the sent log. Bodies past this are copied to one
 # of their own size (a copy costs ~0.1 ms a MB; the oversized buffer is freed at once).
 COMPACT_BODY_BYTES = 1 << 16
+_CONTENT = b'"content":"'  # where a synthetic request's text starts (after the marker)
 SYNTH_CACHE_BYTES = 64 << 20  # block texts kept per run (per process), shared by its threads
 
 
@@ -239,8 +240,23 @@ class ThreadBuilder:
             built = self._chat(ex, salt, max_tokens)
             if synthetic:  # one message, new every turn: nothing to re-use, its text not held
                 self._converter = ThreadConverter(ex.api)
-            return built
-        return self._native(ex, salt, max_tokens)
+        else:
+            built = self._native(ex, salt, max_tokens)
+        if synthetic:
+            self._hold_text(built.body, salt)
+        return built
+
+    def _hold_text(self, body: bytes, salt: str | None) -> None:
+        """Have the thread's synthetic text kept as its span of the body sent (held as the
+        thread's previous body by the sent log): one copy of a 100K-token prompt, not two. The
+        text is the first message's content, after the marker; it needs no JSON escape (words of
+        ASCII letters), and :meth:`ThreadText.hold_in` checks it is there."""
+        if self._text is None:
+            return
+        at = body.find(_CONTENT)
+        if at >= 0:
+            lead = orjson.dumps(salt_marker(salt))[1:-1] if salt else b""
+            self._text.hold_in(body, at + len(_CONTENT) + len(lead))
 
     def _synthetic(self, ex: Exchange) -> Exchange:
         assert ex.hash_ids is not None and ex.hash_block_size
