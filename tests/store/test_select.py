@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.core.examples import example_path
-from agentx.store.select import column_values, read_index
+from agentx.store.select import (
+    _flag_sets,
+    _row_numbers,
+    column_values,
+    read_index,
+    shared_values,
+)
 
 EXAMPLE = example_path("example")
 
@@ -87,3 +93,40 @@ def test_column_values_are_to_pylist(col: pa.ChunkedArray) -> None:
     got = column_values(col)
     assert got == col.to_pylist()
     assert [type(v) for v in got] == [type(v) for v in col.to_pylist()]
+
+
+_ID = st.sampled_from(["a", "b", "c", "dé", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.none() | _ID, max_size=6), min_size=1, max_size=3))
+def test_shared_values_are_to_pylist_each_value_once(chunks: list[list[str | None]]) -> None:
+    col = pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string())
+    got = shared_values(col)
+    assert got == col.to_pylist()
+    firsts = {v: v for v in reversed(got)}
+    assert all(v is None or v is firsts[v] for v in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.none() | st.lists(_ID, max_size=3), max_size=6), min_size=1, max_size=3)
+)
+def test_flag_sets_are_the_rows_flags(chunks: list[list[list[str] | None]]) -> None:
+    kind = pa.list_(pa.string())
+    col = pa.chunked_array([pa.array(c, kind).slice(1) for c in chunks], kind)
+    got = _flag_sets(col)
+    assert got == [tuple(v or ()) for v in col.to_pylist()]
+    firsts = {v: v for v in reversed(got)}
+    assert all(v is firsts[v] for v in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ID, unique=True), st.lists(st.none() | _ID | st.just("zz"), max_size=8))
+def test_row_numbers_name_the_rows_of_the_ids(ids: list[str], named: list[str | None]) -> None:
+    rows = _row_numbers(
+        pa.chunked_array([pa.array(named, pa.string())]),
+        pa.chunked_array([pa.array(ids, pa.string())]),
+    )
+    row_of = {rid: i for i, rid in enumerate(ids)}
+    assert rows.tolist() == [-1 if v is None else row_of.get(v, -2) for v in named]
