@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -383,7 +384,8 @@ class ThreadText:
     def __init__(self, blocks: BlockTexts) -> None:
         self.blocks = blocks
         self._ids: list[int] = []  # full-block ids of the previous text
-        self._ends: list[int] = []  # character offset where each of those blocks ends
+        # character offset where each of those blocks ends (8 bytes each, not an int object)
+        self._ends: array[int] = array("q")
         self._body = ""  # their text (unless held in a sent body: :meth:`hold_in`)
         self._held: tuple[bytes, int] | None = None  # (a body, where their text starts in it)
 
