@@ -8,7 +8,8 @@ below it (workers, the theoretical pass) summed, and the requests the server
 has finished (its ``vllm:request_success_total``). Prints, per agentx, the RSS when the server
 had finished each ``--at`` count, when it had finished them all (the lanes' end), the peak
 until then, and the peak of the whole run (the results written at the end included); then the
-same run's peaks per process: the theoretical pass's child (``agentx-theory``) and the rest.
+same run's peaks per process: the theoretical pass's child (``agentx-theory``), the rest (the
+main process, its workers, the fingerprint's short-lived child), and the main process alone.
 
 An ``--agentx`` PATH is an ``agentx`` executable, or a checkout's directory: that checkout's
 ``agentx`` package run by this Python (``python -P -m agentx`` with ``PYTHONPATH`` set to it), so
@@ -106,7 +107,7 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
     cmd += ["--time-scale", "0", "--workers", str(args.workers)]
     base = finished(url)
     marks: dict[int, int] = {}
-    lanes_end_rss = peak = peak_lanes = peak_theory = peak_rest = 0
+    lanes_end_rss = peak = peak_lanes = peak_theory = peak_rest = peak_main = 0
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryFile() as stdout:
@@ -125,6 +126,7 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
                 theory = sum(r for p, r in each.items() if _comm(p) == THEORY_COMM)
                 peak_theory = max(peak_theory, theory)
                 peak_rest = max(peak_rest, rss - theory)
+                peak_main = max(peak_main, each.get(child.pid, 0))
                 done = finished(url) - base
                 for n in at:
                     if done >= n and n not in marks:
@@ -150,6 +152,7 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
         "peak": peak,  # the tree's (ru_maxrss is one process's)
         "peak_theory": peak_theory,
         "peak_rest": peak_rest,
+        "peak_main": peak_main,
         "ok": (summary.get("requests") or {}).get("ok"),
     }
 
@@ -292,10 +295,16 @@ def replays(
             f"{r['peak'] / 2**30:.2f} GiB | {r['wall_s']:.0f} s | {r['ok']} (exit {r['exit']}) |",
             flush=True,
         )
-    print("\n| agentx | peak: the theoretical pass's child | peak: the other processes |")
-    print("|---|---:|---:|")
+    print(
+        "\n| agentx | peak: the theoretical pass's child | peak: the other processes "
+        "| peak: the main process alone |"
+    )
+    print("|---|---:|---:|---:|")
     for name, r in results:
-        print(f"| {name} | {r['peak_theory'] / 2**30:.2f} GiB | {r['peak_rest'] / 2**30:.2f} GiB |")
+        print(
+            f"| {name} | {r['peak_theory'] / 2**30:.2f} GiB | {r['peak_rest'] / 2**30:.2f} GiB "
+            f"| {r['peak_main'] / 2**30:.3f} GiB ({r['peak_main'] // 1024:,} KB) |"
+        )
 
 
 def main() -> int:

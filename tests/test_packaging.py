@@ -34,6 +34,7 @@ WEKA = (
     "agentx/data/weka/trace_0001.json",
     "agentx/data/weka/trace_0010_head.json",
 )
+WORDS = "agentx/data/cl100k_base.words"  # synthetic text's word table
 # the example trace: one copy in the repository (traces/), built into the wheel's package data
 EXAMPLE_SOURCE, EXAMPLE_PACKAGED = "traces/example.parquet", "agentx/data/example.parquet"
 
@@ -140,7 +141,8 @@ def test_wheel_holds_the_license_data_metadata_and_command(dists: tuple[Path, Pa
         names = set(whl.namelist())
         metadata = whl.read(f"{info}/METADATA").decode()
         entry_points = whl.read(f"{info}/entry_points.txt").decode()
-    assert {EXAMPLE_PACKAGED, *WEKA, "agentx/py.typed", f"{info}/licenses/LICENSE"} <= names
+    shipped = {EXAMPLE_PACKAGED, *WEKA, WORDS, "agentx/py.typed", f"{info}/licenses/LICENSE"}
+    assert shipped <= names
     assert f"{info}/licenses/agentx/data/weka/LICENSE" in names  # the samples' own licence
     assert not any(n.startswith(("tests/", "scripts/", "traces/", "docs/")) for n in names)
     assert f"Name: {DISTRIBUTION}\n" in metadata and f"Version: {__version__}\n" in metadata

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from agentx.core.examples import DATA_DIR
 from agentx.prefixcache.tokens import DEFAULT_ENCODING, TokenArray, get_encoding
 
 _WORD = re.compile(r" [a-z]{3,12}")
@@ -81,27 +84,66 @@ _BLOCK_DOMAIN = b"agentx.synth.block/1"
 _TAIL_DOMAIN = b"agentx.synth.tail/1"
 
 
+# The words of an encoding are a table shipped with agentx (``agentx/data/<encoding>.words``,
+# one ``id word`` a line, written by ``scripts/synth_words.py``): reading it costs ~1 MB, where
+# the tiktoken encoding the scan below needs holds ~45 MB for the whole process's life (a
+# replay's hash-only requests need the words, never the encoding). Without the table (another
+# encoding) the words are found by that scan.
+WORDS_SUFFIX = ".words"
+
+
+def encoding_words(encoding: str = DEFAULT_ENCODING) -> list[tuple[int, str]]:
+    """The word tokens of ``encoding`` (id, text), by id: found by scanning its vocabulary."""
+    enc = get_encoding(encoding)
+    out: list[tuple[int, str]] = []
+    for i in range(min(_MAX_WORD_ID, enc.n_vocab)):
+        try:
+            raw = enc.decode_single_token_bytes(i)
+        except KeyError:
+            continue
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            continue
+        if _WORD.fullmatch(text) and text[1:] not in _BLOCKED and enc.encode(text) == [i]:
+            out.append((i, text))
+    return out
+
+
+def words_path(encoding: str = DEFAULT_ENCODING) -> Path:
+    return DATA_DIR / f"{encoding}{WORDS_SUFFIX}"
+
+
+def format_words(words: Iterable[tuple[int, str]]) -> str:
+    """The table's text: ``id word`` a line, the word without its leading space."""
+    return "".join(f"{i} {text[1:]}\n" for i, text in words)
+
+
+def parse_words(text: str) -> list[tuple[int, str]]:
+    out = []
+    for line in text.splitlines():
+        i, word = line.split(" ")
+        out.append((int(i), " " + word))
+    return out
+
+
+def word_table(encoding: str = DEFAULT_ENCODING) -> list[tuple[int, str]]:
+    """The word tokens of ``encoding``: the shipped table when there is one, else the scan."""
+    path = words_path(encoding)
+    if path.exists():
+        return parse_words(path.read_text(encoding="ascii"))
+    return encoding_words(encoding)
+
+
 class Vocabulary:
     """The word tokens of an encoding, by id, with their text."""
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
-        enc = get_encoding(encoding)
-        ids: list[int] = []
-        for i in range(min(_MAX_WORD_ID, enc.n_vocab)):
-            try:
-                raw = enc.decode_single_token_bytes(i)
-            except KeyError:
-                continue
-            try:
-                text = raw.decode("ascii")
-            except UnicodeDecodeError:
-                continue
-            if _WORD.fullmatch(text) and text[1:] not in _BLOCKED and enc.encode(text) == [i]:
-                ids.append(i)
+        table = word_table(encoding)
         self.encoding = encoding
-        self.ids: npt.NDArray[np.int64] = np.asarray(ids, dtype=np.int64)
-        self.words: tuple[str, ...] = tuple(enc.decode([i]) for i in ids)
-        self.size = len(ids)
+        self.ids: npt.NDArray[np.int64] = np.asarray([i for i, _ in table], dtype=np.int64)
+        self.words: tuple[str, ...] = tuple(text for _, text in table)
+        self.size = len(table)
         # the words as rows of ASCII bytes padded to one width, and their lengths: text for many
         # picks at once is one fancy index and one mask (see :meth:`join_rows`)
         width = max((len(w) for w in self.words), default=1)
@@ -342,8 +384,28 @@ class ThreadText:
     def __init__(self, blocks: BlockTexts) -> None:
         self.blocks = blocks
         self._ids: list[int] = []  # full-block ids of the previous text
-        self._ends: list[int] = []  # character offset where each of those blocks ends
-        self._body = ""  # their text
+        # character offset where each of those blocks ends (8 bytes each, not an int object)
+        self._ends: array[int] = array("q")
+        self._body = ""  # their text (unless held in a sent body: :meth:`hold_in`)
+        self._held: tuple[bytes, int] | None = None  # (a body, where their text starts in it)
+
+    def _head(self, n: int) -> str:
+        """The first ``n`` characters of the previous full blocks' text."""
+        if self._held is None:
+            return self._body if n == len(self._body) else self._body[:n]
+        buf, start = self._held
+        return str(memoryview(buf)[start : start + n], "ascii")
+
+    def hold_in(self, buf: bytes, start: int) -> bool:
+        """Keep the previous text as its span of ``buf`` from ``start`` (the body it was sent
+        in, which the run holds anyway as its thread's previous body), not as a copy of its own;
+        ``False`` (and the text kept) when ``buf`` does not hold it there."""
+        if self._held is not None or not self._body:
+            return False
+        if not buf.startswith(self._body.encode("ascii"), start):
+            return False
+        self._held, self._body = (buf, start), ""
+        return True
 
     def _common(self, ids: list[int]) -> int:
         prev = self._ids
@@ -368,9 +430,9 @@ class ThreadText:
         for t in new:
             offset += len(t)
             ends.append(offset)
-        head = self._body if keep == len(self._ids) else self._body[: ends[keep - 1] if keep else 0]
+        head = self._head(ends[keep - 1] if keep else 0)
         body = head + "".join(new) if new else head
-        self._ids, self._ends, self._body = ids, ends, body
+        self._ids, self._ends, self._body, self._held = ids, ends, body, None
         rest = prompt_tokens - n_full * bs
         if not rest:
             return body

@@ -15,6 +15,7 @@ A dataset directory is a list of such files (:func:`dataset_files`); each is ind
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from agentx.core.errors import TraceError
@@ -61,6 +63,19 @@ BASE_COLUMNS = ("conversation_base_id", "hash_ids_base_id")  # the second one: v
 # columns of few distinct values (a session's rows share ids, a trace's its model and api),
 # held once each in the index (~48 bytes a str a row saved, tens of MB on a large corpus)
 SHARED_COLUMNS = ("session_id", "thread_id", "api", "model")
+# the columns whose values the index keeps as they are (the others: ids resolved to rows, flags
+# to a few shared tuples, two columns only asked whether they are null)
+PLAIN_COLUMNS = (
+    "request_id",
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "start_wall_ns",
+    "ttft_ns",
+    "e2e_ns",
+    "think_time_s",
+    "api_time_s",
+)
 
 
 @dataclass(slots=True)
@@ -138,7 +153,7 @@ class TraceIndex:
             for r in ordered:
                 by_group.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
             for g, members in sorted(by_group.items()):
-                read = functools.partial(pf.read_row_group, g, columns=present)
+                read = functools.partial(pf.read_row_group, g, columns=present, use_threads=False)
                 table = read() if groups is None else groups.get(self.path, g, read)
                 local = _int64_array([r - self.group_starts[g] for r in members])
                 for r, row in zip(members, table.take(local).to_pylist(), strict=True):
@@ -184,37 +199,56 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
     present = [c for c in BASE_COLUMNS if c in fi.columns]
     try:
         pf = pq.ParquetFile(fi.info.path)
-        table = pf.read(columns=[*INDEX_COLUMNS, *present])
+        table = pf.read(columns=[*INDEX_COLUMNS, *present], use_threads=False)
         starts = []
         n = 0
         for g in range(pf.num_row_groups):
             starts.append(n)
             n += pf.metadata.row_group(g).num_rows
-        cols = {name: table.column(name).to_pylist() for name in (*INDEX_COLUMNS, *present)}
+        cols = {name: column_values(table.column(name)) for name in PLAIN_COLUMNS}
+        for name in SHARED_COLUMNS:  # one str object per distinct value, not one per row
+            cols[name] = shared_values(table.column(name))
+        flag_sets = _flag_sets(table.column("flags"))
+        prompt = _valid(table.column("conversation_key"))
+        hashed = _valid(table.column("hash_block_size"))
+        ids = cols["request_id"]
+        row_of = {rid: i for i, rid in enumerate(ids)}
+        if len(row_of) == n:  # a parent's id: its row's own str where the row is in the file
+            request_ids = table.column("request_id")
+            parents = _row_numbers(table.column("parent_request_id"), request_ids)
+            named = table.column("parent_request_id")
+            cols["parent_request_id"] = [
+                ids[j] if j >= 0 else None if j == -1 else named[i].as_py()
+                for i, j in enumerate(parents.tolist())
+            ]
+            bases = tuple(
+                np.maximum(_row_numbers(table.column(c), request_ids), -1) for c in present
+            )
+        else:  # ids repeated: the last row of an id is the one named
+            cols["parent_request_id"] = [
+                p if p is None or (j := row_of.get(p)) is None else ids[j]
+                for p in column_values(table.column("parent_request_id"))
+            ]
+            bases = tuple(
+                np.fromiter(
+                    (
+                        row_of.get(b, -1) if b is not None else -1
+                        for b in column_values(table.column(c))
+                    ),
+                    dtype=np.int64,
+                    count=n,
+                )
+                for c in present
+            )
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         raise TraceError(f"{fi.info.path}: corrupt trace ({_first_line(exc)})") from None
     del table
-    for name in SHARED_COLUMNS:  # one str object per distinct value, not one per row
-        cols[name] = _shared(cols[name])
-    row_of = {rid: i for i, rid in enumerate(cols["request_id"])}
-    ids = cols["request_id"]  # a parent's id: its row's own str where the row is in the file
-    cols["parent_request_id"] = [
-        p if p is None or (j := row_of.get(p)) is None else ids[j]
-        for p in cols["parent_request_id"]
-    ]
-    bases = tuple(
-        np.fromiter(
-            (row_of.get(b, -1) if b is not None else -1 for b in cols[c]), dtype=np.int64, count=n
-        )
-        for c in present
-    )
-    flags: dict[tuple[str, ...], tuple[str, ...]] = {}  # a few distinct sets of flags
     metas = []
     for i in range(n):
-        hash_only = cols["conversation_key"][i] is None and cols["hash_block_size"][i] is not None
+        hash_only = not prompt[i] and hashed[i]
         metas.append(
             ExchangeMeta(
-                request_id=cols["request_id"][i],
+                request_id=ids[i],
                 session_id=cols["session_id"][i],
                 thread_id=cols["thread_id"][i],
                 api=cols["api"][i],
@@ -228,20 +262,116 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
                 completion_tokens=cols["completion_tokens"][i],
                 think_time_s=cols["think_time_s"][i],
                 api_time_s=cols["api_time_s"][i],
-                flags=flags.setdefault(t := tuple(cols["flags"][i] or ()), t),
+                flags=flag_sets[i],
                 hash_only=hash_only,
-                has_prompt=hash_only or cols["conversation_key"][i] is not None,
+                has_prompt=hash_only or prompt[i],
                 locator=first_locator + i,
             )
         )
     return TraceIndex(fi.info.path, tuple(metas), bases, tuple(starts), fi.columns)
 
 
-def _shared(values: list[Any]) -> list[Any]:
-    """``values`` with equal ones made the same object (a column of few distinct values, decoded
-    by pyarrow into one object a row)."""
-    seen: dict[Any, Any] = {}
-    return [v if v is None else seen.setdefault(v, v) for v in values]
+def column_values(col: pa.ChunkedArray) -> list[Any]:
+    """``col.to_pylist()``, read from the column's buffers: ``to_pylist`` makes a pyarrow scalar
+    a value, and those temporaries, freed amid the values the index keeps, leave the process's
+    small-object arenas part-used (tens of MB of RSS on a 48K-row index); pyarrow's own numpy
+    conversions import pandas (~60 MB). Numbers, strings and lists of strings; another type is
+    left to ``to_pylist``."""
+    kind = col.type
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if len(arr) == 0:
+        return []
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        dtype = np.dtype(kind.to_pandas_dtype())
+        data = np.frombuffer(arr.buffers()[1], dtype=dtype, count=arr.offset + len(arr))
+        return _with_nulls(data[arr.offset :].tolist(), arr)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return _with_nulls(_strings(arr), arr)
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        starts = _offsets(arr)
+        values = _with_nulls(_strings(arr.values), arr.values)
+        return _with_nulls([values[a:b] for a, b in itertools.pairwise(starts)], arr)
+    out: list[Any] = col.to_pylist()
+    return out
+
+
+def _offsets(arr: pa.Array) -> list[int]:
+    """The ``len + 1`` value offsets of a string or list array (into its whole values)."""
+    dtype = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], dtype=dtype, count=arr.offset + len(arr) + 1)
+    out: list[int] = offsets[arr.offset :].tolist()
+    return out
+
+
+def _strings(arr: pa.Array) -> list[str]:
+    starts = _offsets(arr)
+    buf = arr.buffers()[2]
+    raw = buf.to_pybytes() if buf is not None else b""
+    text = raw.decode()
+    if len(text) == len(raw):  # ASCII: character offsets are byte offsets
+        return [text[a:b] for a, b in itertools.pairwise(starts)]
+    return [raw[a:b].decode() for a, b in itertools.pairwise(starts)]
+
+
+def _with_nulls(values: list[Any], arr: pa.Array) -> list[Any]:
+    if arr.null_count:
+        bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+        valid = np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset :]
+        for i in np.flatnonzero(valid == 0).tolist():
+            values[i] = None
+    return values
+
+
+def shared_values(col: pa.ChunkedArray) -> list[Any]:
+    """``col.to_pylist()`` with equal values one object: each distinct value decoded once (a
+    column of few distinct values), not one object a row made and dropped."""
+    encoded = pc.dictionary_encode(col.combine_chunks())
+    values = column_values(pa.chunked_array([encoded.dictionary]))
+    codes = column_values(pa.chunked_array([encoded.indices]))
+    return [None if c is None else values[c] for c in codes]
+
+
+def _valid(col: pa.ChunkedArray) -> list[bool]:
+    """Whether each value of ``col`` is not null."""
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if arr.null_count == 0:
+        return [True] * len(arr)
+    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+    valid = np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset :]
+    out: list[bool] = valid.astype(bool).tolist()
+    return out
+
+
+def _row_numbers(col: pa.ChunkedArray, ids: pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """The row of ``ids`` each value of ``col`` names: -1 for a null, -2 for an id not there
+    (``ids`` unique)."""
+    found = pc.index_in(col, value_set=ids.combine_chunks())
+    rows = np.asarray([-2 if r is None else r for r in column_values(found)], dtype=np.int64)
+    rows[np.asarray(_valid(col), dtype=bool) == 0] = -1
+    return rows
+
+
+def _flag_sets(col: pa.ChunkedArray) -> list[tuple[str, ...]]:
+    """Each row's flags as a tuple (a null list: none), equal sets one tuple (a few distinct)."""
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    values = arr.values
+    if values.null_count:
+        lists = column_values(col)
+        seen: dict[tuple[str, ...], tuple[str, ...]] = {}
+        return [seen.setdefault(t := tuple(v or ()), t) for v in lists]
+    encoded = pc.dictionary_encode(values)
+    names = column_values(pa.chunked_array([encoded.dictionary], values.type))
+    codes = column_values(pa.chunked_array([encoded.indices]))
+    sets: dict[tuple[int, ...], tuple[str, ...]] = {}
+    out = []
+    nulls = _valid(col)
+    for (a, b), valid in zip(itertools.pairwise(_offsets(arr)), nulls, strict=True):
+        key = tuple(codes[a:b]) if valid else ()
+        found = sets.get(key)
+        if found is None:
+            found = sets[key] = tuple(names[c] for c in key)
+        out.append(found)
+    return out
 
 
 def _int64_array(values: list[int]) -> pa.Array:

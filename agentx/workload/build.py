@@ -34,6 +34,12 @@ from agentx.prefixcache.synth import BlockTexts, ThreadText
 from agentx.prefixcache.tokens import count_tokens
 
 DEFAULT_MAX_TOKENS = 256  # when the trace does not say how long the answer was
+# orjson reserves ~8-12 bytes of output a character of a long string and keeps that buffer as the
+# bytes it returns: a 100K-token prompt's 0.9 MB body would hold ~9 MB while its request is in
+# flight, and as its thread's previous body in the sent log. Bodies past this are copied to one
+# of their own size (a copy costs ~0.1 ms a MB; the oversized buffer is freed at once).
+COMPACT_BODY_BYTES = 1 << 16
+_CONTENT = b'"content":"'  # where a synthetic request's text starts (after the marker)
 SYNTH_CACHE_BYTES = 64 << 20  # block texts kept per run (per process), shared by its threads
 
 
@@ -69,6 +75,12 @@ def max_tokens_of(ex: Exchange) -> int:
     )
     n = count_tokens(text) if text else 0
     return n if n > 0 else DEFAULT_MAX_TOKENS
+
+
+def dumps_body(body: dict[str, Any]) -> bytes:
+    """``orjson.dumps(body)``, held in no more memory than its length (:data:`COMPACT_BODY_BYTES`)."""
+    out = orjson.dumps(body)
+    return bytes(memoryview(out)) if len(out) > COMPACT_BODY_BYTES else out
 
 
 def marker_salt(nonce: str, instance: int | str) -> str:
@@ -228,8 +240,23 @@ class ThreadBuilder:
             built = self._chat(ex, salt, max_tokens)
             if synthetic:  # one message, new every turn: nothing to re-use, its text not held
                 self._converter = ThreadConverter(ex.api)
-            return built
-        return self._native(ex, salt, max_tokens)
+        else:
+            built = self._native(ex, salt, max_tokens)
+        if synthetic:
+            self._hold_text(built.body, salt)
+        return built
+
+    def _hold_text(self, body: bytes, salt: str | None) -> None:
+        """Have the thread's synthetic text kept as its span of the body sent (held as the
+        thread's previous body by the sent log): one copy of a 100K-token prompt, not two. The
+        text is the first message's content, after the marker; it needs no JSON escape (words of
+        ASCII letters), and :meth:`ThreadText.hold_in` checks it is there."""
+        if self._text is None:
+            return
+        at = body.find(_CONTENT)
+        if at >= 0:
+            lead = orjson.dumps(salt_marker(salt))[1:-1] if salt else b""
+            self._text.hold_in(body, at + len(_CONTENT) + len(lead))
 
     def _synthetic(self, ex: Exchange) -> Exchange:
         assert ex.hash_ids is not None and ex.hash_block_size
@@ -265,7 +292,7 @@ class ThreadBuilder:
         body.update(cfg.extra_body)
         chat = family(Api.OPENAI_CHAT)
         return BuiltRequest(
-            chat.api, chat.serve_path, orjson.dumps(body), _asked(body, max_tokens), fallback
+            chat.api, chat.serve_path, dumps_body(body), _asked(body, max_tokens), fallback
         )
 
     def _thread_live(self, recorded: list[Message]) -> tuple[list[Message], bool]:
@@ -305,7 +332,7 @@ class ThreadBuilder:
             body["ignore_eos"] = True
             body["min_tokens"] = max_tokens
         body.update(cfg.extra_body)
-        return BuiltRequest(api, path, orjson.dumps(body), _asked(body, max_tokens, fam))
+        return BuiltRequest(api, path, dumps_body(body), _asked(body, max_tokens, fam))
 
 
 def _asked(body: dict[str, Any], max_tokens: int, fam: Family | None = None) -> int:

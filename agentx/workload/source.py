@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -29,6 +29,7 @@ from agentx.apis.bodies import exchange_meta
 from agentx.core.errors import FormatError
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import resolve_trace
+from agentx.prefixcache.hashing import common_prefix
 
 if TYPE_CHECKING:
     from agentx.formats.lazy import HFRow, WekaSession
@@ -112,12 +113,68 @@ def _grouped(metas: Iterable[ExchangeMeta]) -> Iterator[SessionIndex]:
 # -- agentx Parquet traces ------------------------------------------------------------------------
 
 
+Ids = tuple[int, ...]
+
+
+class CompactRows:
+    """A session's decoded rows, by locator, a hash-only row's block ids held as what they add
+    to the previous hash row of its thread (a turn repeats its predecessor's ids and appends a
+    few): the full ids of every row of the sessions in flight cost ~8 bytes an id a row (tens of
+    MB on 64 lanes), these ~8 bytes a new id. A row's ids are rebuilt when it is asked for, from
+    its thread's row asked for last (a thread's turns are sent in order), else along its chain.
+    """
+
+    __slots__ = ("_chains", "_last", "_rows")
+
+    def __init__(self, rows: dict[int, Exchange]) -> None:
+        self._rows: dict[int, Exchange] = {}
+        # locator -> (the locator it extends, or None; ids kept of it; ids added)
+        self._chains: dict[int, tuple[int | None, int, Ids]] = {}
+        self._last: dict[str, tuple[int, Ids]] = {}  # thread -> (locator, ids) rebuilt last
+        prev: dict[str, tuple[int, Ids]] = {}
+        for loc in sorted(rows):
+            ex = rows[loc]
+            ids = ex.hash_ids
+            if ids is None:
+                self._rows[loc] = ex
+                continue
+            before = prev.get(ex.thread_id)
+            n = common_prefix(before[1], ids) if before is not None else 0
+            self._chains[loc] = (before[0], n, ids[n:]) if before and n else (None, 0, ids)
+            prev[ex.thread_id] = (loc, ids)
+            self._rows[loc] = replace(ex, hash_ids=None)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, locator: int) -> Exchange:
+        ex = self._rows[locator]
+        if locator not in self._chains:
+            return ex
+        ids = self._ids(locator, ex.thread_id)
+        self._last[ex.thread_id] = (locator, ids)
+        return replace(ex, hash_ids=ids)
+
+    def _ids(self, locator: int, thread: str) -> Ids:
+        last = self._last.get(thread)
+        path: list[int] = []  # the rows to rebuild, the asked one first
+        at: int | None = locator
+        while at is not None and not (last is not None and last[0] == at):
+            path.append(at)
+            at = self._chains[at][0]
+        ids: Ids = last[1] if at is not None and last is not None else ()
+        for loc in reversed(path):
+            _, n, added = self._chains[loc]
+            ids = ids[:n] + added if n else added
+        return ids
+
+
 @dataclass(frozen=True, slots=True)
 class _RowsLoader:
-    rows: dict[int, Exchange]
+    rows: CompactRows
 
     def exchange(self, meta: ExchangeMeta) -> Exchange:
-        return self.rows[meta.locator]
+        return self.rows.get(meta.locator)
 
 
 FILE_ROWS = 1 << 40  # a dataset file's rows are located at k * FILE_ROWS + row
@@ -170,7 +227,7 @@ class ParquetSource:
             index = self._file(k)
             found = index.read_rows([loc - k * FILE_ROWS for loc in locators], self._groups)
             rows.update(zip(locators, found, strict=True))
-        return _RowsLoader(rows)
+        return _RowsLoader(CompactRows(rows))
 
 
 # -- Weka and Mooncake (hash-only) ----------------------------------------------------------------

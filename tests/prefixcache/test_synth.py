@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,10 +13,15 @@ from agentx.prefixcache.synth import (
     BlockTexts,
     PrefixWords,
     ThreadText,
+    Vocabulary,
     block_tokens,
+    encoding_words,
+    format_words,
     hash_id_text,
     hash_id_tokens,
+    parse_words,
     vocabulary,
+    words_path,
 )
 from agentx.prefixcache.tokens import encode, get_encoding
 
@@ -116,3 +122,34 @@ def test_block_texts_are_cached_within_a_bound() -> None:
     assert blocks.texts([1]) == first[:1]
     blocks.texts(list(range(100, 200)))
     assert blocks.bytes <= 2000 + len(first[0]) and len(blocks) < 100
+
+
+def test_the_shipped_word_table_is_the_encodings_scan() -> None:
+    # regenerate with scripts/make_synth_words.py if cl100k's words or the rules change
+    assert words_path().exists()
+    assert parse_words(words_path().read_text(encoding="ascii")) == encoding_words()
+
+
+def test_a_vocabulary_from_the_table_equals_one_from_the_encoding(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    shipped = Vocabulary()
+    monkeypatch.setattr("agentx.prefixcache.synth.DATA_DIR", tmp_path)  # no table: the scan
+    scanned = Vocabulary()
+    assert not words_path().exists()
+    assert shipped.words == scanned.words and shipped.size == scanned.size
+    assert np.array_equal(shipped.ids, scanned.ids)
+    assert np.array_equal(shipped._table, scanned._table)
+    assert np.array_equal(shipped._lengths, scanned._lengths)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6), st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
+        )
+    )
+)
+def test_word_table_text_round_trips(words: list[tuple[int, str]]) -> None:
+    table = [(i, " " + w) for i, w in words]
+    assert parse_words(format_words(table)) == table

@@ -7,8 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentx.core.examples import example_path
-from agentx.store.select import read_index
+from agentx.store.select import (
+    _flag_sets,
+    _row_numbers,
+    column_values,
+    read_index,
+    shared_values,
+)
 
 EXAMPLE = example_path("example")
 
@@ -55,3 +65,68 @@ def test_index_holds_each_repeated_value_once() -> None:
     assert [(ex.session_id, ex.thread_id, ex.parent_request_id) for ex in again] == [
         (m.session_id, m.thread_id, m.parent_request_id) for m in rows
     ]
+
+
+_TYPES = {
+    "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "int32": (pa.int32(), st.integers(-(2**31), 2**31 - 1)),
+    "float64": (pa.float64(), st.floats(allow_nan=False)),
+    "string": (pa.string(), st.text(max_size=8)),
+    "large_string": (pa.large_string(), st.text(max_size=8)),
+    "list<string>": (pa.list_(pa.string()), st.lists(st.none() | st.text(max_size=4), max_size=3)),
+}
+
+
+@st.composite
+def _columns(draw: st.DrawFn) -> pa.ChunkedArray:
+    kind, values = _TYPES[draw(st.sampled_from(sorted(_TYPES)))]
+    chunks = draw(st.lists(st.lists(st.none() | values, max_size=6), min_size=1, max_size=3))
+    arrays = [pa.array(c, type=kind) for c in chunks]
+    cut = draw(st.integers(0, 2))  # a slice: offsets into buffers that start elsewhere
+    arrays = [a.slice(min(cut, len(a))) for a in arrays]
+    return pa.chunked_array(arrays, type=kind)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_columns())
+def test_column_values_are_to_pylist(col: pa.ChunkedArray) -> None:
+    got = column_values(col)
+    assert got == col.to_pylist()
+    assert [type(v) for v in got] == [type(v) for v in col.to_pylist()]
+
+
+_ID = st.sampled_from(["a", "b", "c", "dé", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.none() | _ID, max_size=6), min_size=1, max_size=3))
+def test_shared_values_are_to_pylist_each_value_once(chunks: list[list[str | None]]) -> None:
+    col = pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string())
+    got = shared_values(col)
+    assert got == col.to_pylist()
+    firsts = {v: v for v in reversed(got)}
+    assert all(v is None or v is firsts[v] for v in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.none() | st.lists(_ID, max_size=3), max_size=6), min_size=1, max_size=3)
+)
+def test_flag_sets_are_the_rows_flags(chunks: list[list[list[str] | None]]) -> None:
+    kind = pa.list_(pa.string())
+    col = pa.chunked_array([pa.array(c, kind).slice(1) for c in chunks], kind)
+    got = _flag_sets(col)
+    assert got == [tuple(v or ()) for v in col.to_pylist()]
+    firsts = {v: v for v in reversed(got)}
+    assert all(v is firsts[v] for v in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ID, unique=True), st.lists(st.none() | _ID | st.just("zz"), max_size=8))
+def test_row_numbers_name_the_rows_of_the_ids(ids: list[str], named: list[str | None]) -> None:
+    rows = _row_numbers(
+        pa.chunked_array([pa.array(named, pa.string())]),
+        pa.chunked_array([pa.array(ids, pa.string())]),
+    )
+    row_of = {rid: i for i, rid in enumerate(ids)}
+    assert rows.tolist() == [-1 if v is None else row_of.get(v, -2) for v in named]

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import dataclasses
+import tracemalloc
 from typing import Any
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from replay.factory import (
     SYSTEM,
     anthropic_session,
@@ -14,7 +17,15 @@ from replay.factory import (
 
 from agentx.apis import Api
 from agentx.core.models import Response, Usage
-from agentx.workload.build import BuildConfig, ThreadBuilder, max_tokens_of, salt_messages
+from agentx.prefixcache.synth import hash_id_text
+from agentx.workload.build import (
+    BuildConfig,
+    ThreadBuilder,
+    dumps_body,
+    max_tokens_of,
+    salt_marker,
+    salt_messages,
+)
 
 
 def cfg(**kw: Any) -> BuildConfig:
@@ -209,3 +220,68 @@ def test_native_responses_and_gemini_pin_the_length_like_the_others() -> None:
         assert asked == 13
         off = body_of(ThreadBuilder(cfg(api_mode="native"), ex.api).build(ex, None))
         assert "ignore_eos" not in off and "min_tokens" not in off
+
+
+def test_a_long_body_is_held_in_no_more_than_its_length() -> None:
+    # orjson's own output of a long string sits in a buffer ~8x its length
+    for mode in ("chat", "native"):
+        ex = chat_session("s", turns=1)[0]
+        long = {**ex.request, "messages": [{"role": "user", "content": "x" * 400_000}]}
+        ex = dataclasses.replace(ex, request=long)
+        builder = ThreadBuilder(cfg(api_mode=mode), ex.api)
+        tracemalloc.start()
+        try:
+            built = builder.build(ex, "salt1")
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert len(built.body) > 400_000
+        assert held < 1.5 * len(built.body)
+        assert body_of(built)["messages"][-1]["content"].endswith("x" * 400_000)
+
+
+def test_dumps_body_is_orjsons_bytes() -> None:
+    for body in ({"a": 1}, {"messages": [{"role": "user", "content": "é" * 100_000}]}):
+        assert dumps_body(body) == orjson.dumps(body)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 30), st.lists(st.integers(0, 10**9), max_size=12), st.integers(0, 50)
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from(["chat", "native"]),
+    st.booleans(),
+)
+def test_hash_only_turns_send_their_text_held_in_the_last_body(
+    turns: list[tuple[int, list[int], int]], mode: str, salted: bool
+) -> None:
+    """A thread's synthetic text is kept in the body it was sent in, and every turn still
+    sends exactly its ids' text (a turn keeping some of the previous ids, adding others)."""
+    bs = 4
+    base = chat_session("s", turns=1)[0]
+    builder = ThreadBuilder(cfg(api_mode=mode), base.api)
+    ids: list[int] = []
+    salt = "abc123" if salted else None
+    for kept, added, extra in turns:
+        ids = ids[: min(kept, len(ids))] + added
+        n = len(ids) * bs + extra % bs if ids else extra
+        ex = dataclasses.replace(
+            base,
+            request={},
+            hash_ids=tuple(ids),
+            hash_block_size=bs,
+            usage=Usage(prompt_tokens=n, completion_tokens=5),
+        )
+        built = builder.build(ex, salt)
+        content = body_of(built)["messages"][0]["content"]
+        marker = salt_marker(salt) if salt else ""
+        assert content == marker + hash_id_text(tuple(ids), bs, n)
+        text = builder._text
+        assert text is not None
+        if ids:  # its full blocks' text is in the body sent, not in a copy of its own
+            assert text._held is not None and not text._body

@@ -11,6 +11,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from replay.factory import T0, chat_session
 
 from agentx.core.errors import FormatError
@@ -21,7 +23,13 @@ from agentx.store import write_trace
 from agentx.store.dataset import DatasetWriter
 from agentx.store.schema import SCHEMA_V1
 from agentx.workload.plan import ReplayPlan, build_plan
-from agentx.workload.source import MooncakeSource, ParquetSource, WekaSource, open_source
+from agentx.workload.source import (
+    CompactRows,
+    MooncakeSource,
+    ParquetSource,
+    WekaSource,
+    open_source,
+)
 from agentx.workload.trees import tree_of
 
 WEKA = example_path("weka")
@@ -318,3 +326,36 @@ def test_a_dataset_with_sessions_across_files_is_indexed_whole(tmp_path: Path) -
     assert [s.session_id for s in source.index()] == ["a", "b"]
     assert _shape(build_plan(source)) == _shape(build_plan(list(load_exchanges(d))))
     _rows_equal_eager(source, d)
+
+
+@st.composite
+def _hash_rows(draw: st.DrawFn) -> tuple[dict[int, Exchange], list[int]]:
+    """Rows of a few threads, each turn's ids its thread's previous ones cut and extended (or
+    not: a rewrite, no ids, a row that is no hash row), and an order to ask for them in."""
+    base = chat_session("s", turns=1)[0]
+    rows: dict[int, Exchange] = {}
+    last: dict[str, tuple[int, ...]] = {}
+    for loc in draw(st.lists(st.integers(0, 10**6), unique=True, max_size=14)):
+        thread = draw(st.sampled_from("abc"))
+        prev = last.get(thread, ())
+        kept = draw(st.integers(0, len(prev)))
+        ids: tuple[int, ...] | None = prev[:kept] + tuple(
+            draw(st.lists(st.integers(-5, 40), max_size=5))
+        )
+        if draw(st.integers(0, 9)) == 0:
+            ids = None
+        else:
+            last[thread] = ids  # type: ignore[assignment]
+        rows[loc] = dataclasses.replace(base, request_id=f"r{loc}", thread_id=thread, hash_ids=ids)
+    order = draw(st.lists(st.sampled_from(sorted(rows)), max_size=30)) if rows else []
+    return rows, draw(st.permutations(sorted(rows))) + order
+
+
+@settings(max_examples=300, deadline=None)
+@given(_hash_rows())
+def test_compact_rows_give_every_row_back(case: tuple[dict[int, Exchange], list[int]]) -> None:
+    rows, order = case
+    compact = CompactRows(dict(rows))
+    assert len(compact) == len(rows)
+    for loc in order:
+        assert compact.get(loc) == rows[loc]
