@@ -52,12 +52,12 @@ class SentBody:
     last: bool = False  # the thread's last request: nothing later builds on its state
 
 
-LAST_BODIES_BYTES = 128 << 20  # previous bodies kept per process to spool deltas against
+LAST_BODIES_BYTES = 128 << 20  # previous bodies a writer keeps to spool deltas against
 
 
 class LastBodies:
-    """The last body of each thread, least recently used first out past ``max_bytes``. The log's
-    writer and reader keep one each, fed the same sequence, so they always agree on the base."""
+    """The last body of each thread, least recently used first out past ``max_bytes``: the log's
+    writer's (a thread evicted is spooled whole next time; the reader needs no bound)."""
 
     def __init__(self, max_bytes: int = LAST_BODIES_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -158,9 +158,44 @@ def sent_log_path(tmp: Path, worker: int) -> Path:
     return tmp / f"sent-{worker}.log"
 
 
-def read_log(
-    path: Path, max_bytes: int = LAST_BODIES_BYTES, follow: Callable[[], bool] | None = None
-) -> Iterator[SentBody]:
+class _Bodies:
+    """Where each live thread's last body lies in a log being read: the file ranges it is made
+    of (the part it shared with its thread's previous body, then what it added), so the reader
+    holds a few offsets per thread, not the bodies (a 64-lane run's are tens of MB), and reads
+    the shared part back from the file (the page cache) when the next body needs it."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._ranges: dict[str, list[tuple[int, int]]] = {}
+
+    def body(self, thread: str, keep: int, at: int, rest: bytes) -> bytes | None:
+        """The body of a record of ``thread`` that shares ``keep`` bytes with the thread's
+        previous one and adds ``rest``, written at offset ``at``; ``None`` if the thread's
+        previous body is not known (cannot happen with the writer's own log)."""
+        prev = self._ranges.get(thread, []) if keep else []
+        ranges: list[tuple[int, int]] = []
+        need = keep
+        for off, size in prev:
+            if need <= 0:
+                break
+            take = min(size, need)
+            ranges.append((off, take))
+            need -= take
+        if need > 0:
+            return None
+        parts = [os.pread(self._fd, size, off) for off, size in ranges]
+        if any(len(part) != size for part, (_, size) in zip(parts, ranges, strict=True)):
+            return None
+        if rest:
+            ranges.append((at, len(rest)))
+        self._ranges[thread] = ranges
+        return b"".join((*parts, rest))
+
+    def drop(self, thread: str) -> None:
+        self._ranges.pop(thread, None)
+
+
+def read_log(path: Path, follow: Callable[[], bool] | None = None) -> Iterator[SentBody]:
     """The bodies of one log, in send order. With ``follow`` the log is still being written
     until ``follow()`` says it is complete: the reader waits for the file and for each record's
     end instead of stopping at the end of what was written so far."""
@@ -169,13 +204,14 @@ def read_log(
             if follow() and not path.exists():
                 return
             time.sleep(FOLLOW_S)
-    bodies = LastBodies(max_bytes)
     ended = False
     with open(path, "rb") as f:
+        bodies = _Bodies(f.fileno())
         while True:
             pos = f.tell()
             header = f.readline()
             rest = b""
+            at = 0
             whole = header.endswith(b"\n")
             if whole:
                 try:
@@ -184,6 +220,7 @@ def read_log(
                     last = len(more) > 1 and bool(more[1])
                 except (orjson.JSONDecodeError, ValueError, TypeError):
                     return  # a log cut short (disk full): what came before still counts
+                at = f.tell()
                 rest = f.read(size)
                 whole = len(rest) == size
             if not whole:
@@ -194,11 +231,9 @@ def read_log(
                 if not ended:
                     time.sleep(FOLLOW_S)
                 continue
-            prev = bodies.get(thread) if keep else b""
-            if prev is None or len(prev) < keep:
+            body = bodies.body(thread, keep, at, rest)
+            if body is None:
                 return  # cannot happen with the writer's own log
-            body = prev[:keep] + rest
-            bodies.swap(thread, body)
             if last:
                 bodies.drop(thread)
             yield SentBody(request_id, api, sent_ns, thread, body, replica, last)
