@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import multiprocessing as mp
 import os
 import pickle
@@ -301,9 +302,8 @@ class TheoryPass:
         if self._proc.exitcode != 0:
             return None
         try:
-            with open(self.out, "rb") as f:
-                rows: dict[str, TheoryRow] = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError):
+            rows = load_rows(self.out)
+        except (OSError, pickle.UnpicklingError):
             return None
         finally:
             remove_quietly(self.out)
@@ -342,11 +342,27 @@ def _pass_child(
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     set_encode_memo_tokens(PASS_MEMO_TOKENS)
     sent = merged(logs, follow=complete.is_set)
-    rows = theoretical(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
+    rows = theory_rows(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
     part = out.with_name(out.name + ".part")
     with open(part, "wb") as f:
-        pickle.dump(rows, f, protocol=pickle.HIGHEST_PROTOCOL)
+        for batch in itertools.batched(rows, ROWS_BATCH):  # on disk as they come, not held
+            pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(part, out)
+
+
+ROWS_BATCH = 1024  # rows the child writes at a time
+
+
+def load_rows(path: Path) -> dict[str, TheoryRow]:
+    """The rows the child wrote to ``path``, by request id, in send order."""
+    rows: dict[str, TheoryRow] = {}
+    with open(path, "rb") as f:
+        while True:
+            try:
+                batch: tuple[TheoryRow, ...] = pickle.load(f)
+            except EOFError:
+                return rows
+            rows.update((r.request_id, r) for r in batch)
 
 
 def theoretical(
@@ -358,9 +374,26 @@ def theoretical(
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, TheoryRow]:
+    """What each request sent did to an unbounded prefix cache (:func:`theory_rows`), by request
+    id, in send order (the dict keeps it)."""
+    rows = theory_rows(
+        sent, block_size, tokenizer, max_threads, workers=workers, progress=progress
+    )
+    return {r.request_id: r for r in rows}
+
+
+def theory_rows(
+    sent: Iterable[SentBody],
+    block_size: int,
+    tokenizer: Tokenizer | None = None,
+    max_threads: int = 4096,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> Iterator[TheoryRow]:
     """What each request sent did to an unbounded prefix cache (its prompt tokens, hit tokens and
-    new blocks: :meth:`agentx.prefixcache.theory.HitRateMeter.row`), in send order (the dict
-    keeps it), counted by ``tokenizer`` (default: agentx's cl100k rendering).
+    new blocks: :meth:`agentx.prefixcache.theory.HitRateMeter.row`), in send order, counted by
+    ``tokenizer`` (default: agentx's cl100k rendering); a body that is not JSON has no row.
 
     With the default tokenizer bodies are hashed incrementally per thread
     (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique
@@ -378,38 +411,36 @@ def theoretical(
     prog = progress or Progress()
     prog.phase("theoretical hit rate", unit="requests")
     meter = HitRateMeter(block_size, max_threads=max_threads, tokenizer=tokenizer)
-    out: dict[str, TheoryRow] = {}
     n = workers if workers is not None else hash_workers(tokenizer)
     if n <= 1:
         for s in sent:
             hashed = _hash(meter.blocks.hasher, s)
-            if hashed is not None:
-                out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
             prog.advance()
-        return out
+            if hashed is not None:
+                yield meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
+        return
     hashers = [make_hasher(tokenizer, block_size, max_threads=max_threads) for _ in range(n)]
     pools = [ThreadPoolExecutor(1, thread_name_prefix="agentx-theory") for _ in range(n)]
     pending: deque[tuple[SentBody, Future[tuple[HashArray, int] | None]]] = deque()
 
-    def take() -> None:
+    def take() -> TheoryRow | None:
         s, future = pending.popleft()
         hashed = future.result()
-        if hashed is not None:
-            out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
         prog.advance()
+        return None if hashed is None else meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
 
     try:
         for s in sent:
             k = zlib.crc32(s.thread.encode()) % n  # a thread's requests stay in order on one
             pending.append((s, pools[k].submit(_hash, hashers[k], s)))
-            if len(pending) >= HASH_AHEAD * n:
-                take()
+            if len(pending) >= HASH_AHEAD * n and (row := take()) is not None:
+                yield row
         while pending:
-            take()
+            if (row := take()) is not None:
+                yield row
     finally:
         for pool in pools:
             pool.shutdown(cancel_futures=True)
-    return out
 
 
 def theory_threads(lanes: int) -> int:
