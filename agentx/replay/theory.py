@@ -254,8 +254,8 @@ PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
 # The child's encoding memo (tokens held). Each thread's hasher keeps its own pieces' tokens, so
 # the memo only serves text shared across threads, a subagent's inherited context soon after its
 # parent's turn: a replay's trees are salted apart. The default 8M ids (~120 MB with their texts)
-# saved no CPU over a 64-lane replay of the weka corpus; 1M keep the recent pieces.
-PASS_MEMO_TOKENS = 1 << 20
+# saved no CPU over a 64-lane replay of the weka corpus; 256K (~4 MB) keep the recent pieces.
+PASS_MEMO_TOKENS = 1 << 18
 CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
 STALL_S = 120.0  # the child hashed nothing for this long at the end: stopped or stuck; hash here
 
@@ -399,9 +399,7 @@ def theoretical(
 ) -> dict[str, TheoryRow]:
     """What each request sent did to an unbounded prefix cache (:func:`theory_rows`), by request
     id, in send order (the dict keeps it)."""
-    rows = theory_rows(
-        sent, block_size, tokenizer, max_threads, workers=workers, progress=progress
-    )
+    rows = theory_rows(sent, block_size, tokenizer, max_threads, workers=workers, progress=progress)
     return {r.request_id: r for r in rows}
 
 
@@ -473,7 +471,7 @@ def theory_threads(lanes: int) -> int:
 
 
 MAX_HASH_WORKERS = 8
-HASH_AHEAD = 8  # bodies in flight per hashing thread: bounds the bodies held
+HASH_AHEAD = 2  # bodies in flight per hashing thread: bounds the bodies held
 
 
 def hash_workers(tokenizer: Tokenizer | None) -> int:
