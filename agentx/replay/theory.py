@@ -348,9 +348,7 @@ def _pass_child(
     sent = merged(logs, follow=complete.is_set)
     rows = theory_rows(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
     part = out.with_name(out.name + ".part")
-    with open(part, "wb") as f:
-        for batch in itertools.batched(rows, ROWS_BATCH):  # on disk as they come, not held
-            pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
+    write_rows(part, rows)
     os.replace(part, out)
 
 
@@ -374,6 +372,13 @@ def map_big_blocks(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
 
 
 ROWS_BATCH = 1024  # rows the child writes at a time
+
+
+def write_rows(path: Path, rows: Iterable[TheoryRow], batch: int = ROWS_BATCH) -> None:
+    """Write ``rows`` to ``path`` ``batch`` at a time, as they come: none is held to the end."""
+    with open(path, "wb") as f:
+        for some in itertools.batched(rows, batch):
+            pickle.dump(some, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_rows(path: Path) -> dict[str, TheoryRow]:
