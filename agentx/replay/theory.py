@@ -42,7 +42,7 @@ from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
 from agentx.prefixcache.tokenizer import Cl100kTokenizer, Tokenizer
-from agentx.prefixcache.tokens import set_encode_memo_tokens
+from agentx.prefixcache.tokens import drop_vocabulary_copy, set_encode_memo_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +345,7 @@ def _pass_child(
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     set_encode_memo_tokens(PASS_MEMO_TOKENS)
     map_big_blocks()
+    drop_vocabulary_copy()
     sent = merged(logs, follow=complete.is_set)
     rows = theory_rows(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
     part = out.with_name(out.name + ".part")
