@@ -31,55 +31,66 @@ class PrefixLookup:
 
 
 class BlockSet:
-    """A set of 64-bit block hashes at ~8 bytes each (a Python set costs ~60): new hashes collect
-    in a small set, which is sorted into a numpy level when full; levels merge like an LSM tree,
-    so there are O(log n) of them and a lookup is a binary search per level."""
+    """A set of 64-bit block hashes at ~8 bytes each (a Python set costs ~60), held as sorted
+    numpy levels: hashes not held yet are merged into the newest level while it is under
+    ``buffer``, else start a new one; levels merge like an LSM tree (a level merges into the one
+    before it while that is at most twice its size), so there are O(log n) of them and a lookup
+    is a binary search per level. A level stops growing past ``max_level`` hashes: merging two
+    big ones would briefly hold them twice."""
 
-    def __init__(self, buffer: int = 1 << 18) -> None:
+    def __init__(self, buffer: int = 1 << 16, max_level: int = 1 << 22) -> None:
         self._buffer_size = buffer
-        self._buf: set[int] = set()
+        self._max_level = max_level
         self._levels: list[npt.NDArray[np.uint64]] = []
 
     def __len__(self) -> int:
-        return len(self._buf) + sum(int(x.size) for x in self._levels)
+        return sum(int(x.size) for x in self._levels)
 
     def __contains__(self, h: int) -> bool:
-        if h in self._buf:
-            return True
         key = np.uint64(h)
-        for level in self._levels:
+        for level in reversed(self._levels):  # the newest first: a chain's recent blocks
             i = int(np.searchsorted(level, key))
             if i < level.size and level[i] == key:
                 return True
         return False
 
-    def update(self, hashes: list[int]) -> None:
-        if self._levels and hashes:  # keep out what the levels hold: lengths stay exact
-            new = np.asarray(hashes, dtype=np.uint64)
-            fresh = np.ones(new.size, dtype=bool)
-            for level in self._levels:
-                i = np.minimum(np.searchsorted(level, new), level.size - 1)
-                fresh &= level[i] != new
-            hashes = new[fresh].tolist()
-        self._buf.update(hashes)
-        if len(self._buf) >= self._buffer_size:
-            level = np.fromiter(self._buf, dtype=np.uint64, count=len(self._buf))
-            level.sort()
-            self._buf.clear()
-            self._levels.append(level)
-            while len(self._levels) > 1 and self._levels[-2].size <= 2 * self._levels[-1].size:
-                top = self._levels.pop()
-                self._levels[-1] = _merge(self._levels[-1], top)
+    def update(self, hashes: Iterable[int] | HashArray) -> None:
+        new = np.unique(
+            np.asarray(hashes if isinstance(hashes, np.ndarray) else list(hashes), dtype=np.uint64)
+        )
+        if not new.size:
+            return
+        fresh = np.ones(new.size, dtype=bool)  # keep out what the levels hold: lengths stay exact
+        for level in self._levels:
+            i = np.minimum(np.searchsorted(level, new), level.size - 1)
+            fresh &= level[i] != new
+        new = new[fresh]
+        if not new.size:
+            return
+        levels = self._levels
+        if levels and levels[-1].size < self._buffer_size:
+            levels[-1] = _merge(levels[-1], new)
+        else:
+            levels.append(new)
+        while (
+            len(levels) > 1
+            and levels[-2].size <= 2 * levels[-1].size
+            and levels[-2].size + levels[-1].size <= self._max_level
+        ):
+            top = levels.pop()
+            levels[-1] = _merge(levels[-1], top)
 
 
 def _merge(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """Sorted union of two sorted arrays (about twice their size in transient memory)."""
-    merged = np.concatenate((a, b))
-    merged.sort(kind="stable")  # two sorted runs: timsort-like merge
-    keep = np.empty(merged.size, dtype=bool)
-    keep[:1] = True
-    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
-    return merged[keep]
+    """Sorted union of two sorted arrays with no hash in common: ``b`` inserted where it goes
+    in ``a`` (transient memory: the result and ``b``'s positions)."""
+    at = np.searchsorted(a, b) + np.arange(b.size)
+    out = np.empty(a.size + b.size, dtype=np.uint64)
+    from_a = np.ones(out.size, dtype=bool)
+    from_a[at] = False
+    out[at] = b
+    out[from_a] = a
+    return out
 
 
 def hit_blocks(hashes: HashArray, limit: int, seen: BlockSet) -> int:
@@ -114,7 +125,7 @@ class UnboundedPrefixCache:
         """Look the request up, then insert all its full blocks."""
         hit = hit_blocks(hashes, hittable_blocks(prompt_tokens, self.block_size), self._seen)
         if hit < hashes.size:
-            self._seen.update(hashes[hit:].tolist())
+            self._seen.update(hashes[hit:])
         hit_tokens = hit * self.block_size
         self.prompt_tokens += prompt_tokens
         self.hit_tokens += hit_tokens

@@ -181,6 +181,15 @@ def set_encode_memo_tokens(max_tokens: int) -> None:
     _encode_cached.resize(max_tokens)
 
 
+def drop_vocabulary_copy(encoding: str = DEFAULT_ENCODING) -> None:
+    """Free the Python copy of ``encoding``'s vocabulary (~13 MB for cl100k: 100K bytes keys in a
+    dict) that tiktoken keeps beside its Rust encoder, which encodes without it; only pickling the
+    encoding needs it. For a process that only encodes (the theoretical pass's child)."""
+    enc = get_encoding(encoding)
+    if isinstance(getattr(enc, "_mergeable_ranks", None), dict):
+        enc._mergeable_ranks = {}
+
+
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return int(encode(text, encoding).size)
 

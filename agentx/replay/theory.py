@@ -14,11 +14,15 @@ several shards' requests as one (:mod:`agentx.prefixcache.theory`).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import heapq
+import itertools
 import multiprocessing as mp
 import os
 import pickle
 import signal
+import sys
 import time
 import zlib
 from collections import OrderedDict, deque
@@ -38,7 +42,7 @@ from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
 from agentx.prefixcache.tokenizer import Cl100kTokenizer, Tokenizer
-from agentx.prefixcache.tokens import set_encode_memo_tokens
+from agentx.prefixcache.tokens import drop_vocabulary_copy, set_encode_memo_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +56,12 @@ class SentBody:
     last: bool = False  # the thread's last request: nothing later builds on its state
 
 
-LAST_BODIES_BYTES = 128 << 20  # previous bodies kept per process to spool deltas against
+LAST_BODIES_BYTES = 128 << 20  # previous bodies a writer keeps to spool deltas against
 
 
 class LastBodies:
-    """The last body of each thread, least recently used first out past ``max_bytes``. The log's
-    writer and reader keep one each, fed the same sequence, so they always agree on the base."""
+    """The last body of each thread, least recently used first out past ``max_bytes``: the log's
+    writer's (a thread evicted is spooled whole next time; the reader needs no bound)."""
 
     def __init__(self, max_bytes: int = LAST_BODIES_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -158,9 +162,44 @@ def sent_log_path(tmp: Path, worker: int) -> Path:
     return tmp / f"sent-{worker}.log"
 
 
-def read_log(
-    path: Path, max_bytes: int = LAST_BODIES_BYTES, follow: Callable[[], bool] | None = None
-) -> Iterator[SentBody]:
+class _Bodies:
+    """Where each live thread's last body lies in a log being read: the file ranges it is made
+    of (the part it shared with its thread's previous body, then what it added), so the reader
+    holds a few offsets per thread, not the bodies (a 64-lane run's are tens of MB), and reads
+    the shared part back from the file (the page cache) when the next body needs it."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._ranges: dict[str, list[tuple[int, int]]] = {}
+
+    def body(self, thread: str, keep: int, at: int, rest: bytes) -> bytes | None:
+        """The body of a record of ``thread`` that shares ``keep`` bytes with the thread's
+        previous one and adds ``rest``, written at offset ``at``; ``None`` if the thread's
+        previous body is not known (cannot happen with the writer's own log)."""
+        prev = self._ranges.get(thread, []) if keep else []
+        ranges: list[tuple[int, int]] = []
+        need = keep
+        for off, size in prev:
+            if need <= 0:
+                break
+            take = min(size, need)
+            ranges.append((off, take))
+            need -= take
+        if need > 0:
+            return None
+        parts = [os.pread(self._fd, size, off) for off, size in ranges]
+        if any(len(part) != size for part, (_, size) in zip(parts, ranges, strict=True)):
+            return None
+        if rest:
+            ranges.append((at, len(rest)))
+        self._ranges[thread] = ranges
+        return b"".join((*parts, rest))
+
+    def drop(self, thread: str) -> None:
+        self._ranges.pop(thread, None)
+
+
+def read_log(path: Path, follow: Callable[[], bool] | None = None) -> Iterator[SentBody]:
     """The bodies of one log, in send order. With ``follow`` the log is still being written
     until ``follow()`` says it is complete: the reader waits for the file and for each record's
     end instead of stopping at the end of what was written so far."""
@@ -169,13 +208,14 @@ def read_log(
             if follow() and not path.exists():
                 return
             time.sleep(FOLLOW_S)
-    bodies = LastBodies(max_bytes)
     ended = False
     with open(path, "rb") as f:
+        bodies = _Bodies(f.fileno())
         while True:
             pos = f.tell()
             header = f.readline()
             rest = b""
+            at = 0
             whole = header.endswith(b"\n")
             if whole:
                 try:
@@ -184,6 +224,7 @@ def read_log(
                     last = len(more) > 1 and bool(more[1])
                 except (orjson.JSONDecodeError, ValueError, TypeError):
                     return  # a log cut short (disk full): what came before still counts
+                at = f.tell()
                 rest = f.read(size)
                 whole = len(rest) == size
             if not whole:
@@ -194,11 +235,9 @@ def read_log(
                 if not ended:
                     time.sleep(FOLLOW_S)
                 continue
-            prev = bodies.get(thread) if keep else b""
-            if prev is None or len(prev) < keep:
+            body = bodies.body(thread, keep, at, rest)
+            if body is None:
                 return  # cannot happen with the writer's own log
-            body = prev[:keep] + rest
-            bodies.swap(thread, body)
             if last:
                 bodies.drop(thread)
             yield SentBody(request_id, api, sent_ns, thread, body, replica, last)
@@ -215,8 +254,8 @@ PASS_PROCESS_NAME = "agentx-theory"  # the child's name in /proc/PID/comm
 # The child's encoding memo (tokens held). Each thread's hasher keeps its own pieces' tokens, so
 # the memo only serves text shared across threads, a subagent's inherited context soon after its
 # parent's turn: a replay's trees are salted apart. The default 8M ids (~120 MB with their texts)
-# saved no CPU over a 64-lane replay of the weka corpus; 1M keep the recent pieces.
-PASS_MEMO_TOKENS = 1 << 20
+# saved no CPU over a 64-lane replay of the weka corpus; 256K (~4 MB) keep the recent pieces.
+PASS_MEMO_TOKENS = 1 << 18
 CLOSE_S = 5.0  # the child ends within this once terminated (or is killed)
 STALL_S = 120.0  # the child hashed nothing for this long at the end: stopped or stuck; hash here
 
@@ -266,9 +305,8 @@ class TheoryPass:
         if self._proc.exitcode != 0:
             return None
         try:
-            with open(self.out, "rb") as f:
-                rows: dict[str, TheoryRow] = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError):
+            rows = load_rows(self.out)
+        except (OSError, pickle.UnpicklingError):
             return None
         finally:
             remove_quietly(self.out)
@@ -306,12 +344,54 @@ def _pass_child(
     with contextlib.suppress(OSError, AttributeError):  # Linux: a CPU-bound batch job
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     set_encode_memo_tokens(PASS_MEMO_TOKENS)
+    map_big_blocks()
+    drop_vocabulary_copy()
     sent = merged(logs, follow=complete.is_set)
-    rows = theoretical(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
+    rows = theory_rows(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
     part = out.with_name(out.name + ".part")
-    with open(part, "wb") as f:
-        pickle.dump(rows, f, protocol=pickle.HIGHEST_PROTOCOL)
+    write_rows(part, rows)
     os.replace(part, out)
+
+
+MMAP_THRESHOLD_BYTES = 64 << 10
+M_MMAP_THRESHOLD = -3  # <malloc.h>
+
+
+def map_big_blocks(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """Have glibc's malloc map every block of ``threshold`` bytes or more on its own, so it goes
+    back to the system when freed. By default the threshold rises to the largest block freed
+    (up to 32 MB), after which the pass's bodies and parsed prompts, hundreds of KB each, come
+    from the heaps, whose freed holes are kept: 35 MB more at 500 requests of a 64-lane replay.
+    Whether it took (glibc only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, threshold))
+    except (OSError, AttributeError):
+        return False
+
+
+ROWS_BATCH = 1024  # rows the child writes at a time
+
+
+def write_rows(path: Path, rows: Iterable[TheoryRow], batch: int = ROWS_BATCH) -> None:
+    """Write ``rows`` to ``path`` ``batch`` at a time, as they come: none is held to the end."""
+    with open(path, "wb") as f:
+        for some in itertools.batched(rows, batch):
+            pickle.dump(some, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_rows(path: Path) -> dict[str, TheoryRow]:
+    """The rows the child wrote to ``path``, by request id, in send order."""
+    rows: dict[str, TheoryRow] = {}
+    with open(path, "rb") as f:
+        while True:
+            try:
+                batch: tuple[TheoryRow, ...] = pickle.load(f)
+            except EOFError:
+                return rows
+            rows.update((r.request_id, r) for r in batch)
 
 
 def theoretical(
@@ -323,9 +403,24 @@ def theoretical(
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, TheoryRow]:
+    """What each request sent did to an unbounded prefix cache (:func:`theory_rows`), by request
+    id, in send order (the dict keeps it)."""
+    rows = theory_rows(sent, block_size, tokenizer, max_threads, workers=workers, progress=progress)
+    return {r.request_id: r for r in rows}
+
+
+def theory_rows(
+    sent: Iterable[SentBody],
+    block_size: int,
+    tokenizer: Tokenizer | None = None,
+    max_threads: int = 4096,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> Iterator[TheoryRow]:
     """What each request sent did to an unbounded prefix cache (its prompt tokens, hit tokens and
-    new blocks: :meth:`agentx.prefixcache.theory.HitRateMeter.row`), in send order (the dict
-    keeps it), counted by ``tokenizer`` (default: agentx's cl100k rendering).
+    new blocks: :meth:`agentx.prefixcache.theory.HitRateMeter.row`), in send order, counted by
+    ``tokenizer`` (default: agentx's cl100k rendering); a body that is not JSON has no row.
 
     With the default tokenizer bodies are hashed incrementally per thread
     (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique
@@ -343,38 +438,36 @@ def theoretical(
     prog = progress or Progress()
     prog.phase("theoretical hit rate", unit="requests")
     meter = HitRateMeter(block_size, max_threads=max_threads, tokenizer=tokenizer)
-    out: dict[str, TheoryRow] = {}
     n = workers if workers is not None else hash_workers(tokenizer)
     if n <= 1:
         for s in sent:
             hashed = _hash(meter.blocks.hasher, s)
-            if hashed is not None:
-                out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
             prog.advance()
-        return out
+            if hashed is not None:
+                yield meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
+        return
     hashers = [make_hasher(tokenizer, block_size, max_threads=max_threads) for _ in range(n)]
     pools = [ThreadPoolExecutor(1, thread_name_prefix="agentx-theory") for _ in range(n)]
     pending: deque[tuple[SentBody, Future[tuple[HashArray, int] | None]]] = deque()
 
-    def take() -> None:
+    def take() -> TheoryRow | None:
         s, future = pending.popleft()
         hashed = future.result()
-        if hashed is not None:
-            out[s.request_id] = meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
         prog.advance()
+        return None if hashed is None else meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
 
     try:
         for s in sent:
             k = zlib.crc32(s.thread.encode()) % n  # a thread's requests stay in order on one
             pending.append((s, pools[k].submit(_hash, hashers[k], s)))
-            if len(pending) >= HASH_AHEAD * n:
-                take()
+            if len(pending) >= HASH_AHEAD * n and (row := take()) is not None:
+                yield row
         while pending:
-            take()
+            if (row := take()) is not None:
+                yield row
     finally:
         for pool in pools:
             pool.shutdown(cancel_futures=True)
-    return out
 
 
 def theory_threads(lanes: int) -> int:
@@ -384,7 +477,7 @@ def theory_threads(lanes: int) -> int:
 
 
 MAX_HASH_WORKERS = 8
-HASH_AHEAD = 8  # bodies in flight per hashing thread: bounds the bodies held
+HASH_AHEAD = 2  # bodies in flight per hashing thread: bounds the bodies held
 
 
 def hash_workers(tokenizer: Tokenizer | None) -> int:

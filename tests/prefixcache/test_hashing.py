@@ -164,14 +164,18 @@ def test_powers_table_grows_consistently() -> None:
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 40), max_size=8), max_size=30), st.integers(0, 40))
 def test_block_set_is_a_set(batches: list[list[int]], probe: int) -> None:
-    blocks, ref = cache_mod.BlockSet(buffer=3), set()  # a tiny buffer: sorted levels and merges
+    # a tiny buffer and level cap: sorted levels, merges, and levels that stop growing
+    blocks, ref = cache_mod.BlockSet(buffer=3, max_level=12), set()
     for batch in batches:
         blocks.update(batch)
         ref.update(batch)
         assert len(blocks) == len(ref)
     assert all(h in blocks for h in ref)
     assert (probe in blocks) == (probe in ref)
-    assert len(blocks._levels) <= 1 + max(1, len(ref)).bit_length()  # merges keep levels few
+    levels = blocks._levels
+    assert all(np.all(x[1:] > x[:-1]) for x in levels)  # each sorted, no duplicate
+    capped = sum(x.size > 6 for x in levels)  # past half the cap: may stop merging
+    assert len(levels) <= capped + 1 + max(1, len(ref)).bit_length()  # merges keep levels few
 
 
 @settings(max_examples=50, deadline=None)
@@ -180,7 +184,7 @@ def test_block_set_is_a_set(batches: list[list[int]], probe: int) -> None:
 )
 def test_unbounded_cache_agrees_with_a_linear_scan(requests: list[tuple[list[int], int]]) -> None:
     cache, seen = UnboundedPrefixCache(4), set()
-    cache._seen = cache_mod.BlockSet(buffer=3)
+    cache._seen = cache_mod.BlockSet(buffer=3, max_level=12)
     hit_ref = 0
     for ids, n in requests:
         hashes = chain_ids(ids).tolist()

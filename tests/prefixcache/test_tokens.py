@@ -192,3 +192,15 @@ def test_pieces_from_a_cut_with_the_ids_before_it_are_the_whole_text() -> None:
     assert later == cuts[3:]
     head = enc.encode_ordinary(text[:c])
     assert head + [t for p in rest for t in p.tolist()] == enc.encode_ordinary(text)
+
+
+def test_the_vocabulary_s_python_copy_dropped_encodes_the_same() -> None:
+    text = "def f(x):\n    return x + 1  # héllo 😀 <|endoftext|>" * 20
+    enc = tokens.get_encoding()
+    want, ranks = enc.encode_ordinary(text), enc._mergeable_ranks
+    try:
+        tokens.drop_vocabulary_copy()
+        assert enc._mergeable_ranks == {} and len(ranks) > 100_000
+        assert enc.encode_ordinary(text) == want
+    finally:
+        enc._mergeable_ranks = ranks  # this process's other tests may pickle it

@@ -16,7 +16,17 @@ from agentx.prefixcache.cache import UnboundedPrefixCache
 from agentx.prefixcache.hashing import block_hashes
 from agentx.prefixcache.theory import TheoryRow
 from agentx.prefixcache.tokens import request_tokens
-from agentx.replay.theory import SentLog, TheoryPass, merged, read_log, theoretical
+from agentx.replay.theory import (
+    SentLog,
+    TheoryPass,
+    load_rows,
+    map_big_blocks,
+    merged,
+    read_log,
+    theoretical,
+    theory_rows,
+    write_rows,
+)
 
 
 def bodies(n: int) -> list[bytes]:
@@ -96,7 +106,7 @@ def test_the_spool_stores_deltas_and_reads_back_every_body(
         log.add(f"r{i}", Api.OPENAI_CHAT, i, thread, body, replica, last)
         sent.append((body, replica, last))
     log.close()
-    got = [(s.body, s.replica, s.last) for s in read_log(path, max_bytes=max_bytes)]
+    got = [(s.body, s.replica, s.last) for s in read_log(path)]
     assert got == sent
 
 
@@ -224,3 +234,18 @@ def test_a_pass_that_hashes_nothing_for_too_long_is_ended_and_the_caller_hashes(
         assert not stuck._proc.is_alive()
     finally:
         stuck.close()
+
+
+def test_rows_written_in_batches_read_back_whole_in_order(tmp_path: Path) -> None:
+    logs = _synthetic_logs(tmp_path)
+    want = theoretical(merged(logs), 16, workers=1)
+    write_rows(tmp_path / "rows", theory_rows(merged(logs), 16, workers=2), batch=7)
+    got = load_rows(tmp_path / "rows")
+    assert list(got) == list(want) and _figures(got) == _figures(want)
+    write_rows(tmp_path / "none", iter(()))
+    assert load_rows(tmp_path / "none") == {}
+
+
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="glibc's mallopt")
+def test_the_child_can_have_malloc_map_big_blocks() -> None:
+    assert map_big_blocks()
