@@ -107,6 +107,8 @@ def venv(dists: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> 
             dists[1],
         ],
         timeout=900,
+        # a PYTHONPATH into a checkout would show pip agentx as installed already
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     return venv
 
