@@ -21,16 +21,8 @@ from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
 from agentx.routing import Router, make_router, route_seed
 from agentx.routing.figures import RoutedRequest, routing_figures
 from agentx.simulate.options import SimulateOptions, default_capacities
-from agentx.simulate.replayed import (
-    LOADERS_KEPT,
-    LOADERS_PER_LANE,
-    EngineRun,
-    PromptSource,
-    RecordedSends,
-    Sends,
-    SimRecord,
-    run_engine,
-)
+from agentx.simulate.prompts import LOADERS_KEPT, LOADERS_PER_LANE, PromptSource
+from agentx.simulate.replayed import EngineRun, RecordedSends, Sends, SimRecord, run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan, build_plan
