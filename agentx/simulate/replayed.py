@@ -34,6 +34,7 @@ from agentx.core.record import RequestRecord
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.kvcache import KVCache
+from agentx.prefixcache.kvcache.cache import Counts
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter
 from agentx.routing import Router, RouteRequest
@@ -92,7 +93,7 @@ class EngineRun:
     named_blocks: int  # distinct blocks cached at the end (every one sent, when unbounded)
     refilled_blocks: int  # blocks computed again after their eviction
     kv_waits: int  # times a request waited for KV room
-    named_among_newest: npt.NDArray[np.int64] | None = None  # KVCache.named_among_newest
+    named_among_newest: Counts | None = None  # KVCache.named_among_newest
     replicas: int = 1  # engines the requests were routed over (their figures are summed)
     exact_from_blocks: int | None = None  # unbounded, one engine: ReachCache.exact_from_blocks
 
@@ -198,10 +199,14 @@ def run_engine(
     same figures as a ``KVCache`` of ``params.kv_tokens`` that never fills, without its LRU
     queue)."""
 
-    def cache() -> KVCache | None:
-        if not unbounded:
-            return None
-        return UnboundedKVCache(params.block_size) if router else ReachCache(params.block_size)
+    def cache() -> KVCache:
+        if unbounded:
+            return UnboundedKVCache(params.block_size) if router else ReachCache(params.block_size)
+        bounded = KVCache(
+            params.kv_tokens, params.block_size, params.offload_tokens, dense_ids=True
+        )
+        bounded.reserve(source.distinct_blocks)  # an earlier pass numbered them: no growing
+        return bounded
 
     engines = [
         _ReplicaState(ServingEngine(params, dense_ids=True, cache=cache()))
