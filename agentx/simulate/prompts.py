@@ -28,6 +28,22 @@ from agentx.workload.source import SessionLoader, TraceSource
 
 LOADERS_KEPT = 64  # sessions whose loader is kept (a session's sends come close together)
 LOADERS_PER_LANE = 2  # with lanes known: a lane's session and the next
+# threads whose chaining and numbering state is kept (LRU): a forgotten thread's next turn is
+# chained and numbered whole, with the same ids. Each holds its last prompt's ids and hashes
+# (~0.1 MB for a 100K-token prompt, with the row's ids it compares the next turn with), so with
+# lanes known only the threads of the sessions they are in are kept
+THREADS_KEPT = 512
+MIN_THREADS_KEPT = 64
+
+
+def threads_kept(lanes: int | None, most_threads: int) -> int:
+    """Threads to keep state for: every thread of a lane's session and of the next one, when
+    the lanes are known (``most_threads``: the most threads a session has)."""
+    if lanes is None:
+        return THREADS_KEPT
+    return min(THREADS_KEPT, max(MIN_THREADS_KEPT, LOADERS_PER_LANE * lanes * most_threads))
+
+
 SALT_NONCE = "000000000-"  # replay's is random per run; the marker is 12 hex digits either way
 
 Runs = npt.NDArray[np.int32]  # shape (2, runs): each run's first id, and its end in the prompt
@@ -95,6 +111,7 @@ class PromptSource:
         salt: bool = True,
         hash_block_size: int | None = None,
         loaders_kept: int = LOADERS_KEPT,
+        threads: int = THREADS_KEPT,
     ) -> None:
         self.build = build
         self.hasher = hasher
@@ -103,8 +120,8 @@ class PromptSource:
         self.hash_block_size = hash_block_size
         self.hashed_prompts = 0  # prompts taken from block ids
         self.synth = SynthCache()
-        self.numbers = Renumberer(first_id=1)  # id 0 is the cache's "no block"
-        self._chainer = IdChainer()
+        self.numbers = Renumberer(threads, first_id=1)  # id 0 is the cache's "no block"
+        self._chainer = IdChainer(threads)
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
         self._memo: dict[tuple[int, int, int, int, int | None], Prompt] = {}
         self._loaders: OrderedDict[int, SessionLoader] = OrderedDict()

@@ -36,7 +36,8 @@ class UnboundedKVCache(KVCache):
 
     def __init__(self, block_size: int) -> None:
         super().__init__(UNBOUNDED_TOKENS, block_size, dense_ids=True)
-        self._freed_at: Ids = np.full(1, -1, dtype=np.int64)  # last free-queue position
+        # last free-queue position: int32 until the positions outgrow it (4 bytes a block)
+        self._freed_at: Counts = np.full(1, -1, dtype=np.int32)
         self._tail = 0  # the next free-queue position
         self._unnamed_runs: list[tuple[int, int]] = []  # (first position, count)
 
@@ -109,6 +110,8 @@ class UnboundedKVCache(KVCache):
             now_free = ref[distinct] == 0
             freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
         n = int(freed.size)
+        if self._tail + n >= np.iinfo(self._freed_at.dtype).max:
+            self._freed_at = self._freed_at.astype(np.int64)
         self._freed_at[freed] = np.arange(self._tail, self._tail + n)
         self._tail += n
         self._named_free += n
