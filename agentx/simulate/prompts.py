@@ -2,8 +2,8 @@
 
 A prompt's ids are mostly a few runs of consecutive ids: :class:`Renumberer` gives the blocks a
 request appends the next ids in order, and a prefix shared with earlier requests was numbered
-the same way when it was first seen. So a memoised prompt keeps its runs (:func:`id_runs`: the
-first id and the end of each run) and the ids are rebuilt when it is sent (:func:`run_ids`): a
+the same way when it was first seen. So a memoised prompt keeps its runs
+(:func:`agentx.simulate.runs.id_runs`) and the ids are rebuilt when it is sent: a
 100K-token prompt is a few dozen bytes kept between passes, not 8 bytes a block (a 6e9-token
 corpus's memo held ~30M ids in its threads' buffers; its runs are ~0.2M).
 """
@@ -13,15 +13,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
 import orjson
 
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
 from agentx.prefixcache.theory import hash_only_blocks
+from agentx.simulate.runs import BlockIds, Runs, id_runs, run_ids
 from agentx.simulate.schedule import Send
-from agentx.simulate.workload import IdArray, Renumberer
+from agentx.simulate.workload import Renumberer
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
 from agentx.workload.source import SessionLoader, TraceSource
@@ -45,35 +44,6 @@ def threads_kept(lanes: int | None, most_threads: int) -> int:
 
 
 SALT_NONCE = "000000000-"  # replay's is random per run; the marker is 12 hex digits either way
-
-Runs = npt.NDArray[np.int32]  # shape (2, runs): each run's first id, and its end in the prompt
-BlockIds = npt.NDArray[np.int64]  # what the engines index their arrays with
-
-
-def id_runs(ids: IdArray) -> Runs:
-    """The runs of consecutive ids in ``ids`` (int32, below 2**31): row 0 each run's first id,
-    row 1 the position after its last one."""
-    n = int(ids.size)
-    if not n:
-        return np.zeros((2, 0), dtype=np.int32)
-    cut = np.flatnonzero(np.diff(ids) != 1) + 1
-    out = np.empty((2, cut.size + 1), dtype=np.int32)
-    out[0, 0] = ids[0]
-    out[0, 1:] = ids[cut]
-    out[1, :-1] = cut
-    out[1, -1] = n
-    return out
-
-
-def run_ids(runs: Runs) -> BlockIds:
-    """The ids :func:`id_runs` was given, as int64 (the engines' index type: no copy there)."""
-    if not runs.shape[1]:
-        return np.zeros(0, dtype=np.int64)
-    ends = runs[1].astype(np.int64)
-    lengths = np.diff(ends, prepend=0)
-    out = np.arange(int(ends[-1]), dtype=np.int64)  # position in the prompt
-    out += np.repeat(runs[0].astype(np.int64) - (ends - lengths), lengths)
-    return out
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -38,8 +38,9 @@ from agentx.prefixcache.kvcache.cache import Counts
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter
 from agentx.routing import Router, RouteRequest
-from agentx.simulate.prompts import BlockIds, Prompt, PromptSource
+from agentx.simulate.prompts import Prompt, PromptSource
 from agentx.simulate.reach import ReachCache
+from agentx.simulate.runs import BlockIds
 from agentx.simulate.schedule import Send
 from agentx.workload.plan import SessionPlan
 

@@ -8,8 +8,8 @@ Requests are ordered by ``start_wall_ns`` (ties keep the trace's order): a trace
 sessions (a Weka directory, whose sessions all start at t=0, or a capture of parallel agents)
 runs them concurrently, as a server would see them. Block hashes are renumbered densely
 (``0 .. unique_blocks-1``) so the engines can keep their state in flat arrays; the trace is
-streamed, each request renumbered as it is read (:class:`Renumberer`), and a request's ids
-share memory with the earlier requests of its thread that it extends.
+streamed, each request renumbered as it is read (:class:`Renumberer`) and kept as runs of
+consecutive ids (:mod:`agentx.simulate.runs`: a few bytes a turn, not 4 a block).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from agentx.core.models import Exchange
 from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
 from agentx.prefixcache.theory import ExchangeBlocks
+from agentx.simulate.runs import BlockIds, Runs, id_runs, run_blocks, run_ids
 
 IdArray = npt.NDArray[np.int32]  # dense block ids (2**31 distinct blocks: 137G tokens at 64)
 MAX_BLOCKS = 2**31 - 1
@@ -36,11 +37,20 @@ MAX_BLOCKS = 2**31 - 1
 class SimRequest:
     """One model call: its full prompt blocks and when it ran."""
 
-    blocks: IdArray  # dense ids of the full prompt blocks, in prompt order
+    runs: Runs  # dense ids of the full prompt blocks, in prompt order, as runs (id_runs)
     prompt_tokens: int
     output_tokens: int  # usage.completion_tokens; 0 when the trace does not say
     start_ns: int  # start_wall_ns
     duration_ns: int | None  # e2e (or the imported api_time); None when unknown
+
+    @property
+    def blocks(self) -> BlockIds:
+        """The dense ids, rebuilt from the runs (a new array each time)."""
+        return run_ids(self.runs)
+
+    @property
+    def block_count(self) -> int:
+        return run_blocks(self.runs)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -290,7 +300,7 @@ def build_workload(raw: Sequence[RawRequest], block_size: int) -> Workload:
     numbers = Renumberer()
     requests = [
         SimRequest(
-            blocks=numbers.ids(r.hashes, r.thread or r.session),
+            runs=id_runs(numbers.ids(r.hashes, r.thread or r.session)),
             prompt_tokens=r.prompt_tokens,
             output_tokens=r.output_tokens,
             start_ns=r.start_ns,
@@ -362,7 +372,7 @@ def load_workload(
         sessions.add(ex.session_id)
         requests.append(
             SimRequest(
-                blocks=numbers.ids(hashes, f"{ex.session_id}\x00{ex.thread_id}"),
+                runs=id_runs(numbers.ids(hashes, f"{ex.session_id}\x00{ex.thread_id}")),
                 prompt_tokens=n,
                 output_tokens=ex.usage.completion_tokens or 0,
                 start_ns=ex.timing.start_wall_ns,
@@ -412,7 +422,7 @@ def _hash_only_workload(
             sessions.add(row.session_id)
             requests.append(
                 SimRequest(
-                    blocks=numbers.ids(row.hashes, f"{row.session_id}\x00{row.thread_id}"),
+                    runs=id_runs(numbers.ids(row.hashes, f"{row.session_id}\x00{row.thread_id}")),
                     prompt_tokens=row.prompt_tokens,
                     output_tokens=row.completion_tokens or 0,
                     start_ns=row.start_wall_ns,

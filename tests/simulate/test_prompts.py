@@ -1,38 +1,13 @@
-"""A memoised prompt's runs of consecutive ids give back exactly the ids it was made from."""
+"""A memoised prompt keeps the ids its thread's renumbering gave it (as runs)."""
 
 from __future__ import annotations
 
-import numpy as np
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from agentx.simulate.prompts import Prompt, id_runs, run_ids
-from agentx.simulate.workload import MAX_BLOCKS, Renumberer
+from agentx.simulate.prompts import Prompt
+from agentx.simulate.runs import id_runs
+from agentx.simulate.workload import Renumberer
 from tests.simulate.test_workload import _chains, turns
-
-# runs of consecutive ids, anywhere in the int32 range (the largest ids included)
-runs_of_ids = st.lists(st.tuples(st.integers(0, MAX_BLOCKS), st.integers(1, 30)), max_size=20).map(
-    lambda runs: np.array(
-        [i for a, k in runs for i in range(a, min(a + k, MAX_BLOCKS + 1))], dtype=np.int32
-    )
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    runs_of_ids
-    | st.lists(st.integers(0, MAX_BLOCKS), max_size=40).map(lambda xs: np.array(xs, dtype=np.int32))
-)
-def test_runs_round_trip_any_ids(ids: np.ndarray) -> None:
-    ids = np.asarray(ids, dtype=np.int32).reshape(-1)
-    runs = id_runs(ids)
-    back = run_ids(runs)
-    assert back.dtype == np.int64
-    assert back.tolist() == ids.tolist()
-    # one run per break in consecutiveness: as few as the ids allow
-    assert runs.shape[1] == (
-        int(np.count_nonzero(np.diff(ids.astype(np.int64)) != 1)) + 1 if ids.size else 0
-    )
 
 
 @settings(max_examples=150, deadline=None)
