@@ -29,6 +29,10 @@ from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
 from agentx.prefixcache.theory import ExchangeBlocks
 from agentx.simulate.runs import BlockIds, Runs, id_runs, run_blocks, run_ids
 
+# levels are not merged past this many hashes: a merge holds both levels and the merged one
+# at once (~24 bytes a block), which at 14M blocks was the first pass's peak; a few more
+# levels cost a few more binary searches a request
+LARGEST_MERGE = 1 << 22
 IdArray = npt.NDArray[np.int32]  # dense block ids (2**31 distinct blocks: 137G tokens at 64)
 MAX_BLOCKS = 2**31 - 1
 
@@ -147,8 +151,11 @@ class DenseIds:
     take the next ids without a lookup. (Searching every level for every new hash was most of
     the cost: cache misses in levels of millions.)"""
 
-    def __init__(self, buffer: int = 1 << 16, first_id: int = 0) -> None:
+    def __init__(
+        self, buffer: int = 1 << 16, first_id: int = 0, *, largest_merge: int = LARGEST_MERGE
+    ) -> None:
         self._buffer_size = buffer
+        self._largest_merge = largest_merge
         self._first = first_id
         self._recent: dict[int, int] = {}
         self._levels: list[tuple[HashArray, IdArray]] = []
@@ -219,7 +226,12 @@ class DenseIds:
         order = np.argsort(keys)
         self._levels.append((keys[order], vals[order]))
         self._recent.clear()
-        while len(self._levels) > 1 and self._levels[-2][0].size <= 2 * self._levels[-1][0].size:
+        levels = self._levels
+        while (
+            len(levels) > 1
+            and levels[-2][0].size <= 2 * levels[-1][0].size
+            and levels[-2][0].size + levels[-1][0].size <= self._largest_merge
+        ):
             newer = self._levels.pop()
             self._levels.append(_merged(self._levels.pop(), newer))
 
