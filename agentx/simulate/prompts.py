@@ -18,9 +18,9 @@ import orjson
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
 from agentx.prefixcache.theory import hash_only_blocks
+from agentx.simulate.dense import Renumberer
 from agentx.simulate.runs import BlockIds, Runs, id_runs, run_ids
 from agentx.simulate.schedule import Send
-from agentx.simulate.workload import Renumberer
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
 from agentx.workload.source import SessionLoader, TraceSource
@@ -60,7 +60,7 @@ class Prompt:
 
 class PromptSource:
     """The prompt of each send, built as replay builds it, hashed with one tokenizer, its
-    blocks renumbered densely (:class:`agentx.simulate.workload.Renumberer`: ids shared along
+    blocks renumbered densely (:class:`agentx.simulate.dense.Renumberer`: ids shared along
     a thread). Memoised by (tree instance, session, thread, turn, answer length), as runs, so
     every pass after the first (one per capacity) reads, builds and hashes nothing: the
     engines name blocks by these ids (``KVCache(dense_ids=True)``) and never look a hash up.

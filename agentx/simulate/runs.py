@@ -1,10 +1,11 @@
 """Runs of consecutive dense block ids: how a request's ids are kept between uses.
 
-The renumbering (:class:`agentx.simulate.workload.Renumberer`) gives the blocks a request appends the next ids in
-order, and a prefix shared with earlier requests was numbered the same way when it was first
-seen, so a request's ids are a few runs (a few per turn of its thread, not one per block): the
-first id and the end of each run are all that is kept (~0.2M runs for the 95M block ids of a
-6e9-token corpus's requests), and the ids are rebuilt where they are used.
+The renumbering (:class:`agentx.simulate.dense.Renumberer`) gives the blocks a request
+appends the next ids in order, and a prefix shared with earlier requests was numbered the same
+way when it was first seen, so a request's ids are a few runs (a few per turn of its thread,
+not one per block): the first id and the end of each run are all that is kept (~0.2M runs for
+the 95M block ids of a 6e9-token corpus's requests), and the ids are rebuilt where they are
+used.
 """
 
 from __future__ import annotations

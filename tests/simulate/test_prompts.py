@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
+from agentx.simulate.dense import Renumberer
 from agentx.simulate.prompts import Prompt
 from agentx.simulate.runs import id_runs
-from agentx.simulate.workload import Renumberer
-from tests.simulate.test_workload import _chains, turns
+from tests.simulate.test_dense import _chains, turns
 
 
 @settings(max_examples=150, deadline=None)

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentx.simulate.dense import MAX_BLOCKS
 from agentx.simulate.runs import id_runs, run_blocks, run_ids
-from agentx.simulate.workload import MAX_BLOCKS
 
 # runs of consecutive ids, anywhere in the int32 range (the largest ids included)
 runs_of_ids = st.lists(st.tuples(st.integers(0, MAX_BLOCKS), st.integers(1, 30)), max_size=20).map(

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.prefixcache.hashing import chain_ids
-from agentx.simulate.workload import DenseIds, Renumberer
+from agentx.simulate.dense import DenseIds, Renumberer
 
 # (thread, fork from: thread or None, blocks appended): a turn extends its thread's ids
 turns = st.lists(
