@@ -21,16 +21,8 @@ from agentx.results.simulate import KvFrom, Point, ReplaySimulation, RunFigures
 from agentx.routing import Router, make_router, route_seed
 from agentx.routing.figures import RoutedRequest, routing_figures
 from agentx.simulate.options import SimulateOptions, default_capacities
-from agentx.simulate.replayed import (
-    LOADERS_KEPT,
-    LOADERS_PER_LANE,
-    EngineRun,
-    PromptSource,
-    RecordedSends,
-    Sends,
-    SimRecord,
-    run_engine,
-)
+from agentx.simulate.prompts import LOADERS_KEPT, LOADERS_PER_LANE, PromptSource, threads_kept
+from agentx.simulate.replayed import EngineRun, RecordedSends, Sends, SimRecord, run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import ReplayPlan, build_plan
@@ -130,6 +122,12 @@ def _hash_block_size(plan: ReplayPlan) -> int | None:
     return None
 
 
+def _most_threads(plan: ReplayPlan) -> int:
+    """The most threads a session of the plan has."""
+    sessions = (plan.sessions.plan(i) for i in range(len(plan.sessions)))
+    return max((len(s.threads) for s in sessions if s is not None), default=1)
+
+
 def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> ReplaySimulation:
     """The ``agentx.simulate/1`` object of the replay timeline (or of ``--from-results``).
     ``progress`` counts the requests of each pass (one per capacity)."""
@@ -176,6 +174,7 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         salt=salt,
         hash_block_size=bs if hash_level else None,
         loaders_kept=LOADERS_KEPT if lanes is None else LOADERS_PER_LANE * lanes + 2,
+        threads=threads_kept(lanes, _most_threads(plan)),
     )
 
     def sends() -> Sends:

@@ -23,34 +23,26 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 
-from agentx.core.models import Exchange, ExchangeMeta
 from agentx.core.record import RequestRecord
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
-from agentx.prefixcache.hashing import Hasher, IdChainer, salted
 from agentx.prefixcache.kvcache import KVCache
+from agentx.prefixcache.kvcache.cache import Counts
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
-from agentx.prefixcache.theory import HitRateMeter, hash_only_blocks
+from agentx.prefixcache.theory import HitRateMeter
 from agentx.routing import Router, RouteRequest
+from agentx.simulate.prompts import Prompt, PromptSource
 from agentx.simulate.reach import ReachCache
+from agentx.simulate.runs import BlockIds
 from agentx.simulate.schedule import Send
-from agentx.simulate.workload import IdArray, Renumberer
-from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
-from agentx.workload.source import SessionLoader, TraceSource
-
-LOADERS_KEPT = 64  # sessions whose loader is kept (a session's sends come close together)
-LOADERS_PER_LANE = 2  # with lanes known: a lane's session and the next
-SALT_NONCE = "000000000-"  # replay's is random per run; the marker is 12 hex digits either way
 
 
 class Sends(Protocol):
@@ -60,101 +52,6 @@ class Sends(Protocol):
     def next_due_s(self) -> float | None: ...
     def poll(self, now: float) -> list[Send]: ...
     def complete(self, send: Send, now: float) -> None: ...
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Prompt:
-    blocks: IdArray  # dense ids (1, 2, ...) of the chained block hashes, one per distinct block
-    prompt_tokens: int
-    output_tokens: int
-
-
-class PromptSource:
-    """The prompt of each send, built as replay builds it, hashed with one tokenizer, its
-    blocks renumbered densely (:class:`agentx.simulate.workload.Renumberer`: ids shared along
-    a thread). Memoised by (tree instance, session, thread, turn, answer length), so every pass
-    after the first (one per capacity) reads, builds and hashes nothing: the engines name
-    blocks by these ids (``KVCache(dense_ids=True)``) and never look a hash up. Rows are read
-    from ``trace`` as replay's lanes read them (a few sessions' loaders kept).
-
-    With ``hash_block_size``, a hash-only row (Weka, Mooncake) is not built as text: its
-    prompt is its own block ids at that block size (a multiple of the row's), salted per tree
-    instance as replay's marker salts the text, and its token count is the trace's. Replay's
-    synthetic text gives equal ids equal text, so this is the prefix structure a server sees,
-    without building and tokenising ~100K-token bodies."""
-
-    def __init__(
-        self,
-        build: BuildConfig,
-        hasher: Hasher,
-        trace: TraceSource,
-        *,
-        salt: bool = True,
-        hash_block_size: int | None = None,
-        loaders_kept: int = LOADERS_KEPT,
-    ) -> None:
-        self.build = build
-        self.hasher = hasher
-        self.trace = trace
-        self.salt = salt
-        self.hash_block_size = hash_block_size
-        self.hashed_prompts = 0  # prompts taken from block ids
-        self.synth = SynthCache()
-        self.numbers = Renumberer(first_id=1)  # id 0 is the cache's "no block"
-        self._chainer = IdChainer()
-        self._builders: dict[tuple[int, int], ThreadBuilder] = {}
-        self._memo: dict[tuple[int, int, int, int, int | None], Prompt] = {}
-        self._loaders: OrderedDict[int, SessionLoader] = OrderedDict()
-        # a loader holds its session's rows decoded (their block ids as tuples): the lanes'
-        # sessions are enough, since each row is read once (memoised), not once per pass
-        self._loaders_kept = loaders_kept
-
-    @property
-    def distinct_blocks(self) -> int:
-        """Distinct blocks named so far: the largest id."""
-        return self.numbers.index.size
-
-    def _exchange(self, session: SessionPlan, meta: ExchangeMeta) -> Exchange:
-        loader = self._loaders.get(session.index)
-        if loader is None:
-            loader = self._loaders[session.index] = self.trace.load_session(session.source)
-            while len(self._loaders) > self._loaders_kept:
-                self._loaders.popitem(last=False)
-        else:
-            self._loaders.move_to_end(session.index)
-        return loader.exchange(meta)
-
-    def prompt(self, send: Send) -> Prompt:
-        key = (send.instance, send.session.index, send.thread, send.turn, send.max_tokens)
-        got = self._memo.get(key)
-        if got is None:
-            got = self._memo[key] = self._make(send)
-        return got
-
-    def _make(self, send: Send) -> Prompt:
-        th = send.session.threads[send.thread]
-        meta = th.turns[send.turn].meta
-        thread = f"{send.instance}\x1f{send.session.index}\x1f{send.thread}"
-        if self.hash_block_size is not None and meta.hash_only:
-            ex = self._exchange(send.session, meta)
-            # chained per (session copy, thread): a turn chains only the ids it appended
-            chained, n, _ = hash_only_blocks(ex, self.hash_block_size, self._chainer)
-            hashes = salted(chained, send.instance) if self.salt else chained
-            self.hashed_prompts += 1
-            out = max_tokens_of(ex) if send.max_tokens is None else send.max_tokens
-            return Prompt(self.numbers.ids(hashes, thread), n, out)
-        builder = self._builders.get((send.instance, send.thread))
-        if builder is None:
-            builder = self._builders[(send.instance, send.thread)] = ThreadBuilder(
-                self.build, th.turns[0].meta.api, self.synth
-            )
-        salt = marker_salt(SALT_NONCE, send.instance) if self.salt else None
-        ex = self._exchange(send.session, meta)
-        built = builder.build(ex, salt, max_tokens=send.max_tokens)
-        hashed, n = self.hasher.hash_request(
-            built.api, orjson.loads(built.body), f"{send.session_id}\x1f{th.thread_id}"
-        )
-        return Prompt(self.numbers.ids(hashed, thread), n, built.max_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +94,7 @@ class EngineRun:
     named_blocks: int  # distinct blocks cached at the end (every one sent, when unbounded)
     refilled_blocks: int  # blocks computed again after their eviction
     kv_waits: int  # times a request waited for KV room
-    named_among_newest: npt.NDArray[np.int64] | None = None  # KVCache.named_among_newest
+    named_among_newest: Counts | None = None  # KVCache.named_among_newest
     replicas: int = 1  # engines the requests were routed over (their figures are summed)
     exact_from_blocks: int | None = None  # unbounded, one engine: ReachCache.exact_from_blocks
 
@@ -227,7 +124,7 @@ class SeenIds:
         self.block_size = block_size
         self._seen: npt.NDArray[np.bool_] = np.zeros(1 << 16, dtype=bool)
 
-    def observe(self, ids: IdArray, prompt_tokens: int) -> int:
+    def observe(self, ids: BlockIds, prompt_tokens: int) -> int:
         """The request's hit tokens; then its blocks are cached."""
         if not ids.size:
             return 0
@@ -303,10 +200,14 @@ def run_engine(
     same figures as a ``KVCache`` of ``params.kv_tokens`` that never fills, without its LRU
     queue)."""
 
-    def cache() -> KVCache | None:
-        if not unbounded:
-            return None
-        return UnboundedKVCache(params.block_size) if router else ReachCache(params.block_size)
+    def cache() -> KVCache:
+        if unbounded:
+            return UnboundedKVCache(params.block_size) if router else ReachCache(params.block_size)
+        bounded = KVCache(
+            params.kv_tokens, params.block_size, params.offload_tokens, dense_ids=True
+        )
+        bounded.reserve(source.distinct_blocks)  # an earlier pass numbered them: no growing
+        return bounded
 
     engines = [
         _ReplicaState(ServingEngine(params, dense_ids=True, cache=cache()))
@@ -371,19 +272,18 @@ def run_engine(
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
+                blocks = prompt.blocks  # rebuilt from its runs once per send
                 if router is None or meter is None:
-                    hit = 0 if seen is None else seen.observe(prompt.blocks, prompt.prompt_tokens)
+                    hit = 0 if seen is None else seen.observe(blocks, prompt.prompt_tokens)
                     live = _Live(send, prompt, hit)
                 else:
-                    names = prompt.blocks.astype(np.uint64)
+                    names = blocks.astype(np.uint64)
                     route = RouteRequest(send.session_id, prompt.prompt_tokens, names)
                     replica = router.route_one(route)
                     shared, own = meter.observe_routed(names, prompt.prompt_tokens, replica)
                     live = _Live(send, prompt, shared.hit_tokens, replica, own.hit_tokens, route)
                 rep = engines[live.replica]
-                ticket = rep.engine.submit(
-                    prompt.blocks, prompt.prompt_tokens, prompt.output_tokens, now
-                )
+                ticket = rep.engine.submit(blocks, prompt.prompt_tokens, prompt.output_tokens, now)
                 pending[id(ticket)] = live
                 admit(rep, now)
             peak_waiting = max(peak_waiting, sum(rep.engine.waiting for rep in engines))

@@ -59,7 +59,7 @@ def schedule(workload: Workload, *, pin: bool) -> Iterator[tuple[bool, int]]:
 def anonymous_blocks(r: SimRequest, block_size: int, reserve_output: bool) -> int:
     """Blocks a running request holds beyond its full prompt blocks (partial block, output)."""
     tokens = r.prompt_tokens + (r.output_tokens if reserve_output else 0)
-    return max(0, -(-tokens // block_size) - int(r.blocks.size))
+    return max(0, -(-tokens // block_size) - r.block_count)
 
 
 class Fenwick:
@@ -172,9 +172,9 @@ def queue_slots(workload: Workload, anon: Sequence[int]) -> int:
     next positions, but at most every distinct block and every unnamed entry ever freed are
     live at once, so twice that (and room for the largest release) is enough, renumbering the
     live entries when the positions run out; never more than one per entry ever released."""
-    total = sum(int(r.blocks.size) for r in workload.requests) + sum(anon)
+    total = sum(r.block_count for r in workload.requests) + sum(anon)
     largest = max(
-        (int(r.blocks.size) + a for r, a in zip(workload.requests, anon, strict=True)), default=0
+        (r.block_count + a for r, a in zip(workload.requests, anon, strict=True)), default=0
     )
     return min(total, 2 * (workload.unique_blocks + sum(anon)) + largest)
 
@@ -271,9 +271,10 @@ def stack_simulate(
     queued = 0  # entries in the free queue (named and anonymous)
     pinned = 0
     peak = 0
+    held: dict[int, npt.NDArray[np.int64]] = {}  # running requests' ids, rebuilt once
     for starts, i in schedule(workload, pin=pin):
         r = reqs[i]
-        ids = r.blocks
+        ids = held.pop(i) if not starts else r.blocks
         if not starts:  # release: unnamed blocks first (the deepest), then the tail, the head
             rc = refcount[ids] - 1
             refcount[ids] = rc
@@ -323,6 +324,7 @@ def stack_simulate(
             pinned += int(np.count_nonzero(rc == 0))
         pinned += anon[i]
         peak = max(peak, pinned)
+        held[i] = ids
     return StackResult(
         capacities_blocks=tuple(caps.tolist()),
         gpu_hit_blocks=tuple(gpu.tolist()),

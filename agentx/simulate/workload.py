@@ -8,8 +8,8 @@ Requests are ordered by ``start_wall_ns`` (ties keep the trace's order): a trace
 sessions (a Weka directory, whose sessions all start at t=0, or a capture of parallel agents)
 runs them concurrently, as a server would see them. Block hashes are renumbered densely
 (``0 .. unique_blocks-1``) so the engines can keep their state in flat arrays; the trace is
-streamed, each request renumbered as it is read (:class:`Renumberer`), and a request's ids
-share memory with the earlier requests of its thread that it extends.
+streamed, each request renumbered as it is read (:class:`Renumberer`) and kept as runs of
+consecutive ids (:mod:`agentx.simulate.runs`: a few bytes a turn, not 4 a block).
 """
 
 from __future__ import annotations
@@ -19,28 +19,33 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
 from agentx.core.errors import AgentxError, UsageError
 from agentx.core.models import Exchange
 from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE, HashArray
 from agentx.prefixcache.theory import ExchangeBlocks
-
-IdArray = npt.NDArray[np.int32]  # dense block ids (2**31 distinct blocks: 137G tokens at 64)
-MAX_BLOCKS = 2**31 - 1
+from agentx.simulate.dense import Renumberer
+from agentx.simulate.runs import BlockIds, Runs, id_runs, run_blocks, run_ids
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SimRequest:
     """One model call: its full prompt blocks and when it ran."""
 
-    blocks: IdArray  # dense ids of the full prompt blocks, in prompt order
+    runs: Runs  # dense ids of the full prompt blocks, in prompt order, as runs (id_runs)
     prompt_tokens: int
     output_tokens: int  # usage.completion_tokens; 0 when the trace does not say
     start_ns: int  # start_wall_ns
     duration_ns: int | None  # e2e (or the imported api_time); None when unknown
+
+    @property
+    def blocks(self) -> BlockIds:
+        """The dense ids, rebuilt from the runs (a new array each time)."""
+        return run_ids(self.runs)
+
+    @property
+    def block_count(self) -> int:
+        return run_blocks(self.runs)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -125,156 +130,13 @@ def raw_requests(
     return out, (sizes.pop() if sizes else text_bs)
 
 
-class DenseIds:
-    """64-bit chained block hashes -> dense ids ``first_id, first_id + 1, ...`` in order of
-    first appearance, at ~16 bytes per distinct block (a dict costs ~100): recent hashes in a
-    dict, older ones in sorted numpy levels merged like an LSM tree (O(log n) levels, vectorised
-    lookups).
-
-    Each call is a chain (or a chain's tail) whose hashes every earlier call named with their
-    whole prefix (as :class:`Renumberer` calls it): a chained hash names its prefix, so the
-    hashes already named are a leading run, found by binary search, and the rest are new and
-    take the next ids without a lookup. (Searching every level for every new hash was most of
-    the cost: cache misses in levels of millions.)"""
-
-    def __init__(self, buffer: int = 1 << 18, first_id: int = 0) -> None:
-        self._buffer_size = buffer
-        self._first = first_id
-        self._recent: dict[int, int] = {}
-        self._levels: list[tuple[HashArray, IdArray]] = []
-        self.size = 0
-
-    def _named(self, h: int) -> bool:
-        if h in self._recent:
-            return True
-        key = np.uint64(h)
-        for keys, _ in self._levels:
-            i = int(np.searchsorted(keys, key))
-            if i < keys.size and keys[i] == key:
-                return True
-        return False
-
-    def _known(self, hashes: HashArray) -> int:
-        """How many leading hashes are named already."""
-        n = int(hashes.size)
-        if not n or not self._named(int(hashes[0])):
-            return 0
-        if self._named(int(hashes[n - 1])):
-            return n
-        lo, hi = 1, n - 1  # hashes[lo - 1] named, hashes[hi] not
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._named(int(hashes[mid])):
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    def _lookup(self, hashes: HashArray) -> IdArray:
-        """The ids of hashes all named already."""
-        out = np.full(hashes.size, -1, dtype=np.int32)
-        for keys, vals in self._levels:
-            i = np.minimum(np.searchsorted(keys, hashes), keys.size - 1)
-            found = keys[i] == hashes
-            out[found] = vals[i[found]]
-        missing = np.flatnonzero(out < 0)
-        if missing.size:
-            out[missing] = list(map(self._recent.__getitem__, hashes[missing].tolist()))
-        return out
-
-    def ids(self, hashes: HashArray) -> IdArray:
-        known = self._known(hashes)
-        out = np.empty(hashes.size, dtype=np.int32)
-        if known:
-            out[:known] = self._lookup(hashes[:known])
-        new = int(hashes.size) - known
-        if new:
-            start = self._first + self.size
-            if start + new - 1 > MAX_BLOCKS:
-                raise UsageError(
-                    f"more than {MAX_BLOCKS:,} distinct blocks: use a larger --block-size"
-                )
-            out[known:] = np.arange(start, start + new, dtype=np.int32)
-            self._recent.update(
-                zip(hashes[known:].tolist(), range(start, start + new), strict=True)
-            )
-            self.size += new
-            if len(self._recent) >= self._buffer_size:
-                self._flush()
-        return out
-
-    def _flush(self) -> None:
-        keys = np.fromiter(self._recent.keys(), dtype=np.uint64, count=len(self._recent))
-        vals = np.fromiter(self._recent.values(), dtype=np.int32, count=len(self._recent))
-        order = np.argsort(keys)
-        self._levels.append((keys[order], vals[order]))
-        self._recent.clear()
-        while len(self._levels) > 1 and self._levels[-2][0].size <= 2 * self._levels[-1][0].size:
-            k2, v2 = self._levels.pop()
-            k1, v1 = self._levels.pop()
-            keys, vals = np.concatenate((k1, k2)), np.concatenate((v1, v2))
-            order = np.argsort(keys, kind="stable")
-            self._levels.append((keys[order], vals[order]))
-
-
-class _ThreadIds:
-    """A thread's last hashes and the buffer its requests' id arrays are views of."""
-
-    __slots__ = ("hashes", "ids", "n")
-
-    def __init__(self) -> None:
-        self.hashes: HashArray = np.zeros(0, dtype=np.uint64)
-        self.ids: IdArray = np.zeros(0, dtype=np.int32)
-        self.n = 0
-
-
-class Renumberer:
-    """Dense block ids for a stream of requests, shared where requests share a prefix.
-
-    A chained hash names its whole prefix, so the part a request shares with the previous
-    request of its thread is found with one vectorised comparison and keeps that request's ids;
-    only the rest goes through :class:`DenseIds`. The id array of a request that extends its
-    predecessor is a *view* of the same buffer (a thread of 100 growing turns holds its ids
-    about once, not 100 times); a request that cuts back starts a new buffer. The last hashes
-    of at most ``max_threads`` threads are remembered (LRU): a forgotten thread's next request
-    is renumbered whole, with the same ids.
-    """
-
-    def __init__(self, max_threads: int = 512, *, first_id: int = 0) -> None:
-        self.index = DenseIds(first_id=first_id)
-        self._threads: dict[str, _ThreadIds] = {}
-        self._max_threads = max_threads
-
-    def ids(self, hashes: HashArray, thread: str) -> IdArray:
-        st = self._threads.pop(thread, None) or _ThreadIds()
-        self._threads[thread] = st  # most recent last
-        if len(self._threads) > self._max_threads:
-            del self._threads[next(iter(self._threads))]
-        n, prev = int(hashes.size), st.n
-        m = min(prev, n)
-        differ = np.flatnonzero(st.hashes[:m] != hashes[:m])
-        k = int(differ[0]) if differ.size else m
-        if k < prev or n > st.ids.size:  # cut back, or no room: a new buffer
-            buf = np.empty(max(n, 2 * st.ids.size if k == prev else n), dtype=np.int32)
-            buf[:k] = st.ids[:k]
-            st.ids = buf
-        st.ids[k:n] = self.index.ids(hashes[k:])
-        if n > st.hashes.size:
-            grown = np.empty(max(n, 2 * st.hashes.size), dtype=np.uint64)
-            grown[:k] = st.hashes[:k]
-            st.hashes = grown
-        st.hashes[k:n] = hashes[k:]
-        st.n = n
-        return st.ids[:n]
-
-
 def build_workload(raw: Sequence[RawRequest], block_size: int) -> Workload:
     """Order by start time (stable) and renumber the block hashes densely (:class:`Renumberer`)."""
     reqs = sorted(raw, key=lambda r: r.start_ns)
     numbers = Renumberer()
     requests = [
         SimRequest(
-            blocks=numbers.ids(r.hashes, r.thread or r.session),
+            runs=id_runs(numbers.ids(r.hashes, r.thread or r.session)),
             prompt_tokens=r.prompt_tokens,
             output_tokens=r.output_tokens,
             start_ns=r.start_ns,
@@ -346,7 +208,7 @@ def load_workload(
         sessions.add(ex.session_id)
         requests.append(
             SimRequest(
-                blocks=numbers.ids(hashes, f"{ex.session_id}\x00{ex.thread_id}"),
+                runs=id_runs(numbers.ids(hashes, f"{ex.session_id}\x00{ex.thread_id}")),
                 prompt_tokens=n,
                 output_tokens=ex.usage.completion_tokens or 0,
                 start_ns=ex.timing.start_wall_ns,
@@ -396,7 +258,7 @@ def _hash_only_workload(
             sessions.add(row.session_id)
             requests.append(
                 SimRequest(
-                    blocks=numbers.ids(row.hashes, f"{row.session_id}\x00{row.thread_id}"),
+                    runs=id_runs(numbers.ids(row.hashes, f"{row.session_id}\x00{row.thread_id}")),
                     prompt_tokens=row.prompt_tokens,
                     output_tokens=row.completion_tokens or 0,
                     start_ns=row.start_wall_ns,

@@ -21,7 +21,8 @@ from agentx.replay import ReplayOptions, run_replay
 from agentx.schedule import ScheduleOptions
 from agentx.serve_sim import SimConfig, SimServer
 from agentx.simulate import SimulateOptions, run_simulate
-from agentx.simulate.replayed import PromptSource, SeenIds, run_engine
+from agentx.simulate.prompts import PromptSource
+from agentx.simulate.replayed import SeenIds, run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import build_plan

@@ -18,7 +18,8 @@ from agentx.results.simulate import ReplaySimulation
 from agentx.routing import Route, make_router
 from agentx.schedule import ScheduleOptions
 from agentx.simulate import SimulateOptions, run_simulate
-from agentx.simulate.replayed import PromptSource, run_engine
+from agentx.simulate.prompts import PromptSource
+from agentx.simulate.replayed import run_engine
 from agentx.simulate.schedule import SharedSchedule
 from agentx.workload.build import BuildConfig
 from agentx.workload.plan import build_plan

@@ -18,6 +18,7 @@ and no pass looks a hash up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +30,15 @@ from agentx.prefixcache.kvcache.table import BlockTable, Keys
 
 Hashes = npt.ArrayLike  # a request's full-block hashes: a uint64 array or a list of ints
 Small = npt.NDArray[np.int32]  # per-block counts (refcounts, indices within a request)
+Counts = npt.NDArray[np.signedinteger[Any]]  # int32 where the counts fit, else int64
 EVICTED = -1  # ref of a block cached once, not now
 NEVER = -2  # ref of an id never cached: its first allocation is no refill
+
+
+def grown_size(size: int, needed: int) -> int:
+    """A per-block array's next size: a quarter more (ids arrive a request at a time, and
+    doubling left up to half of every array unused, three arrays of ~14M entries at 4x)."""
+    return max(needed, size + size // 4 + 1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -200,11 +208,16 @@ class KVCache:
 
     # -- allocation ------------------------------------------------------------------------
 
-    def _grow(self, largest_id: int) -> None:
+    def reserve(self, largest_id: int) -> None:
+        """Size the per-block arrays for ids up to ``largest_id`` at once (a caller that knows
+        how many distinct blocks are coming: no growing, no slack)."""
+        self._grow(largest_id, exact=True)
+
+    def _grow(self, largest_id: int, *, exact: bool = False) -> None:
         n = largest_id + 1
         if n <= self._ref.size:
             return
-        size = max(n, 2 * self._ref.size)
+        size = n if exact else grown_size(self._ref.size, n)
         names = ["_ref", "_free_pos", "_stamp"]
         if self.offload_capacity_blocks:  # without a tier, its array stays one slot
             names.append("_offload_pos")
@@ -318,7 +331,7 @@ class KVCache:
         self._free.push(freed, self._free_pos)
         self._make_room(0)
 
-    def named_among_newest(self) -> npt.NDArray[np.int64]:
+    def named_among_newest(self) -> Counts:
         """``out[k]``: how many of the ``k`` most recently freed entries of the free queue are
         named blocks (``k`` = 0 .. all free entries). What a smaller cache that saw the same
         events without refilling anything would still hold, when it holds ``k`` blocks."""

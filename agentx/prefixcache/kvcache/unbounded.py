@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentx.prefixcache.kvcache.cache import NEVER, Allocation, Hashes, KVCache
+from agentx.prefixcache.kvcache.cache import (
+    NEVER,
+    Allocation,
+    Counts,
+    Hashes,
+    KVCache,
+    grown_size,
+)
 from agentx.prefixcache.kvcache.queue import Ids
 
 UNBOUNDED_TOKENS = 1 << 60
@@ -29,15 +36,16 @@ class UnboundedKVCache(KVCache):
 
     def __init__(self, block_size: int) -> None:
         super().__init__(UNBOUNDED_TOKENS, block_size, dense_ids=True)
-        self._freed_at: Ids = np.full(1, -1, dtype=np.int64)  # last free-queue position
+        # last free-queue position: int32 until the positions outgrow it (4 bytes a block)
+        self._freed_at: Counts = np.full(1, -1, dtype=np.int32)
         self._tail = 0  # the next free-queue position
         self._unnamed_runs: list[tuple[int, int]] = []  # (first position, count)
 
-    def _grow(self, largest_id: int) -> None:
+    def _grow(self, largest_id: int, *, exact: bool = False) -> None:
         n = largest_id + 1
         if n <= self._ref.size:
             return
-        size = max(n, 2 * self._ref.size)
+        size = n if exact else grown_size(self._ref.size, n)
         for name, fill in (("_ref", NEVER), ("_stamp", -1), ("_freed_at", -1)):
             old = getattr(self, name)
             new = np.full(size, fill, dtype=old.dtype)
@@ -102,26 +110,33 @@ class UnboundedKVCache(KVCache):
             now_free = ref[distinct] == 0
             freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
         n = int(freed.size)
+        if self._tail + n >= np.iinfo(self._freed_at.dtype).max:
+            self._freed_at = self._freed_at.astype(np.int64)
         self._freed_at[freed] = np.arange(self._tail, self._tail + n)
         self._tail += n
         self._named_free += n
         return freed
 
-    def named_among_newest(self) -> Ids:
+    def named_among_newest(self) -> Counts:
         # each named entry's rank, newest first: the named entries freed after it plus the
-        # unnamed ones (never removed: their runs are in order); no merged copy of the queue
-        named = self._freed_at[self._ref == 0]
+        # unnamed ones (never removed: their runs are in order); no merged copy of the queue.
+        # int32 when the positions fit: this is the unbounded pass's last peak, and is kept.
+        total = self._named_free + sum(k for _, k in self._unnamed_runs)
+        small = max(self._tail, total + 1) < np.iinfo(np.int32).max
+        dtype = np.int32 if small else np.int64
+        named = self._freed_at[self._ref == 0].astype(dtype)
         named[::-1].sort()  # newest first
         unnamed = np.concatenate(
-            [np.arange(a, a + k, dtype=np.int64) for a, k in self._unnamed_runs] or [named[:0]]
+            [np.arange(a, a + k, dtype=dtype) for a, k in self._unnamed_runs] or [named[:0]]
         )
-        total = int(named.size + unnamed.size)
-        rank = np.searchsorted(unnamed, named, side="right")
+        assert total == int(named.size + unnamed.size)
+        rank = np.searchsorted(unnamed, named, side="right").astype(dtype, copy=False)
         np.subtract(unnamed.size, rank, out=rank)  # unnamed entries newer than each
-        rank += np.arange(named.size)
+        rank += np.arange(named.size, dtype=dtype)
         is_named = np.zeros(total, dtype=bool)
         is_named[rank] = True
-        out = np.zeros(total + 1, dtype=np.int64)
+        del rank, named, unnamed
+        out: Counts = np.zeros(total + 1, dtype=dtype)
         np.cumsum(is_named, out=out[1:])
         return out
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.prefixcache.hashing import chain_ids
-from agentx.simulate.workload import DenseIds, Renumberer
+from agentx.simulate.dense import DenseIds, Renumberer
 
 # (thread, fork from: thread or None, blocks appended): a turn extends its thread's ids
 turns = st.lists(
@@ -40,13 +40,14 @@ def _reference(chains: list[np.ndarray], first: int) -> list[list[int]]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(turns, st.sampled_from([1, 2, 7, 1 << 18]), st.integers(0, 1))
+@given(turns, st.sampled_from([1, 2, 7, 1 << 18]), st.integers(0, 1), st.sampled_from([4, 1 << 22]))
 def test_renumberer_numbers_chains_as_a_dict_does(
-    plan: list[tuple[int, int | None, int]], buffer: int, first: int
+    plan: list[tuple[int, int | None, int]], buffer: int, first: int, largest: int
 ) -> None:
     chains = _chains(plan)
     numbers = Renumberer(max_threads=3, first_id=first)
-    numbers.index = DenseIds(buffer, first_id=first)  # tiny buffers: lookups cross levels
+    # tiny buffers: lookups cross levels; a tiny largest merge: many levels left unmerged
+    numbers.index = DenseIds(buffer, first_id=first, largest_merge=largest)
     got = [numbers.ids(h, t).tolist() for t, h in chains]
     want = _reference([h for _, h in chains], first)
     assert got == want
@@ -54,12 +55,12 @@ def test_renumberer_numbers_chains_as_a_dict_does(
 
 
 @settings(max_examples=100, deadline=None)
-@given(turns, st.sampled_from([1, 3, 1 << 18]))
+@given(turns, st.sampled_from([1, 3, 1 << 18]), st.sampled_from([3, 1 << 22]))
 def test_dense_ids_of_whole_chains_and_their_tails(
-    plan: list[tuple[int, int | None, int]], buffer: int
+    plan: list[tuple[int, int | None, int]], buffer: int, largest: int
 ) -> None:
     """A call may pass a chain whole or only past a prefix an earlier call named."""
-    index = DenseIds(buffer)
+    index = DenseIds(buffer, largest_merge=largest)
     last: dict[str, list[int]] = {}
     seen: dict[int, int] = {}
     for thread, hashes in _chains(plan):
