@@ -109,7 +109,10 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
     marks: dict[int, int] = {}
     lanes_end_rss = peak = peak_lanes = peak_theory = peak_rest = peak_main = 0
     t0 = time.perf_counter()
+    samples = open(args.samples, "a") if args.samples else None  # noqa: SIM115
     try:
+        if samples is not None:
+            samples.write(f"# {agentx}\n")
         with tempfile.TemporaryFile() as stdout:
             child = subprocess.Popen(
                 cmd, stdout=stdout, stderr=subprocess.DEVNULL, cwd=cwd, env=env
@@ -128,6 +131,9 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
                 peak_rest = max(peak_rest, rss - theory)
                 peak_main = max(peak_main, each.get(child.pid, 0))
                 done = finished(url) - base
+                if samples is not None:
+                    by_comm = ", ".join(f"{_comm(p)} {r >> 20}" for p, r in each.items())
+                    samples.write(f"{time.perf_counter() - t0:.2f} s, {done} done: {by_comm} MiB\n")
                 for n in at:
                     if done >= n and n not in marks:
                         marks[n] = rss
@@ -140,6 +146,8 @@ def run(agentx: str, sim_agentx: str, args: argparse.Namespace, at: list[int]) -
             stdout.seek(0)
             summary = orjson.loads(stdout.read() or b"{}")
     finally:
+        if samples is not None:
+            samples.close()
         sim.terminate()
         sim.wait()
         shutil.rmtree(out, ignore_errors=True)
@@ -317,6 +325,7 @@ def main() -> int:
     ap.add_argument("--decode-tps", type=float, help="modelled decode (default: --fast)")
     ap.add_argument("--sim-arg", action="append", help="one more serve-sim argument")
     ap.add_argument("--agentx", action="append", help="NAME=PATH (repeatable)")
+    ap.add_argument("--samples", type=Path, help="append each sample (per process RSS) here")
     ap.add_argument(
         "--row-cost", type=int, default=3000, help="rows of the row-cost part (0: none)"
     )
