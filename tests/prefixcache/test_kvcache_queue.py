@@ -12,9 +12,7 @@ IDS = 40
 # (push these ids) or (take this many)
 OPS = st.lists(
     st.one_of(
-        st.lists(st.integers(0, IDS - 1), min_size=1, max_size=300).map(
-            lambda ids: ("push", ids)
-        ),
+        st.lists(st.integers(0, IDS - 1), min_size=1, max_size=300).map(lambda ids: ("push", ids)),
         st.integers(1, 50).map(lambda k: ("take", k)),
     ),
     max_size=40,
