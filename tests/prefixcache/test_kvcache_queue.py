@@ -21,7 +21,7 @@ OPS = st.lists(
 
 def _at(queue: PositionQueue, start: int) -> PositionQueue:
     """An empty queue whose next position is ``start`` (as after ``start`` entries queued)."""
-    queue._base = queue.head = queue.tail = start  # noqa: SLF001 - the state a long run reaches
+    queue._base = queue.head = queue.tail = start  # the state a long run reaches
     return queue
 
 
