@@ -131,16 +131,16 @@ class UnboundedKVCache(KVCache):
             [np.arange(a, a + k, dtype=dtype) for a, k in self._unnamed_runs] or [named[:0]]
         )
         assert total == int(named.size + unnamed.size)
-        # searched a slice at a time: a whole search's int64 answer is 8 bytes a named block
-        rank = np.empty(named.size, dtype=dtype)
+        # ranked and marked a slice at a time: whole, the search's answer and the index it
+        # becomes are 8 bytes a named block each (this is the unbounded pass's peak at 4x)
+        is_named = np.zeros(total, dtype=bool)
         for at in range(0, int(named.size), RANK_SLICE):
             part = named[at : at + RANK_SLICE]
-            rank[at : at + RANK_SLICE] = np.searchsorted(unnamed, part, side="right")
-        np.subtract(unnamed.size, rank, out=rank)  # unnamed entries newer than each
-        rank += np.arange(named.size, dtype=dtype)
-        is_named = np.zeros(total, dtype=bool)
-        is_named[rank] = True
-        del rank, named, unnamed
+            rank = np.searchsorted(unnamed, part, side="right")
+            np.subtract(unnamed.size, rank, out=rank)  # unnamed entries newer than each
+            rank += np.arange(at, at + part.size, dtype=rank.dtype)
+            is_named[rank] = True
+        del named, unnamed
         out: Counts = np.zeros(total + 1, dtype=dtype)
         np.cumsum(is_named, out=out[1:])
         return out
