@@ -9,8 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.prefixcache.kvcache import KVCache
-from agentx.prefixcache.kvcache import unbounded
+from agentx.prefixcache.kvcache import KVCache, unbounded
 from agentx.prefixcache.kvcache.unbounded import UNBOUNDED_TOKENS, UnboundedKVCache
 
 BS = 4
