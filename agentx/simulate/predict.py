@@ -49,8 +49,9 @@ def _point(
     evicted: int | None = None,
     route: str | None = None,
 ) -> Point:
-    gpu = run.rate(lambda r: r.gpu_hit_tokens) or 0.0
-    both = run.rate(lambda r: r.cached_tokens) or 0.0
+    t = run.totals
+    gpu = t.rate(t.gpu_hit_tokens) or 0.0
+    both = t.rate(t.gpu_hit_tokens + t.offload_hit_tokens) or 0.0
     # routed runs are compared by TTFT too (the output of one replica keeps its keys)
     ttft = percentiles([r.ttft_s for r in run.records if not r.warmup] if route else [])
     figures = RunFigures(
@@ -194,7 +195,10 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         prog.phase(label, total=known, unit="requests")
         at = dataclasses.replace(params, kv_tokens=kv_tokens, offload_tokens=offload_tokens)
         kw.setdefault("theory", False)  # the unbounded pass measures it (routed: every pass)
-        return run_engine(sends(), source, at, prog.advance, router=router(), **kw)
+        # routed figures are per replica, from the records; else the totals are enough
+        return run_engine(
+            sends(), source, at, prog.advance, router=router(), keep_records=routed, **kw
+        )
 
     known = None
     unbounded = run(
@@ -204,11 +208,12 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         theory=True,
         unbounded=True,
     )
-    if not unbounded.records:
+    totals = unbounded.totals
+    if not totals.requests:
         raise AgentxError(f"{o.trace}: the replay sends no request to simulate")
-    known = len(unbounded.records)  # every pass sends the same requests (their times differ)
+    known = totals.requests  # every pass sends the same requests (their times differ)
     footprint = unbounded.named_blocks * bs
-    largest = max(-(-(r.prompt_tokens + r.output_tokens) // bs) * bs for r in unbounded.records)
+    largest = -(-totals.largest_tokens // bs) * bs
     caps = _capacities(o, bs, kv.tokens_at(bs) if kv else None)
     if caps is None:
         caps = tuple(c for c in default_capacities(bs, footprint) if c >= largest) or (largest,)
@@ -241,21 +246,20 @@ def simulate_replay(o: SimulateOptions, progress: Progress | None = None) -> Rep
         points.append(gpu_points[cap])
         if offload:
             points.append(offload_points[cap])
-    measured = [r for r in unbounded.records if not r.warmup]
     engine = dataclasses.asdict(params)
     for key in ("block_size", "kv_tokens", "offload_tokens"):
         engine.pop(key)
     return ReplaySimulation(
         block_size=bs,
-        theoretical_hit_rate=unbounded.rate(lambda r: r.theoretical_hit_tokens),
+        theoretical_hit_rate=totals.rate(totals.theoretical_hit_tokens),
         points=tuple(points),
         timeline="results" if recorded is not None else "replay",
         tokenizer=tokenizer.name,
         prompts="hash ids" if source.hashed_prompts else "built and tokenised",
-        requests=len(measured),
-        warmup_requests=len(unbounded.records) - len(measured),
+        requests=totals.requests - totals.warmup_requests,
+        warmup_requests=totals.warmup_requests,
         sessions=len(plan.sessions),
-        prompt_tokens=sum(r.prompt_tokens for r in measured),
+        prompt_tokens=totals.prompt_tokens,
         footprint_tokens=footprint,
         largest_request_tokens=largest,
         schedule=(

@@ -86,8 +86,37 @@ class SimRecord:
 
 
 @dataclass(slots=True)
+class RunTotals:
+    """A run's sums over its records, kept as they finish: all a capacity's point and the
+    summary read when the records themselves are not kept (~0.4 KB a request each pass)."""
+
+    requests: int = 0  # every request, warm-up included
+    warmup_requests: int = 0
+    prompt_tokens: int = 0  # the measured requests' (not warm-up), as the rates below
+    gpu_hit_tokens: int = 0
+    offload_hit_tokens: int = 0
+    theoretical_hit_tokens: int = 0
+    largest_tokens: int = 0  # the most prompt + output tokens of a request, warm-up included
+
+    def add(self, r: SimRecord) -> None:
+        self.requests += 1
+        self.largest_tokens = max(self.largest_tokens, r.prompt_tokens + r.output_tokens)
+        if r.warmup:
+            self.warmup_requests += 1
+            return
+        self.prompt_tokens += r.prompt_tokens
+        self.gpu_hit_tokens += r.gpu_hit_tokens
+        self.offload_hit_tokens += r.offload_hit_tokens
+        self.theoretical_hit_tokens += r.theoretical_hit_tokens
+
+    def rate(self, tokens: int) -> float | None:
+        """``tokens`` over the measured prompt tokens (None without any)."""
+        return tokens / self.prompt_tokens if self.prompt_tokens else None
+
+
+@dataclass(slots=True)
 class EngineRun:
-    records: list[SimRecord]
+    records: list[SimRecord]  # empty when the run kept none (``keep_records=False``)
     duration_s: float
     peak_waiting: int
     evicted_blocks: int
@@ -97,6 +126,7 @@ class EngineRun:
     named_among_newest: Counts | None = None  # KVCache.named_among_newest
     replicas: int = 1  # engines the requests were routed over (their figures are summed)
     exact_from_blocks: int | None = None  # unbounded, one engine: ReachCache.exact_from_blocks
+    totals: RunTotals = field(default_factory=RunTotals)
 
     @property
     def as_unbounded(self) -> bool:
@@ -190,6 +220,7 @@ def run_engine(
     router: Router | None = None,
     theory: bool = True,
     unbounded: bool = False,
+    keep_records: bool = True,
 ) -> EngineRun:
     """Drive the engine with ``sends`` in virtual time; every request's fate. ``progress`` is
     called as each request finishes; ``keep_order`` keeps the final free queue's make-up
@@ -198,7 +229,7 @@ def run_engine(
     caches out (a capacity's pass: the unbounded one measured them; routed passes need
     them). ``unbounded``: the engines' caches never evict (:class:`UnboundedKVCache`, the
     same figures as a ``KVCache`` of ``params.kv_tokens`` that never fills, without its LRU
-    queue)."""
+    queue). ``keep_records=False``: only :attr:`EngineRun.totals` is kept of the records."""
 
     def cache() -> KVCache:
         if unbounded:
@@ -219,6 +250,7 @@ def run_engine(
     tie = itertools.count()
     firsts: list[tuple[float, int, _Live]] = []  # first token due
     records: list[SimRecord] = []
+    totals = RunTotals()
     peak_waiting = 0
     now = 0.0
     sends.start(now)
@@ -234,7 +266,10 @@ def run_engine(
 
     def done(live: _Live) -> None:
         rep = engines[live.replica]
-        _finish(live, now, rep.engine, sends, records)
+        record = _finish(live, now, rep.engine, sends)
+        totals.add(record)
+        if keep_records:
+            records.append(record)
         if router is not None and live.route is not None:
             router.finished(live.replica, live.route)
         if progress is not None:
@@ -299,38 +334,35 @@ def run_engine(
         caches[0].named_among_newest() if keep_order and len(caches) == 1 else None,
         len(engines),
         caches[0].exact_from_blocks if isinstance(caches[0], ReachCache) else None,
+        totals,
     )
 
 
-def _finish(
-    live: _Live, now: float, engine: ServingEngine, sends: Sends, records: list[SimRecord]
-) -> None:
+def _finish(live: _Live, now: float, engine: ServingEngine, sends: Sends) -> SimRecord:
     adm = live.admission
     assert adm is not None
     engine.finish(adm)
     sends.complete(live.send, now)
     s = live.send
     alloc = adm.allocation
-    records.append(
-        SimRecord(
-            seq=s.seq,
-            lane=s.lane,
-            session_id=s.session_id,
-            thread_id=s.session.threads[s.thread].thread_id,
-            turn=s.turn,
-            warmup=s.warmup,
-            sent_s=adm.arrived_s,
-            admitted_s=adm.admitted_s,
-            first_token_s=adm.first_token_s,
-            end_s=now,
-            prompt_tokens=alloc.prompt_tokens,
-            output_tokens=live.prompt.output_tokens,
-            gpu_hit_tokens=alloc.gpu_hit_tokens,
-            offload_hit_tokens=alloc.offload_hit_tokens,
-            theoretical_hit_tokens=live.theoretical,
-            replica=live.replica,
-            replica_theoretical_hit_tokens=live.replica_theoretical,
-        )
+    return SimRecord(
+        seq=s.seq,
+        lane=s.lane,
+        session_id=s.session_id,
+        thread_id=s.session.threads[s.thread].thread_id,
+        turn=s.turn,
+        warmup=s.warmup,
+        sent_s=adm.arrived_s,
+        admitted_s=adm.admitted_s,
+        first_token_s=adm.first_token_s,
+        end_s=now,
+        prompt_tokens=alloc.prompt_tokens,
+        output_tokens=live.prompt.output_tokens,
+        gpu_hit_tokens=alloc.gpu_hit_tokens,
+        offload_hit_tokens=alloc.offload_hit_tokens,
+        theoretical_hit_tokens=live.theoretical,
+        replica=live.replica,
+        replica_theoretical_hit_tokens=live.replica_theoretical,
     )
 
 

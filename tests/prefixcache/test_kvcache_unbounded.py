@@ -3,11 +3,13 @@ releases, every allocation, counter and the final free queue's make-up equal."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentx.prefixcache.kvcache import KVCache
+from agentx.prefixcache.kvcache import KVCache, unbounded
 from agentx.prefixcache.kvcache.unbounded import UNBOUNDED_TOKENS, UnboundedKVCache
 
 BS = 4
@@ -36,9 +38,9 @@ def ids_of(thread: int, blocks: int, repeat: bool) -> np.ndarray:
 
 
 @settings(max_examples=300, deadline=None)
-@given(ops, st.sampled_from([0, 2**31 - 60]))
+@given(ops, st.sampled_from([0, 2**31 - 60]), st.sampled_from([1, 3, unbounded.RANK_SLICE]))
 def test_unbounded_cache_is_a_kvcache_that_never_fills(
-    steps: list[tuple[str, object]], first_position: int
+    steps: list[tuple[str, object]], first_position: int, rank_slice: int
 ) -> None:
     ref = KVCache(UNBOUNDED_TOKENS, BS, dense_ids=True)
     fast = UnboundedKVCache(BS)
@@ -72,4 +74,5 @@ def test_unbounded_cache_is_a_kvcache_that_never_fills(
     for a, b in running:
         ref.release(a)  # type: ignore[arg-type]
         fast.release(b)  # type: ignore[arg-type]
-    assert fast.named_among_newest().tolist() == ref.named_among_newest().tolist()
+    with mock.patch.object(unbounded, "RANK_SLICE", rank_slice):  # ranked a slice at a time
+        assert fast.named_among_newest().tolist() == ref.named_among_newest().tolist()

@@ -116,6 +116,28 @@ def test_unbounded_engine_equals_the_theoretical_rate_and_hits_shrink_with_capac
     assert rates[0] > rates[1] > rates[2] > 0  # type: ignore[operator]
 
 
+@pytest.mark.parametrize(("kv", "warmup"), [(1 << 40, 0), (10_000, 2), (10_000, 0)])
+def test_a_run_without_records_keeps_their_totals(kv: int, warmup: int) -> None:
+    plan = _plan()
+    src = PromptSource(
+        BuildConfig("chat", "m", {}, True, False), make_hasher(None, 16), plan.source
+    )
+    options = ScheduleOptions(concurrency=2, time_scale=0, warmup=warmup)
+    params = EngineParams(block_size=16, kv_tokens=kv)
+    kept = run_engine(SharedSchedule(plan.sessions, options), src, params)
+    bare = run_engine(SharedSchedule(plan.sessions, options), src, params, keep_records=False)
+    assert bare.records == [] and kept.records
+    t, measured = kept.totals, [r for r in kept.records if not r.warmup]
+    assert bare.totals == t
+    assert (t.requests, t.warmup_requests) == (len(kept.records), len(kept.records) - len(measured))
+    assert t.largest_tokens == max(r.prompt_tokens + r.output_tokens for r in kept.records)
+    assert t.rate(t.gpu_hit_tokens) == kept.rate(lambda r: r.gpu_hit_tokens)
+    assert t.rate(t.gpu_hit_tokens + t.offload_hit_tokens) == kept.rate(lambda r: r.cached_tokens)
+    assert t.rate(t.theoretical_hit_tokens) == kept.rate(lambda r: r.theoretical_hit_tokens)
+    assert t.prompt_tokens == sum(r.prompt_tokens for r in measured)
+    assert (bare.evicted_blocks, bare.duration_s) == (kept.evicted_blocks, kept.duration_s)
+
+
 @pytest.mark.parametrize(("lanes", "kv_tokens"), [(1, 9_500), (2, 11_000)])
 def test_simulate_predicts_serve_sim_on_the_same_replay(
     tmp_path: Path, lanes: int, kv_tokens: int

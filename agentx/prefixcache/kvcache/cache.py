@@ -25,7 +25,13 @@ import numpy.typing as npt
 
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.hashing import DEFAULT_BLOCK_SIZE
-from agentx.prefixcache.kvcache.queue import UNNAMED, Ids, PositionQueue
+from agentx.prefixcache.kvcache.queue import (
+    UNNAMED,
+    Ids,
+    PositionQueue,
+    Positions,
+    new_positions,
+)
 from agentx.prefixcache.kvcache.table import BlockTable, Keys
 
 Hashes = npt.ArrayLike  # a request's full-block hashes: a uint64 array or a list of ints
@@ -107,8 +113,8 @@ class KVCache:
         self.counters = CacheCounters()
         self._table = None if dense_ids else BlockTable()
         self._ref: Small = np.full(1, EVICTED, dtype=np.int32)  # id 0: never a block
-        self._free_pos: Ids = np.full(1, -1, dtype=np.int64)
-        self._offload_pos: Ids = np.full(1, -1, dtype=np.int64)
+        self._free_pos: Positions = new_positions(1)  # int32 until the positions outgrow it
+        self._offload_pos: Positions = new_positions(1)
         self._stamp: Small = np.full(1, -1, dtype=np.int32)  # scratch of _has_repeats
         self._free = PositionQueue()  # refcount-0 blocks and freed unnamed blocks, LRU first
         self._offload = PositionQueue()
@@ -258,7 +264,7 @@ class KVCache:
         if self.offload_capacity_blocks <= 0 or not ids.size:
             return
         self._offloaded += int(np.count_nonzero(self._offload_pos[ids] < 0))
-        self._offload.push(ids, self._offload_pos)
+        self._offload_pos = self._offload.push(ids, self._offload_pos)
         over = self._offloaded - self.offload_capacity_blocks
         if over > 0:
             dropped = self._offload.take(over, self._offload_pos)
@@ -283,7 +289,7 @@ class KVCache:
             c.offload_queries_tokens += prompt_tokens - g * bs
             c.offload_hit_tokens += o * bs
         if o:  # loaded blocks stay in the offload tier, refreshed
-            self._offload.push(ids[g : g + o], self._offload_pos)
+            self._offload_pos = self._offload.push(ids[g : g + o], self._offload_pos)
 
         distinct, counts = ids, None
         repeats = self._has_repeats(ids)
@@ -315,7 +321,8 @@ class KVCache:
         self._anonymous -= anon
         self._unnamed_free += anon
         if anon:
-            self._free.push(np.full(anon, UNNAMED, dtype=np.int64), self._free_pos)
+            unnamed = np.full(anon, UNNAMED, dtype=np.int64)
+            self._free_pos = self._free.push(unnamed, self._free_pos)
         ids = allocation.ids
         ref = self._ref
         if not allocation.repeats:
@@ -328,7 +335,7 @@ class KVCache:
             now_free = ref[distinct] == 0
             freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
         self._named_free += int(freed.size)
-        self._free.push(freed, self._free_pos)
+        self._free_pos = self._free.push(freed, self._free_pos)
         self._make_room(0)
 
     def named_among_newest(self) -> Counts:

@@ -7,33 +7,52 @@ array (``pos[id]``, -1 for none), and an entry whose position is not its block's
 skipped. Victims are the first live entries; the array is compacted (live entries only, order
 kept, positions renumbered) when it fills. Every operation is a few numpy calls on a batch.
 
+Both arrays are int32 while their values fit (4 bytes a block less each, at ~14M blocks the
+bounded passes' largest arrays): ids do (a cache's ids are int32 in its table, or dense ids
+below 2**31), and the owner's positions are widened to int64 by :meth:`PositionQueue.push`
+before they outgrow it (positions only grow: they count every entry ever queued).
+
 Id 0 stands for an *unnamed* block (a freed partial or output block): such entries are always
 live, and nothing ever refers to them again.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 Ids = npt.NDArray[np.int64]
+Positions = npt.NDArray[np.signedinteger[Any]]  # int32 until the positions outgrow it
 UNNAMED = 0
 MIN_ROOM = 1 << 10
+_QUEUED = np.int32  # the queue's own copy of its ids
+
+
+def new_positions(size: int) -> Positions:
+    """An owner's positions array: ``-1`` (no entry) for ``size`` ids, int32 to start with."""
+    return np.full(size, -1, dtype=np.int32)
 
 
 class PositionQueue:
     """Front = least recently queued (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._ids: Ids = np.zeros(MIN_ROOM, dtype=np.int64)
+        self._ids: npt.NDArray[np.int32] = np.zeros(MIN_ROOM, dtype=_QUEUED)
         self._base = 0  # absolute position of _ids[0]
         self.head = 0  # absolute position of the first entry not yet consumed
         self.tail = 0  # absolute position of the next entry
 
-    def push(self, ids: Ids, pos: Ids) -> None:
-        """Queue ``ids`` at the back, in order, and record their positions in ``pos``. An id
-        queued twice keeps its last entry (a touched block moves to the back)."""
+    def push(self, ids: Ids, pos: Positions) -> Positions:
+        """Queue ``ids`` at the back, in order, and record their positions in ``pos``; returns
+        ``pos``, or an int64 copy of it when the positions written could outgrow its type (the
+        owner keeps what is returned). An id queued twice keeps its last entry (a touched block
+        moves to the back)."""
         n = int(ids.size)
+        # a compaction renumbers the entries after head from tail on, then the new ones follow
+        if self.tail + (self.tail - self.head) + n >= np.iinfo(pos.dtype).max:
+            pos = pos.astype(np.int64)
         if self.tail + n - self._base > self._ids.size:
             self._compact(pos, n)
         at = self.tail - self._base
@@ -41,11 +60,12 @@ class PositionQueue:
         named = ids != UNNAMED
         pos[ids[named]] = np.arange(self.tail, self.tail + n)[named]
         self.tail += n
+        return pos
 
-    def take(self, k: int, pos: Ids) -> Ids:
+    def take(self, k: int, pos: Positions) -> Ids:
         """Remove and return up to ``k`` live entries from the front (their ``pos`` is left to
         the caller, who knows what became of them)."""
-        out: list[Ids] = []
+        out: list[npt.NDArray[np.int32]] = []
         need = k
         while need > 0 and self.head < self.tail:
             n = min(self.tail - self.head, max(4 * need, 256))
@@ -62,26 +82,31 @@ class PositionQueue:
                 out.append(ids[live])
                 self.head += n
                 need -= int(live.size)
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+        return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
 
-    def live(self, pos: Ids) -> Ids:
+    def live(self, pos: Positions) -> Ids:
         """The live entries, front first (a copy)."""
+        return self._live(pos).astype(np.int64)
+
+    def _live(self, pos: Positions) -> npt.NDArray[np.int32]:
         at, end = self.head - self._base, self.tail - self._base
         ids = self._ids[at:end]
-        live: Ids = ids[(ids == UNNAMED) | (pos[ids] == np.arange(self.head, self.tail))]
+        live: npt.NDArray[np.int32] = ids[
+            (ids == UNNAMED) | (pos[ids] == np.arange(self.head, self.tail))
+        ]
         return live
 
     def clear(self) -> None:
         """Drop every entry (the owner resets its positions)."""
         self._base = self.head = self.tail
 
-    def _compact(self, pos: Ids, extra: int) -> None:
-        live = self.live(pos)
+    def _compact(self, pos: Positions, extra: int) -> None:
+        live = self._live(pos)
         room = max(MIN_ROOM, self._ids.size)
         while live.size + extra > room // 2:
             room *= 2
         if room != self._ids.size:
-            self._ids = np.zeros(room, dtype=np.int64)
+            self._ids = np.zeros(room, dtype=_QUEUED)
         self._ids[: live.size] = live
         self._base = self.head = self.tail
         named = live != UNNAMED
