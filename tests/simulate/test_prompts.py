@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from agentx.simulate.dense import Renumberer
 from agentx.simulate.prompts import Prompt
 from agentx.simulate.runs import id_runs
-from tests.simulate.test_dense import _chains, turns
+
+from .test_dense import _chains, turns
 
 
 @settings(max_examples=150, deadline=None)
