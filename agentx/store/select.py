@@ -63,19 +63,11 @@ BASE_COLUMNS = ("conversation_base_id", "hash_ids_base_id")  # the second one: v
 # columns of few distinct values (a session's rows share ids, a trace's its model and api),
 # held once each in the index (~48 bytes a str a row saved, tens of MB on a large corpus)
 SHARED_COLUMNS = ("session_id", "thread_id", "api", "model")
-# the columns whose values the index keeps as they are (the others: ids resolved to rows, flags
-# to a few shared tuples, two columns only asked whether they are null)
-PLAIN_COLUMNS = (
-    "request_id",
-    "status",
-    "prompt_tokens",
-    "completion_tokens",
-    "start_wall_ns",
-    "ttft_ns",
-    "e2e_ns",
-    "think_time_s",
-    "api_time_s",
-)
+# the columns the index holds otherwise: ids resolved to rows, flags to a few shared tuples, two
+# columns only asked whether they are null
+DERIVED_COLUMNS = ("parent_request_id", "flags", "hash_block_size", "conversation_key")
+# the columns whose values the index keeps as they are
+PLAIN_COLUMNS = tuple(c for c in INDEX_COLUMNS if c not in (*SHARED_COLUMNS, *DERIVED_COLUMNS))
 
 
 @dataclass(slots=True)
