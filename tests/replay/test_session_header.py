@@ -19,8 +19,14 @@ EXAMPLE = example_path("example")
 FAST = {"prefill_tps": 2e6, "decode_tps": 2e4, "overhead_ms": 0.5, "batch_slowdown": 0.0}
 
 
+# Four replicas, not two: with two, round-robin sends every other turn of a tree to the replica
+# that holds the turn before last, so the spread run's hit rate sits within a few points of the
+# sticky one and the interleaving of two lanes decides which side of a margin it falls.
+REPLICAS = 4
+
+
 def replay(tmp_path: Path, router: Route, preset: str | None) -> dict[str, Any]:
-    cfg = SimConfig.of(port=0, replicas=2, router=router, kv_tokens=1 << 20, **FAST)
+    cfg = SimConfig.of(port=0, replicas=REPLICAS, router=router, kv_tokens=1 << 20, **FAST)
     with SimServer(cfg) as srv:
         return run_replay(
             ReplayOptions.of(
@@ -51,7 +57,7 @@ def test_each_preset_keeps_trees_together_behind_the_router(
     summary = replay(tmp_path, router, preset)
     sticky = summary["cache"]["reported_hit_rate"]
     assert summary["requests"]["errors"] == 0
-    assert sticky > spread + 0.05, (sticky, spread)
+    assert sticky > spread + 0.15, (sticky, spread)
     assert summary["config"]["session_header"] == preset
 
 
