@@ -154,11 +154,13 @@ class SeenIds:
         self.block_size = block_size
         self._seen: npt.NDArray[np.bool_] = np.zeros(1 << 16, dtype=bool)
 
-    def observe(self, ids: BlockIds, prompt_tokens: int) -> int:
-        """The request's hit tokens; then its blocks are cached."""
+    def observe(self, ids: BlockIds, prompt_tokens: int, top: int | None = None) -> int:
+        """The request's hit tokens; then its blocks are cached (``top``: the largest id, when
+        the caller knows it)."""
         if not ids.size:
             return 0
-        top = int(ids.max())
+        if top is None:
+            top = int(ids.max())
         if top >= self._seen.size:
             grown = np.zeros(max(top + 1, 2 * self._seen.size), dtype=bool)
             grown[: self._seen.size] = self._seen
@@ -307,9 +309,11 @@ def run_engine(
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
-                blocks = prompt.blocks  # rebuilt from its runs once per send
+                blocks, request = prompt.request()  # rebuilt from its runs once per send
                 if router is None or meter is None:
-                    hit = 0 if seen is None else seen.observe(blocks, prompt.prompt_tokens)
+                    hit = 0
+                    if seen is not None:
+                        hit = seen.observe(blocks, prompt.prompt_tokens, prompt.top)
                     live = _Live(send, prompt, hit)
                 else:
                     names = blocks.astype(np.uint64)
@@ -318,7 +322,7 @@ def run_engine(
                     shared, own = meter.observe_routed(names, prompt.prompt_tokens, replica)
                     live = _Live(send, prompt, shared.hit_tokens, replica, own.hit_tokens, route)
                 rep = engines[live.replica]
-                ticket = rep.engine.submit(blocks, prompt.prompt_tokens, prompt.output_tokens, now)
+                ticket = rep.engine.submit(request, prompt.prompt_tokens, prompt.output_tokens, now)
                 pending[id(ticket)] = live
                 admit(rep, now)
             peak_waiting = max(peak_waiting, sum(rep.engine.waiting for rep in engines))

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.kvcache.cache import (
     NEVER,
     Allocation,
     Counts,
+    DistinctIds,
     Hashes,
     KVCache,
+    Small,
     grown_size,
+    leading_run,
 )
 from agentx.prefixcache.kvcache.queue import Ids
 
@@ -47,14 +51,15 @@ class UnboundedKVCache(KVCache):
         if n <= self._ref.size:
             return
         size = n if exact else grown_size(self._ref.size, n)
-        for name, fill in (("_ref", NEVER), ("_stamp", -1), ("_freed_at", -1)):
+        for name, fill in (("_ref", NEVER), ("_freed_at", -1)):
             old = getattr(self, name)
             new = np.full(size, fill, dtype=old.dtype)
             new[: old.size] = old
             setattr(self, name, new)
 
     def can_allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> bool:
-        n = int(np.size(hashes))  # every block newly pinned is the most it could take
+        # every block newly pinned is the most it could take
+        n = int(hashes.ids.size if isinstance(hashes, DistinctIds) else np.size(hashes))
         anon = self._anonymous_for(n, prompt_tokens, extra_tokens)
         if self.pinned_blocks + n + anon <= self.capacity_blocks:
             return True
@@ -62,31 +67,39 @@ class UnboundedKVCache(KVCache):
 
     def allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> Allocation:
         ids = self._dense(hashes)
+        repeats = self._repeats(hashes, ids)
+        ref = self._ref
+        rc = ref[ids]  # read once: the hits, the re-pins and the new refcounts
+        self._pinning(ids, rc, repeats)
         bs = self.block_size
-        g, _ = self._hits(ids, prompt_tokens)
+        limit = min(hittable_blocks(prompt_tokens, bs), int(ids.size))
+        g = leading_run(rc[:limit] >= 0)
         c = self.counters
         c.requests += 1
         c.queries_tokens += prompt_tokens
         c.gpu_hit_tokens += g * bs
-        distinct, counts = ids, None
-        repeats = self._has_repeats(ids)
-        if repeats:
-            distinct, counts = np.unique(ids, return_counts=True)
-        ref = self._ref
-        rc = ref[distinct]
-        resident = rc >= 0
-        self._named_free -= int(np.count_nonzero(rc == 0))  # re-pinned; stamps stay stale
-        missing = distinct[~resident]
-        if counts is None:
-            ref[distinct[resident]] += 1
-            ref[missing] = 1
+        if not repeats:
+            resident = rc >= 0
+            self._named_free -= int(np.count_nonzero(rc == 0))  # re-pinned; stamps stay stale
+            missing = int(ids.size) - int(np.count_nonzero(resident))
+            rc += 1  # a resident block gains a pin, a new one has its first
+            ref[ids] = np.maximum(rc, 1, out=rc)
         else:
+            distinct, counts = np.unique(ids, return_counts=True)
+            rc = ref[distinct]
+            resident = rc >= 0
+            self._named_free -= int(np.count_nonzero(rc == 0))
+            missing = int(np.count_nonzero(~resident))
             ref[distinct[resident]] += counts[resident]
-            ref[missing] = counts[~resident]
+            ref[distinct[~resident]] = counts[~resident]
         anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
-        self._named += int(missing.size)
+        self._named += missing
         self._anonymous += anon
         return Allocation(ids, anon, prompt_tokens, g * bs, 0, repeats)
+
+    def _pinning(self, ids: Ids, rc: Small, repeats: bool) -> None:
+        """Called as a request is allocated, before anything changes (``rc``: its blocks'
+        refcounts, ``repeats``: whether an id occurs twice): for subclasses."""
 
     def release(self, allocation: Allocation) -> None:
         self._release(allocation)
