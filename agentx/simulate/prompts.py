@@ -20,7 +20,7 @@ from agentx.prefixcache.hashing import Hasher, IdChainer, salted
 from agentx.prefixcache.kvcache.cache import DistinctIds, Hashes
 from agentx.prefixcache.theory import hash_only_blocks
 from agentx.simulate.dense import Renumberer
-from agentx.simulate.runs import BlockIds, Runs, id_runs, run_ids, run_top, runs_distinct
+from agentx.simulate.runs import BlockIds, Runs, id_runs, run_facts, run_ids
 from agentx.simulate.schedule import Send
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
@@ -57,8 +57,9 @@ class Prompt:
     distinct: bool = field(init=False)  # no id occurs twice (chained hashes never repeat)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "top", run_top(self.runs))
-        object.__setattr__(self, "distinct", runs_distinct(self.runs))
+        top, distinct = run_facts(self.runs)
+        object.__setattr__(self, "top", top)
+        object.__setattr__(self, "distinct", distinct)
 
     @property
     def blocks(self) -> BlockIds:

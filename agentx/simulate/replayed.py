@@ -99,15 +99,34 @@ class RunTotals:
     largest_tokens: int = 0  # the most prompt + output tokens of a request, warm-up included
 
     def add(self, r: SimRecord) -> None:
+        self.count(
+            r.warmup,
+            r.prompt_tokens,
+            r.output_tokens,
+            r.gpu_hit_tokens,
+            r.offload_hit_tokens,
+            r.theoretical_hit_tokens,
+        )
+
+    def count(
+        self,
+        warmup: bool,
+        prompt_tokens: int,
+        output_tokens: int,
+        gpu_hit_tokens: int,
+        offload_hit_tokens: int,
+        theoretical_hit_tokens: int,
+    ) -> None:
+        """A finished request's figures (:meth:`add` of a record, without the record)."""
         self.requests += 1
-        self.largest_tokens = max(self.largest_tokens, r.prompt_tokens + r.output_tokens)
-        if r.warmup:
+        self.largest_tokens = max(self.largest_tokens, prompt_tokens + output_tokens)
+        if warmup:
             self.warmup_requests += 1
             return
-        self.prompt_tokens += r.prompt_tokens
-        self.gpu_hit_tokens += r.gpu_hit_tokens
-        self.offload_hit_tokens += r.offload_hit_tokens
-        self.theoretical_hit_tokens += r.theoretical_hit_tokens
+        self.prompt_tokens += prompt_tokens
+        self.gpu_hit_tokens += gpu_hit_tokens
+        self.offload_hit_tokens += offload_hit_tokens
+        self.theoretical_hit_tokens += theoretical_hit_tokens
 
     def rate(self, tokens: int) -> float | None:
         """``tokens`` over the measured prompt tokens (None without any)."""
@@ -268,22 +287,43 @@ def run_engine(
 
     def done(live: _Live) -> None:
         rep = engines[live.replica]
-        record = _finish(live, now, rep.engine, sends)
-        totals.add(record)
         if keep_records:
+            record = _finish(live, now, rep.engine, sends)
+            totals.add(record)
             records.append(record)
+        else:  # the totals alone: no record built
+            adm = live.admission
+            assert adm is not None
+            rep.engine.finish(adm)
+            sends.complete(live.send, now)
+            alloc = adm.allocation
+            totals.count(
+                live.send.warmup,
+                alloc.prompt_tokens,
+                live.prompt.output_tokens,
+                alloc.gpu_hit_tokens,
+                alloc.offload_hit_tokens,
+                live.theoretical,
+            )
         if router is not None and live.route is not None:
             router.finished(live.replica, live.route)
         if progress is not None:
             progress()
         admit(rep, now)
 
+    one = engines[0] if len(engines) == 1 else None  # (no list of speeds per event)
+    itl, itls = 0.0, [0.0]
     while True:
-        itls = [rep.engine.itl_s() for rep in engines]
         t_send = sends.next_due_s()
         t_first = firsts[0][0] if firsts else math.inf
         ending, t_end = 0, math.inf
-        if not fast:
+        if fast:
+            pass
+        elif one is not None:
+            itl = one.engine.itl_s()
+            t_end = one.decode.next_end(itl)
+        else:
+            itls = [rep.engine.itl_s() for rep in engines]
             for i, rep in enumerate(engines):
                 at = rep.decode.next_end(itls[i])
                 if at < t_end:
@@ -291,7 +331,11 @@ def run_engine(
         t = min(t_send if t_send is not None else math.inf, t_first, t_end)
         if t == math.inf:
             break
-        if not fast:
+        if fast:
+            pass
+        elif one is not None:
+            one.decode.advance(t, itl)
+        else:
             for i, rep in enumerate(engines):
                 rep.decode.advance(t, itls[i])
         now = max(now, t)
@@ -325,7 +369,13 @@ def run_engine(
                 ticket = rep.engine.submit(request, prompt.prompt_tokens, prompt.output_tokens, now)
                 pending[id(ticket)] = live
                 admit(rep, now)
-            peak_waiting = max(peak_waiting, sum(rep.engine.waiting for rep in engines))
+            waiting = (
+                one.engine.waiting
+                if one is not None
+                else sum(rep.engine.waiting for rep in engines)
+            )
+            peak_waiting = max(peak_waiting, waiting)
+    seen = None  # (its flags are dropped before the final queue's make-up is counted)
     caches = [rep.engine.cache for rep in engines]
     return EngineRun(
         records,
@@ -335,7 +385,7 @@ def run_engine(
         sum(c.named_blocks for c in caches),
         sum(c.counters.refilled_blocks for c in caches),
         sum(rep.engine.kv_waits for rep in engines),
-        caches[0].named_among_newest() if keep_order and len(caches) == 1 else None,
+        caches[0].named_among_newest(last=True) if keep_order and len(caches) == 1 else None,
         len(engines),
         caches[0].exact_from_blocks if isinstance(caches[0], ReachCache) else None,
         totals,

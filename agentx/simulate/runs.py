@@ -10,6 +10,8 @@ used.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import numpy.typing as npt
 
@@ -51,24 +53,26 @@ def run_ids(runs: Runs) -> BlockIds:
     return out
 
 
-def run_top(runs: Runs) -> int:
-    """The largest id the runs hold (0 for none)."""
-    if not runs.shape[1]:
-        return 0
+def run_facts(runs: Runs) -> tuple[int, bool]:
+    """The largest id the runs hold (0 for none), and whether no id occurs twice (the runs'
+    ranges of ids do not overlap)."""
+    r = int(runs.shape[1])
+    if not r:
+        return 0, True
+    if r <= FEW_RUNS:
+        firsts, ends = runs.tolist()
+        spans = sorted(
+            (first, first + end - at)
+            for first, end, at in zip(firsts, ends, [0, *ends[:-1]], strict=True)
+        )
+        top = max(stop for _, stop in spans) - 1
+        return top, all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     ends = runs[1].astype(np.int64)
     lengths = np.diff(ends, prepend=0)
-    return int((runs[0] + lengths - 1).max())
-
-
-def runs_distinct(runs: Runs) -> bool:
-    """Whether no id occurs twice: the runs' ranges of ids do not overlap."""
-    if runs.shape[1] < 2:
-        return True
-    ends = runs[1].astype(np.int64)
-    lengths = np.diff(ends, prepend=0)
-    order = np.argsort(runs[0], kind="stable")
-    firsts = runs[0].astype(np.int64)[order]
-    return bool((firsts[1:] >= (firsts + lengths[order])[:-1]).all())
+    firsts = runs[0].astype(np.int64)
+    order = np.argsort(firsts, kind="stable")
+    stops = (firsts + lengths)[order]
+    return int(stops.max()) - 1, bool((firsts[order][1:] >= stops[:-1]).all())
 
 
 def run_blocks(runs: Runs) -> int:

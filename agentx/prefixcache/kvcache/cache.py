@@ -395,10 +395,11 @@ class KVCache:
         if self.resident_blocks > self.capacity_blocks:  # over-committed: shrink back
             self._make_room(0)
 
-    def named_among_newest(self) -> Counts:
+    def named_among_newest(self, *, last: bool = False) -> Counts:
         """``out[k]``: how many of the ``k`` most recently freed entries of the free queue are
         named blocks (``k`` = 0 .. all free entries). What a smaller cache that saw the same
-        events without refilling anything would still hold, when it holds ``k`` blocks."""
+        events without refilling anything would still hold, when it holds ``k`` blocks.
+        ``last``: the cache is not used after this (a subclass may spend its state on it)."""
         newest_first = self._free.live(self._free_pos)[::-1]
         out = np.zeros(newest_first.size + 1, dtype=np.int64)
         np.cumsum(newest_first != UNNAMED, out=out[1:])

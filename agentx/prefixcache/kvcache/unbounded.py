@@ -31,6 +31,7 @@ from agentx.prefixcache.kvcache.queue import Ids
 
 UNBOUNDED_TOKENS = 1 << 60
 RANK_SLICE = 1 << 20  # named blocks ranked at once by named_among_newest
+INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 class UnboundedKVCache(KVCache):
@@ -116,30 +117,47 @@ class UnboundedKVCache(KVCache):
         ref = self._ref
         if not allocation.repeats:
             tail_first = ids[::-1]
-            ref[tail_first] -= 1
-            freed: Ids = tail_first[ref[tail_first] == 0]
+            left = ref[tail_first]
+            left -= 1
+            ref[tail_first] = left
+            freed: Ids = tail_first[left == 0]
         else:  # as KVCache.release: a repeated block is freed where it first occurs
             distinct, first, counts = np.unique(ids, return_index=True, return_counts=True)
             ref[distinct] -= counts
             now_free = ref[distinct] == 0
             freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
         n = int(freed.size)
-        if self._tail + n >= np.iinfo(self._freed_at.dtype).max:
+        if self._freed_at.itemsize == 4 and self._tail + n >= INT32_MAX:
             self._freed_at = self._freed_at.astype(np.int64)
         self._freed_at[freed] = np.arange(self._tail, self._tail + n)
         self._tail += n
         self._named_free += n
         return freed
 
-    def named_among_newest(self) -> Counts:
+    def named_among_newest(self, *, last: bool = False) -> Counts:
         # each named entry's rank, newest first: the named entries freed after it plus the
         # unnamed ones (never removed: their runs are in order); no merged copy of the queue.
         # int32 when the positions fit: this is the unbounded pass's last peak, and is kept.
         total = self._named_free + sum(k for _, k in self._unnamed_runs)
-        small = max(self._tail, total + 1) < np.iinfo(np.int32).max
+        small = max(self._tail, total + 1) < INT32_MAX
         dtype = np.int32 if small else np.int64
-        named = self._freed_at[self._ref == 0].astype(dtype, copy=False)
-        named[::-1].sort()  # newest first
+        free = self._ref == 0
+        stamps = self._freed_at
+        if last and stamps.dtype == dtype:
+            # the cache's last use: its stamps are sorted in place, its refcounts dropped
+            # first (two per-id arrays fewer under this peak)
+            self._ref = self._freed_at = np.zeros(0, dtype=np.int32)
+            count = int(np.count_nonzero(free))
+            np.logical_not(free, out=free)
+            stamps[free] = -1  # not free: before every stamp
+            del free
+            stamps.sort()
+            named = stamps[stamps.size - count :][::-1]  # newest first
+        else:
+            named = stamps[free].astype(dtype, copy=False)
+            del free
+            named[::-1].sort()  # newest first
+        del stamps
         unnamed = np.concatenate(
             [np.arange(a, a + k, dtype=dtype) for a, k in self._unnamed_runs] or [named[:0]]
         )
