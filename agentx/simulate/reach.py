@@ -18,9 +18,10 @@ entry of that release was pinned again in between; a capacity at or above
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from agentx.prefixcache.kvcache import Allocation
-from agentx.prefixcache.kvcache.cache import Hashes, Small
+from agentx.prefixcache.kvcache.cache import Hashes
 from agentx.prefixcache.kvcache.queue import Ids
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 
@@ -48,8 +49,8 @@ class ReachCache(UnboundedKVCache):
         self.exact_from_blocks = max(self.exact_from_blocks, self.pinned_blocks + newly + anon)
         return super().can_allocate(hashes, prompt_tokens, extra_tokens)
 
-    def _pinning(self, ids: Ids, rc: Small, repeats: bool) -> None:
-        free = ids[rc == 0]
+    def _pinning(self, ids: Ids, free_at: npt.NDArray[np.bool_], repeats: bool) -> None:
+        free = ids[free_at]
         if free.size and repeats:
             free = np.unique(free)
         if free.size:

@@ -34,7 +34,7 @@ from agentx.core.record import RequestRecord
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.kvcache import KVCache
-from agentx.prefixcache.kvcache.cache import Counts
+from agentx.prefixcache.kvcache.cache import Counts, leading_run
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter
 from agentx.routing import Router, RouteRequest
@@ -185,8 +185,7 @@ class SeenIds:
             grown[: self._seen.size] = self._seen
             self._seen = grown
         limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
-        present = self._seen[ids[:limit]]
-        hit = limit if present.all() else int(np.argmin(present))
+        hit = leading_run(self._seen[ids[:limit]])
         self._seen[ids] = True
         return hit * self.block_size
 

@@ -26,7 +26,9 @@ def id_runs(ids: npt.NDArray[np.int32]) -> Runs:
     n = int(ids.size)
     if not n:
         return np.zeros((2, 0), dtype=np.int32)
-    cut = np.flatnonzero(np.diff(ids) != 1) + 1
+    step = ids[1:] - ids[:-1]  # (np.diff's checks cost more than the subtraction here)
+    cut = np.flatnonzero(step != 1)
+    cut += 1
     out = np.empty((2, cut.size + 1), dtype=np.int32)
     out[0, 0] = ids[0]
     out[0, 1:] = ids[cut]

@@ -14,6 +14,7 @@ peak memory).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.kvcache.cache import (
@@ -23,7 +24,6 @@ from agentx.prefixcache.kvcache.cache import (
     DistinctIds,
     Hashes,
     KVCache,
-    Small,
     grown_size,
     leading_run,
 )
@@ -71,17 +71,18 @@ class UnboundedKVCache(KVCache):
         repeats = self._repeats(hashes, ids)
         ref = self._ref
         rc = ref[ids]  # read once: the hits, the re-pins and the new refcounts
-        self._pinning(ids, rc, repeats)
+        free = rc == 0
+        self._pinning(ids, free, repeats)
+        resident = rc >= 0
         bs = self.block_size
         limit = min(hittable_blocks(prompt_tokens, bs), int(ids.size))
-        g = leading_run(rc[:limit] >= 0)
+        g = leading_run(resident[:limit])
         c = self.counters
         c.requests += 1
         c.queries_tokens += prompt_tokens
         c.gpu_hit_tokens += g * bs
         if not repeats:
-            resident = rc >= 0
-            self._named_free -= int(np.count_nonzero(rc == 0))  # re-pinned; stamps stay stale
+            self._named_free -= int(np.count_nonzero(free))  # re-pinned; stamps stay stale
             missing = int(ids.size) - int(np.count_nonzero(resident))
             rc += 1  # a resident block gains a pin, a new one has its first
             ref[ids] = np.maximum(rc, 1, out=rc)
@@ -98,9 +99,10 @@ class UnboundedKVCache(KVCache):
         self._anonymous += anon
         return Allocation(ids, anon, prompt_tokens, g * bs, 0, repeats)
 
-    def _pinning(self, ids: Ids, rc: Small, repeats: bool) -> None:
-        """Called as a request is allocated, before anything changes (``rc``: its blocks'
-        refcounts, ``repeats``: whether an id occurs twice): for subclasses."""
+    def _pinning(self, ids: Ids, free: npt.NDArray[np.bool_], repeats: bool) -> None:
+        """Called as a request is allocated, before anything changes (``free``: which of its
+        blocks are free, cached and unpinned; ``repeats``: whether an id occurs twice): for
+        subclasses."""
 
     def release(self, allocation: Allocation) -> None:
         self._release(allocation)
