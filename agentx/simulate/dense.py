@@ -46,7 +46,7 @@ class DenseIds:
             return True
         key = np.uint64(h)
         for keys, _ in self._levels:
-            i = int(np.searchsorted(keys, key))
+            i = int(keys.searchsorted(key))  # (the method: not numpy's wrapper, per probe)
             if i < keys.size and keys[i] == key:
                 return True
         return False
@@ -170,8 +170,9 @@ class Renumberer:
             del self._threads[next(iter(self._threads))]
         n, prev = int(hashes.size), st.n
         m = min(prev, n)
-        differ = np.flatnonzero(st.hashes[:m] != hashes[:m])
-        k = int(differ[0]) if differ.size else m
+        differ = st.hashes[:m] != hashes[:m]
+        first = int(differ.argmax()) if m else 0  # the first difference, or 0 for none
+        k = first if m and differ[first] else m
         if k < prev or n > st.ids.size:  # cut back, or no room: a new buffer
             buf = np.empty(max(n, 2 * st.ids.size if k == prev else n), dtype=np.int32)
             buf[:k] = st.ids[:k]

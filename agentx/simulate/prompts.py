@@ -11,15 +11,16 @@ corpus's memo held ~30M ids in its threads' buffers; its runs are ~0.2M).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
+from agentx.prefixcache.kvcache.cache import DistinctIds, Hashes
 from agentx.prefixcache.theory import hash_only_blocks
 from agentx.simulate.dense import Renumberer
-from agentx.simulate.runs import BlockIds, Runs, id_runs, run_ids
+from agentx.simulate.runs import BlockIds, Runs, id_runs, run_facts, run_ids
 from agentx.simulate.schedule import Send
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
@@ -51,11 +52,26 @@ class Prompt:
     runs: Runs  # dense ids (1, 2, ...) of the chained block hashes, as runs (:func:`id_runs`)
     prompt_tokens: int
     output_tokens: int
+    # found once from the runs, so no pass scans a request's ids for them
+    top: int = field(init=False)  # the largest id (0 for none)
+    distinct: bool = field(init=False)  # no id occurs twice (chained hashes never repeat)
+
+    def __post_init__(self) -> None:
+        top, distinct = run_facts(self.runs)
+        object.__setattr__(self, "top", top)
+        object.__setattr__(self, "distinct", distinct)
 
     @property
     def blocks(self) -> BlockIds:
         """The prompt's dense block ids, one per full block (a new array each time)."""
         return run_ids(self.runs)
+
+    def request(self) -> tuple[BlockIds, Hashes]:
+        """The ids (a new array), and what an engine is given: them, as :class:`DistinctIds`
+        when they are (its cache then neither tests them for repeats nor scans them for their
+        largest)."""
+        ids = run_ids(self.runs)
+        return ids, DistinctIds(ids, self.top) if self.distinct else ids
 
 
 class PromptSource:

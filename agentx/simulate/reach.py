@@ -18,6 +18,7 @@ entry of that release was pinned again in between; a capacity at or above
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from agentx.prefixcache.kvcache import Allocation
 from agentx.prefixcache.kvcache.cache import Hashes
@@ -48,29 +49,29 @@ class ReachCache(UnboundedKVCache):
         self.exact_from_blocks = max(self.exact_from_blocks, self.pinned_blocks + newly + anon)
         return super().can_allocate(hashes, prompt_tokens, extra_tokens)
 
-    def allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> Allocation:
-        ids = self._dense(hashes)
-        free = ids[self._ref[ids] == 0]
-        if free.size and self._has_repeats(free):
+    def _pinning(self, ids: Ids, free_at: npt.NDArray[np.bool_], repeats: bool) -> None:
+        free = ids[free_at]
+        if free.size and repeats:
             free = np.unique(free)
         if free.size:
             at = self._freed_at[free]
-            oldest = int(at.min())
-            runs = np.searchsorted(self._starts[: self._releases], at, side="right")  # 1-based
-            r = int(runs[at.argmin()])
+            oldest, newest = int(at.min()), int(at.max())
+            starts = self._starts[: self._releases]
+            # the releases (1-based) of the oldest and newest: usually one, the thread's last
+            # (a turn re-pins what the turn before it freed), so no search per block
+            r = int(starts.searchsorted(oldest, side="right"))
+            hi = int(starts.searchsorted(newest, side="right"))
             end = int(self._starts[r]) if r < self._releases else self._tail
             later = self._live_total - _prefix(self._fen, r)
             depth = later + (end - oldest - 1)
             self.exact_from_blocks = max(self.exact_from_blocks, self.pinned_blocks + depth + 1)
-            lo, hi = int(runs.min()), int(runs.max())
-            if lo == hi:
-                self._add(lo, -int(free.size))
+            if r == hi:
+                self._add(r, -int(free.size))
             else:
-                counts = np.bincount(runs - lo)
+                counts = np.bincount(starts.searchsorted(at, side="right") - r)
                 for k in np.flatnonzero(counts).tolist():
-                    self._add(lo + k, -int(counts[k]))
+                    self._add(r + k, -int(counts[k]))
             self._live_total -= int(free.size)
-        return super().allocate(ids, prompt_tokens, extra_tokens)
 
     def release(self, allocation: Allocation) -> None:
         start = self._tail

@@ -34,7 +34,7 @@ from agentx.core.record import RequestRecord
 from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.engine import Admission, EngineParams, ServingEngine
 from agentx.prefixcache.kvcache import KVCache
-from agentx.prefixcache.kvcache.cache import Counts
+from agentx.prefixcache.kvcache.cache import Counts, leading_run
 from agentx.prefixcache.kvcache.unbounded import UnboundedKVCache
 from agentx.prefixcache.theory import HitRateMeter
 from agentx.routing import Router, RouteRequest
@@ -99,15 +99,34 @@ class RunTotals:
     largest_tokens: int = 0  # the most prompt + output tokens of a request, warm-up included
 
     def add(self, r: SimRecord) -> None:
+        self.count(
+            r.warmup,
+            r.prompt_tokens,
+            r.output_tokens,
+            r.gpu_hit_tokens,
+            r.offload_hit_tokens,
+            r.theoretical_hit_tokens,
+        )
+
+    def count(
+        self,
+        warmup: bool,
+        prompt_tokens: int,
+        output_tokens: int,
+        gpu_hit_tokens: int,
+        offload_hit_tokens: int,
+        theoretical_hit_tokens: int,
+    ) -> None:
+        """A finished request's figures (:meth:`add` of a record, without the record)."""
         self.requests += 1
-        self.largest_tokens = max(self.largest_tokens, r.prompt_tokens + r.output_tokens)
-        if r.warmup:
+        self.largest_tokens = max(self.largest_tokens, prompt_tokens + output_tokens)
+        if warmup:
             self.warmup_requests += 1
             return
-        self.prompt_tokens += r.prompt_tokens
-        self.gpu_hit_tokens += r.gpu_hit_tokens
-        self.offload_hit_tokens += r.offload_hit_tokens
-        self.theoretical_hit_tokens += r.theoretical_hit_tokens
+        self.prompt_tokens += prompt_tokens
+        self.gpu_hit_tokens += gpu_hit_tokens
+        self.offload_hit_tokens += offload_hit_tokens
+        self.theoretical_hit_tokens += theoretical_hit_tokens
 
     def rate(self, tokens: int) -> float | None:
         """``tokens`` over the measured prompt tokens (None without any)."""
@@ -154,18 +173,19 @@ class SeenIds:
         self.block_size = block_size
         self._seen: npt.NDArray[np.bool_] = np.zeros(1 << 16, dtype=bool)
 
-    def observe(self, ids: BlockIds, prompt_tokens: int) -> int:
-        """The request's hit tokens; then its blocks are cached."""
+    def observe(self, ids: BlockIds, prompt_tokens: int, top: int | None = None) -> int:
+        """The request's hit tokens; then its blocks are cached (``top``: the largest id, when
+        the caller knows it)."""
         if not ids.size:
             return 0
-        top = int(ids.max())
+        if top is None:
+            top = int(ids.max())
         if top >= self._seen.size:
             grown = np.zeros(max(top + 1, 2 * self._seen.size), dtype=bool)
             grown[: self._seen.size] = self._seen
             self._seen = grown
         limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
-        present = self._seen[ids[:limit]]
-        hit = limit if present.all() else int(np.argmin(present))
+        hit = leading_run(self._seen[ids[:limit]])
         self._seen[ids] = True
         return hit * self.block_size
 
@@ -266,22 +286,43 @@ def run_engine(
 
     def done(live: _Live) -> None:
         rep = engines[live.replica]
-        record = _finish(live, now, rep.engine, sends)
-        totals.add(record)
         if keep_records:
+            record = _finish(live, now, rep.engine, sends)
+            totals.add(record)
             records.append(record)
+        else:  # the totals alone: no record built
+            adm = live.admission
+            assert adm is not None
+            rep.engine.finish(adm)
+            sends.complete(live.send, now)
+            alloc = adm.allocation
+            totals.count(
+                live.send.warmup,
+                alloc.prompt_tokens,
+                live.prompt.output_tokens,
+                alloc.gpu_hit_tokens,
+                alloc.offload_hit_tokens,
+                live.theoretical,
+            )
         if router is not None and live.route is not None:
             router.finished(live.replica, live.route)
         if progress is not None:
             progress()
         admit(rep, now)
 
+    one = engines[0] if len(engines) == 1 else None  # (no list of speeds per event)
+    itl, itls = 0.0, [0.0]
     while True:
-        itls = [rep.engine.itl_s() for rep in engines]
         t_send = sends.next_due_s()
         t_first = firsts[0][0] if firsts else math.inf
         ending, t_end = 0, math.inf
-        if not fast:
+        if fast:
+            pass
+        elif one is not None:
+            itl = one.engine.itl_s()
+            t_end = one.decode.next_end(itl)
+        else:
+            itls = [rep.engine.itl_s() for rep in engines]
             for i, rep in enumerate(engines):
                 at = rep.decode.next_end(itls[i])
                 if at < t_end:
@@ -289,7 +330,11 @@ def run_engine(
         t = min(t_send if t_send is not None else math.inf, t_first, t_end)
         if t == math.inf:
             break
-        if not fast:
+        if fast:
+            pass
+        elif one is not None:
+            one.decode.advance(t, itl)
+        else:
             for i, rep in enumerate(engines):
                 rep.decode.advance(t, itls[i])
         now = max(now, t)
@@ -307,9 +352,11 @@ def run_engine(
         else:
             for send in sends.poll(now):
                 prompt = source.prompt(send)
-                blocks = prompt.blocks  # rebuilt from its runs once per send
+                blocks, request = prompt.request()  # rebuilt from its runs once per send
                 if router is None or meter is None:
-                    hit = 0 if seen is None else seen.observe(blocks, prompt.prompt_tokens)
+                    hit = 0
+                    if seen is not None:
+                        hit = seen.observe(blocks, prompt.prompt_tokens, prompt.top)
                     live = _Live(send, prompt, hit)
                 else:
                     names = blocks.astype(np.uint64)
@@ -318,10 +365,16 @@ def run_engine(
                     shared, own = meter.observe_routed(names, prompt.prompt_tokens, replica)
                     live = _Live(send, prompt, shared.hit_tokens, replica, own.hit_tokens, route)
                 rep = engines[live.replica]
-                ticket = rep.engine.submit(blocks, prompt.prompt_tokens, prompt.output_tokens, now)
+                ticket = rep.engine.submit(request, prompt.prompt_tokens, prompt.output_tokens, now)
                 pending[id(ticket)] = live
                 admit(rep, now)
-            peak_waiting = max(peak_waiting, sum(rep.engine.waiting for rep in engines))
+            waiting = (
+                one.engine.waiting
+                if one is not None
+                else sum(rep.engine.waiting for rep in engines)
+            )
+            peak_waiting = max(peak_waiting, waiting)
+    seen = None  # (its flags are dropped before the final queue's make-up is counted)
     caches = [rep.engine.cache for rep in engines]
     return EngineRun(
         records,
@@ -331,7 +384,7 @@ def run_engine(
         sum(c.named_blocks for c in caches),
         sum(c.counters.refilled_blocks for c in caches),
         sum(rep.engine.kv_waits for rep in engines),
-        caches[0].named_among_newest() if keep_order and len(caches) == 1 else None,
+        caches[0].named_among_newest(last=True) if keep_order and len(caches) == 1 else None,
         len(engines),
         caches[0].exact_from_blocks if isinstance(caches[0], ReachCache) else None,
         totals,

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from agentx.prefixcache.cache import UnboundedPrefixCache, hittable_blocks
 from agentx.prefixcache.hashing import block_hashes
 from agentx.prefixcache.kvcache import KVCache
+from agentx.prefixcache.kvcache.cache import DistinctIds
 
 BS = 16
 
@@ -221,3 +222,34 @@ def test_offload_adds_hits_without_changing_the_gpu_tier(
         assert gpu_only.resident_blocks <= gpu_only.capacity_blocks
         assert tiered.offload_blocks <= tiered.offload_capacity_blocks
     assert tiered.counters.hit_rate >= gpu_only.counters.hit_rate
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 40), st.integers(0, 12), st.integers(1, 3 * BS)), max_size=30
+    ),
+    st.integers(1, 12),
+    st.sampled_from([0, 6]),
+)
+def test_distinct_ids_are_served_as_the_same_ids_unmarked(
+    reqs: list[tuple[int, int, int]], gpu_blocks: int, offload_blocks: int
+) -> None:
+    plain = KVCache(gpu_blocks * BS, BS, offload_blocks * BS, dense_ids=True)
+    marked = KVCache(gpu_blocks * BS, BS, offload_blocks * BS, dense_ids=True)
+    for first, blocks, tail in reqs:
+        ids = np.arange(first, first + blocks, dtype=np.int64)
+        tokens = blocks * BS + tail
+        given_ids = DistinctIds(ids, int(ids.max()) if blocks else 0)
+        assert plain.can_allocate(ids, tokens, 8) == marked.can_allocate(given_ids, tokens, 8)
+        a, b = plain.allocate(ids, tokens, 8), marked.allocate(given_ids, tokens, 8)
+        assert (a.gpu_hit_tokens, a.offload_hit_tokens, a.anonymous_blocks) == (
+            b.gpu_hit_tokens,
+            b.offload_hit_tokens,
+            b.anonymous_blocks,
+        )
+        plain.release(a)
+        marked.release(b)
+        assert plain.counters == marked.counters
+        assert plain.named_among_newest().tolist() == marked.named_among_newest().tolist()
+    assert marked._stamp.size == 0  # the repeat test's scratch never sized

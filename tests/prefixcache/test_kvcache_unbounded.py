@@ -76,3 +76,5 @@ def test_unbounded_cache_is_a_kvcache_that_never_fills(
         fast.release(b)  # type: ignore[arg-type]
     with mock.patch.object(unbounded, "RANK_SLICE", rank_slice):  # ranked a slice at a time
         assert fast.named_among_newest().tolist() == ref.named_among_newest().tolist()
+    # its last use (the cache's state spent on it) answers the same
+    assert fast.named_among_newest(last=True).tolist() == ref.named_among_newest().tolist()

@@ -34,7 +34,8 @@ from agentx.prefixcache.kvcache.queue import (
 )
 from agentx.prefixcache.kvcache.table import BlockTable, Keys
 
-Hashes = npt.ArrayLike  # a request's full-block hashes: a uint64 array or a list of ints
+Hashes = npt.ArrayLike  # a request's full-block hashes: a uint64 array or a list of ints,
+# or (dense ids) a DistinctIds
 Small = npt.NDArray[np.int32]  # per-block counts (refcounts, indices within a request)
 Counts = npt.NDArray[np.signedinteger[Any]]  # int32 where the counts fit, else int64
 EVICTED = -1  # ref of a block cached once, not now
@@ -45,6 +46,19 @@ def grown_size(size: int, needed: int) -> int:
     """A per-block array's next size: a quarter more (ids arrive a request at a time, and
     doubling left up to half of every array unused, three arrays of ~14M entries at 4x)."""
     return max(needed, size + size // 4 + 1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DistinctIds:
+    """A request's dense block ids that its caller knows are distinct, with the largest of them
+    (a caller that keeps ids as runs of consecutive ids knows both without a scan): a cache with
+    ``dense_ids`` then runs neither its repeat test nor a ``max`` over the request."""
+
+    ids: Ids
+    top: int  # the largest id (0 when there is none)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Ids:
+        return self.ids if dtype is None else self.ids.astype(dtype)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -115,7 +129,9 @@ class KVCache:
         self._ref: Small = np.full(1, EVICTED, dtype=np.int32)  # id 0: never a block
         self._free_pos: Positions = new_positions(1)  # int32 until the positions outgrow it
         self._offload_pos: Positions = new_positions(1)
-        self._stamp: Small = np.full(1, -1, dtype=np.int32)  # scratch of _has_repeats
+        # scratch of _has_repeats, sized when first used (callers naming blocks by DistinctIds
+        # never use it: 4 bytes a block less)
+        self._stamp: Small = np.zeros(0, dtype=np.int32)
         self._free = PositionQueue()  # refcount-0 blocks and freed unnamed blocks, LRU first
         self._offload = PositionQueue()
         self._named = 0  # resident blocks with a hash (pinned or free)
@@ -174,6 +190,9 @@ class KVCache:
         return ids
 
     def _dense(self, ids: Hashes) -> Ids:
+        if isinstance(ids, DistinctIds):
+            self._grow(ids.top)
+            return ids.ids
         out: Ids = np.asarray(ids, dtype=np.int64)
         if out.size:
             self._grow(int(out.max()))
@@ -181,10 +200,10 @@ class KVCache:
 
     def _hits(self, ids: Ids, prompt_tokens: int) -> tuple[int, int]:
         limit = min(hittable_blocks(prompt_tokens, self.block_size), int(ids.size))
-        g = _leading(self._ref[ids[:limit]] >= 0)
+        g = leading_run(self._ref[ids[:limit]] >= 0)
         o = 0
         if self.offload_capacity_blocks:
-            o = _leading(self._offload_pos[ids[g:limit]] >= 0)
+            o = leading_run(self._offload_pos[ids[g:limit]] >= 0)
         return g, o
 
     def lookup(self, hashes: Hashes, prompt_tokens: int) -> tuple[int, int]:
@@ -224,7 +243,7 @@ class KVCache:
         if n <= self._ref.size:
             return
         size = n if exact else grown_size(self._ref.size, n)
-        names = ["_ref", "_free_pos", "_stamp"]
+        names = ["_ref", "_free_pos"]
         if self.offload_capacity_blocks:  # without a tier, its array stays one slot
             names.append("_offload_pos")
         for name in names:
@@ -248,9 +267,15 @@ class KVCache:
         self.counters.evicted_blocks += int(named.size)
         self._offer(named)
 
+    def _repeats(self, hashes: Hashes, ids: Ids) -> bool:
+        """Whether the request names a block twice (never, for :class:`DistinctIds`)."""
+        return not isinstance(hashes, DistinctIds) and self._has_repeats(ids)
+
     def _has_repeats(self, ids: Ids) -> bool:
         """Whether an id occurs twice (chained hashes never repeat; arbitrary callers may):
         each occurrence writes its index, and a repeated id keeps only its last one."""
+        if self._stamp.size < self._ref.size:  # every cell read is written first: no fill
+            self._stamp = np.empty(self._ref.size, dtype=np.int32)
         order = np.arange(ids.size, dtype=np.int32)
         self._stamp[ids] = order
         return not bool((self._stamp[ids] == order).all())
@@ -264,7 +289,7 @@ class KVCache:
         if self.offload_capacity_blocks <= 0 or not ids.size:
             return
         self._offloaded += int(np.count_nonzero(self._offload_pos[ids] < 0))
-        self._offload_pos = self._offload.push(ids, self._offload_pos)
+        self._offload_pos = self._offload.push_named(ids, self._offload_pos)
         over = self._offloaded - self.offload_capacity_blocks
         if over > 0:
             dropped = self._offload.take(over, self._offload_pos)
@@ -279,6 +304,9 @@ class KVCache:
         rest are computed and cached under their hashes. ``extra_tokens`` reserves anonymous
         blocks for the output (and the partial last block) so usage reflects decode too."""
         ids = self._intern(hashes)
+        repeats = self._repeats(hashes, ids)
+        if not repeats:
+            return self._allocate_distinct(ids, prompt_tokens, extra_tokens)
         bs = self.block_size
         g, o = self._hits(ids, prompt_tokens)
         c = self.counters
@@ -291,10 +319,7 @@ class KVCache:
         if o:  # loaded blocks stay in the offload tier, refreshed
             self._offload_pos = self._offload.push(ids[g : g + o], self._offload_pos)
 
-        distinct, counts = ids, None
-        repeats = self._has_repeats(ids)
-        if repeats:
-            distinct, counts = np.unique(ids, return_counts=True)
+        distinct, counts = np.unique(ids, return_counts=True)
         ref = self._ref
         rc = ref[distinct]
         resident = rc >= 0
@@ -303,16 +328,47 @@ class KVCache:
         self._named_free -= int(freed.size)
         missing = distinct[~resident]
         c.refilled_blocks += int(np.count_nonzero(rc[~resident] == EVICTED))
-        if counts is None:
-            ref[distinct[resident]] += 1
-        else:
-            ref[distinct[resident]] += counts[resident]
+        ref[distinct[resident]] += counts[resident]
         anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
         self._make_room(int(missing.size) + anon)  # what is pinned above cannot be a victim
-        ref[missing] = 1 if counts is None else counts[~resident]
+        ref[missing] = counts[~resident]
         self._named += int(missing.size)
         self._anonymous += anon
         return Allocation(ids, anon, prompt_tokens, g * bs, o * bs, repeats)
+
+    def _allocate_distinct(self, ids: Ids, prompt_tokens: int, extra_tokens: int) -> Allocation:
+        """:meth:`allocate` of a request naming no block twice: the refcounts read once, for
+        the hits too, and written at once (the victims of the room made are free blocks, none
+        of the request's: those it re-pins leave the free queue first)."""
+        bs = self.block_size
+        ref = self._ref
+        rc = ref[ids]
+        resident = rc >= 0
+        limit = min(hittable_blocks(prompt_tokens, bs), int(ids.size))
+        g = leading_run(resident[:limit])
+        o = 0
+        c = self.counters
+        c.requests += 1
+        c.queries_tokens += prompt_tokens
+        c.gpu_hit_tokens += g * bs
+        if self.offload_capacity_blocks:
+            o = leading_run(self._offload_pos[ids[g:limit]] >= 0)
+            c.offload_queries_tokens += prompt_tokens - g * bs
+            c.offload_hit_tokens += o * bs
+        if o:  # loaded blocks stay in the offload tier, refreshed
+            self._offload_pos = self._offload.push_named(ids[g : g + o], self._offload_pos)
+        freed = ids[rc == 0]  # re-pinned: out of the free queue
+        self._free_pos[freed] = -1
+        self._named_free -= int(freed.size)
+        missing = int(ids.size) - int(np.count_nonzero(resident))
+        c.refilled_blocks += int(np.count_nonzero(rc == EVICTED))
+        rc += 1  # a resident block gains a pin; one never or no longer cached has its first
+        ref[ids] = np.maximum(rc, 1, out=rc)
+        anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
+        self._make_room(missing + anon)
+        self._named += missing
+        self._anonymous += anon
+        return Allocation(ids, anon, prompt_tokens, g * bs, o * bs, False)
 
     def release(self, allocation: Allocation) -> None:
         """Unpin a request's blocks. Its unnamed blocks, then its tail, then its head become
@@ -320,28 +376,30 @@ class KVCache:
         anon = allocation.anonymous_blocks
         self._anonymous -= anon
         self._unnamed_free += anon
-        if anon:
-            unnamed = np.full(anon, UNNAMED, dtype=np.int64)
-            self._free_pos = self._free.push(unnamed, self._free_pos)
         ids = allocation.ids
         ref = self._ref
         if not allocation.repeats:
             tail_first = ids[::-1]
-            ref[tail_first] -= 1
-            freed = tail_first[ref[tail_first] == 0]
+            left = ref[tail_first]
+            left -= 1
+            ref[tail_first] = left
+            freed = tail_first[left == 0]
         else:  # a repeated block is freed where its first occurrence is, tail first
             distinct, first, counts = np.unique(ids, return_index=True, return_counts=True)
             ref[distinct] -= counts
             now_free = ref[distinct] == 0
             freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
         self._named_free += int(freed.size)
-        self._free_pos = self._free.push(freed, self._free_pos)
-        self._make_room(0)
+        # the unnamed blocks first, then the named ones (tail first), in one push
+        self._free_pos = self._free.push_named(freed, self._free_pos, anon)
+        if self.resident_blocks > self.capacity_blocks:  # over-committed: shrink back
+            self._make_room(0)
 
-    def named_among_newest(self) -> Counts:
+    def named_among_newest(self, *, last: bool = False) -> Counts:
         """``out[k]``: how many of the ``k`` most recently freed entries of the free queue are
         named blocks (``k`` = 0 .. all free entries). What a smaller cache that saw the same
-        events without refilling anything would still hold, when it holds ``k`` blocks."""
+        events without refilling anything would still hold, when it holds ``k`` blocks.
+        ``last``: the cache is not used after this (a subclass may spend its state on it)."""
         newest_first = self._free.live(self._free_pos)[::-1]
         out = np.zeros(newest_first.size + 1, dtype=np.int64)
         np.cumsum(newest_first != UNNAMED, out=out[1:])
@@ -366,11 +424,12 @@ class KVCache:
         self._offload.clear()
 
 
-def _leading(present: npt.NDArray[np.bool_]) -> int:
+def leading_run(present: npt.NDArray[np.bool_]) -> int:
     """The length of the leading run of True."""
-    if present.all():
-        return int(present.size)
-    return int(np.argmin(present))
+    if not present.size:
+        return 0
+    first = int(present.argmin())  # the first False, or 0 when all are True
+    return int(present.size) if present[first] else first
 
 
 def _keys(hashes: Hashes) -> Keys:

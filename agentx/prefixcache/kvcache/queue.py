@@ -27,7 +27,11 @@ Ids = npt.NDArray[np.int64]
 Positions = npt.NDArray[np.signedinteger[Any]]  # int32 until the positions outgrow it
 UNNAMED = 0
 MIN_ROOM = 1 << 10
+# free room a compaction leaves at least (besides doubling): a small cache's queue, compacted
+# whenever ~2 requests' blocks filled it, was most of its compactions' cost; 256 KB
+MIN_SLACK = 1 << 16
 _QUEUED = np.int32  # the queue's own copy of its ids
+_LARGEST = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.int64)}
 
 
 def new_positions(size: int) -> Positions:
@@ -50,16 +54,36 @@ class PositionQueue:
         owner keeps what is returned). An id queued twice keeps its last entry (a touched block
         moves to the back)."""
         n = int(ids.size)
-        # a compaction renumbers the entries after head from tail on, then the new ones follow
-        if self.tail + (self.tail - self.head) + n >= np.iinfo(pos.dtype).max:
-            pos = pos.astype(np.int64)
-        if self.tail + n - self._base > self._ids.size:
-            self._compact(pos, n)
+        pos = self._room(pos, n)
         at = self.tail - self._base
         self._ids[at : at + n] = ids
         named = ids != UNNAMED
         pos[ids[named]] = np.arange(self.tail, self.tail + n)[named]
         self.tail += n
+        return pos
+
+    def push_named(self, ids: Ids, pos: Positions, unnamed: int = 0) -> Positions:
+        """:meth:`push` of ``unnamed`` unnamed entries, then of ``ids``, none of them
+        :data:`UNNAMED` (a release's entries, at once)."""
+        n = int(ids.size)
+        pos = self._room(pos, unnamed + n)
+        at = self.tail - self._base
+        if unnamed:
+            self._ids[at : at + unnamed] = UNNAMED
+            at += unnamed
+            self.tail += unnamed
+        self._ids[at : at + n] = ids
+        pos[ids] = np.arange(self.tail, self.tail + n)
+        self.tail += n
+        return pos
+
+    def _room(self, pos: Positions, n: int) -> Positions:
+        """Room for ``n`` more entries; ``pos``, widened to int64 if they could outgrow it."""
+        # a compaction renumbers the entries after head from tail on, then the new ones follow
+        if self.tail + (self.tail - self.head) + n >= _LARGEST[pos.dtype]:
+            pos = pos.astype(np.int64)
+        if self.tail + n - self._base > self._ids.size:
+            self._compact(pos, n)
         return pos
 
     def take(self, k: int, pos: Positions) -> Ids:
@@ -82,6 +106,8 @@ class PositionQueue:
                 out.append(ids[live])
                 self.head += n
                 need -= int(live.size)
+        if len(out) == 1:
+            return out[0].astype(np.int64)
         return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
 
     def live(self, pos: Positions) -> Ids:
@@ -103,7 +129,7 @@ class PositionQueue:
     def _compact(self, pos: Positions, extra: int) -> None:
         live = self._live(pos)
         room = max(MIN_ROOM, self._ids.size)
-        while live.size + extra > room // 2:
+        while live.size + extra > room // 2 or room - live.size - extra < MIN_SLACK:
             room *= 2
         if room != self._ids.size:
             self._ids = np.zeros(room, dtype=_QUEUED)

@@ -14,19 +14,24 @@ peak memory).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
+from agentx.prefixcache.cache import hittable_blocks
 from agentx.prefixcache.kvcache.cache import (
     NEVER,
     Allocation,
     Counts,
+    DistinctIds,
     Hashes,
     KVCache,
     grown_size,
+    leading_run,
 )
 from agentx.prefixcache.kvcache.queue import Ids
 
 UNBOUNDED_TOKENS = 1 << 60
 RANK_SLICE = 1 << 20  # named blocks ranked at once by named_among_newest
+INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 class UnboundedKVCache(KVCache):
@@ -47,14 +52,15 @@ class UnboundedKVCache(KVCache):
         if n <= self._ref.size:
             return
         size = n if exact else grown_size(self._ref.size, n)
-        for name, fill in (("_ref", NEVER), ("_stamp", -1), ("_freed_at", -1)):
+        for name, fill in (("_ref", NEVER), ("_freed_at", -1)):
             old = getattr(self, name)
             new = np.full(size, fill, dtype=old.dtype)
             new[: old.size] = old
             setattr(self, name, new)
 
     def can_allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> bool:
-        n = int(np.size(hashes))  # every block newly pinned is the most it could take
+        # every block newly pinned is the most it could take
+        n = int(hashes.ids.size if isinstance(hashes, DistinctIds) else np.size(hashes))
         anon = self._anonymous_for(n, prompt_tokens, extra_tokens)
         if self.pinned_blocks + n + anon <= self.capacity_blocks:
             return True
@@ -62,31 +68,41 @@ class UnboundedKVCache(KVCache):
 
     def allocate(self, hashes: Hashes, prompt_tokens: int, extra_tokens: int = 0) -> Allocation:
         ids = self._dense(hashes)
+        repeats = self._repeats(hashes, ids)
+        ref = self._ref
+        rc = ref[ids]  # read once: the hits, the re-pins and the new refcounts
+        free = rc == 0
+        self._pinning(ids, free, repeats)
+        resident = rc >= 0
         bs = self.block_size
-        g, _ = self._hits(ids, prompt_tokens)
+        limit = min(hittable_blocks(prompt_tokens, bs), int(ids.size))
+        g = leading_run(resident[:limit])
         c = self.counters
         c.requests += 1
         c.queries_tokens += prompt_tokens
         c.gpu_hit_tokens += g * bs
-        distinct, counts = ids, None
-        repeats = self._has_repeats(ids)
-        if repeats:
-            distinct, counts = np.unique(ids, return_counts=True)
-        ref = self._ref
-        rc = ref[distinct]
-        resident = rc >= 0
-        self._named_free -= int(np.count_nonzero(rc == 0))  # re-pinned; stamps stay stale
-        missing = distinct[~resident]
-        if counts is None:
-            ref[distinct[resident]] += 1
-            ref[missing] = 1
+        if not repeats:
+            self._named_free -= int(np.count_nonzero(free))  # re-pinned; stamps stay stale
+            missing = int(ids.size) - int(np.count_nonzero(resident))
+            rc += 1  # a resident block gains a pin, a new one has its first
+            ref[ids] = np.maximum(rc, 1, out=rc)
         else:
+            distinct, counts = np.unique(ids, return_counts=True)
+            rc = ref[distinct]
+            resident = rc >= 0
+            self._named_free -= int(np.count_nonzero(rc == 0))
+            missing = int(np.count_nonzero(~resident))
             ref[distinct[resident]] += counts[resident]
-            ref[missing] = counts[~resident]
+            ref[distinct[~resident]] = counts[~resident]
         anon = self._anonymous_for(int(ids.size), prompt_tokens, extra_tokens)
-        self._named += int(missing.size)
+        self._named += missing
         self._anonymous += anon
         return Allocation(ids, anon, prompt_tokens, g * bs, 0, repeats)
+
+    def _pinning(self, ids: Ids, free: npt.NDArray[np.bool_], repeats: bool) -> None:
+        """Called as a request is allocated, before anything changes (``free``: which of its
+        blocks are free, cached and unpinned; ``repeats``: whether an id occurs twice): for
+        subclasses."""
 
     def release(self, allocation: Allocation) -> None:
         self._release(allocation)
@@ -103,30 +119,47 @@ class UnboundedKVCache(KVCache):
         ref = self._ref
         if not allocation.repeats:
             tail_first = ids[::-1]
-            ref[tail_first] -= 1
-            freed: Ids = tail_first[ref[tail_first] == 0]
+            left = ref[tail_first]
+            left -= 1
+            ref[tail_first] = left
+            freed: Ids = tail_first[left == 0]
         else:  # as KVCache.release: a repeated block is freed where it first occurs
             distinct, first, counts = np.unique(ids, return_index=True, return_counts=True)
             ref[distinct] -= counts
             now_free = ref[distinct] == 0
             freed = distinct[now_free][np.argsort(-first[now_free], kind="stable")]
         n = int(freed.size)
-        if self._tail + n >= np.iinfo(self._freed_at.dtype).max:
+        if self._freed_at.itemsize == 4 and self._tail + n >= INT32_MAX:
             self._freed_at = self._freed_at.astype(np.int64)
         self._freed_at[freed] = np.arange(self._tail, self._tail + n)
         self._tail += n
         self._named_free += n
         return freed
 
-    def named_among_newest(self) -> Counts:
+    def named_among_newest(self, *, last: bool = False) -> Counts:
         # each named entry's rank, newest first: the named entries freed after it plus the
         # unnamed ones (never removed: their runs are in order); no merged copy of the queue.
         # int32 when the positions fit: this is the unbounded pass's last peak, and is kept.
         total = self._named_free + sum(k for _, k in self._unnamed_runs)
-        small = max(self._tail, total + 1) < np.iinfo(np.int32).max
+        small = max(self._tail, total + 1) < INT32_MAX
         dtype = np.int32 if small else np.int64
-        named = self._freed_at[self._ref == 0].astype(dtype, copy=False)
-        named[::-1].sort()  # newest first
+        free = self._ref == 0
+        stamps = self._freed_at
+        if last and stamps.dtype == dtype:
+            # the cache's last use: its stamps are sorted in place, its refcounts dropped
+            # first (two per-id arrays fewer under this peak)
+            self._ref = self._freed_at = np.zeros(0, dtype=np.int32)
+            count = int(np.count_nonzero(free))
+            np.logical_not(free, out=free)
+            stamps[free] = -1  # not free: before every stamp
+            del free
+            stamps.sort()
+            named = stamps[stamps.size - count :][::-1]  # newest first
+        else:
+            named = stamps[free].astype(dtype, copy=False)
+            del free
+            named[::-1].sort()  # newest first
+        del stamps
         unnamed = np.concatenate(
             [np.arange(a, a + k, dtype=dtype) for a, k in self._unnamed_runs] or [named[:0]]
         )
