@@ -99,7 +99,8 @@ class FingerprintJob:
     def __init__(self, trace: Path, run_json: Path) -> None:
         # a fresh interpreter, no multiprocessing: no resource tracker beside the run
         args = (str(trace), Link.ANSWER, Link.COUNTER, os.getpid())
-        self._proc = Spawned(fingerprint_child.__module__, "fingerprint_child", args, answer=True)
+        module = fingerprint_child.__module__
+        self._proc = Spawned(module, "fingerprint_child", args, answer=True, brief=True)
         recv = self._proc.answer
         if recv is None:  # cannot happen: asked for
             raise RuntimeError("the fingerprint's child has no answer pipe")

@@ -31,9 +31,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import weakref
 from enum import StrEnum
 from multiprocessing.connection import Connection
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 # The child's bootstrap: stdlib only until ``sys.path`` is the parent's.
 _BOOT = (
@@ -98,45 +101,108 @@ def child_main(args_file: BinaryIO) -> None:
     target(*(handed[a] if isinstance(a, Link) else a for a in args))
 
 
+BRIEF_WAIT_S = 15.0  # a deferred child starts at the latest this long after it was asked for
+_POLL_S = 0.05
+
+
 class Spawned:
     """``module.name(*args)`` in a fresh interpreter, each :class:`Link` among ``args`` the
-    child's end of it. ``stderr`` is the parent's; stdin and stdout are not the child's."""
+    child's end of it. ``stderr`` is the parent's; stdin and stdout are not the child's.
+
+    A ``brief`` child (a job of seconds at the run's start: the trace's fingerprint) is one a
+    ``deferred`` child waits for before it starts, at most ``BRIEF_WAIT_S``: the two are not
+    at their imports' and first data's peak together. Meanwhile the deferred one counts as
+    alive, and what is sent to it waits in its pipe."""
+
+    _brief: ClassVar[weakref.WeakSet[Spawned]] = weakref.WeakSet()
 
     def __init__(
-        self, module: str, name: str, args: tuple[Any, ...], *, answer: bool = False
+        self,
+        module: str,
+        name: str,
+        args: tuple[Any, ...],
+        *,
+        answer: bool = False,
+        brief: bool = False,
+        deferred: bool = False,
     ) -> None:
         done_r, done_w = os.pipe()
         with tempfile.TemporaryFile() as counter_file:
             counter_file.truncate(8)
             count_fd = os.dup(counter_file.fileno())
         answer_r, answer_w = os.pipe() if answer else (None, None)
-        child_fds = [done_r, count_fd, *([answer_w] if answer_w is not None else [])]
+        self._child_fds: list[int] = [
+            done_r,
+            count_fd,
+            *([answer_w] if answer_w is not None else []),
+        ]
+        self._done: int | None = done_w
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._failed = False  # it could not start
+        self._closed = False  # ended before it started: it never will
+        self._lock = threading.Lock()
+        self._started = threading.Event()
         try:
             self._counter = Counter(count_fd)
-            cmd = [
+            with os.fdopen(os.dup(done_w), "wb") as f:  # small: fits the pipe's buffer
+                pickle.dump(list(sys.path), f)
+                pickle.dump((module, name, done_r, count_fd, answer_w, args), f)
+            self._cmd = [
                 sys.executable,
                 *subprocess._args_from_interpreter_flags(),  # type: ignore[attr-defined]
                 "-c",
                 _BOOT.format(fd=done_r),
             ]
-            self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=child_fds
-            )
+            waits = [c for c in list(Spawned._brief) if c.is_alive()] if deferred else []
+            if not waits:
+                self._start()
         except BaseException:
-            for fd in (done_w, *child_fds, *([answer_r] if answer_r is not None else [])):
+            self._close_fds()
+            for fd in (done_w, *([answer_r] if answer_r is not None else [])):
                 os.close(fd)
             raise
-        for fd in child_fds:
-            os.close(fd)
-        self._done: int | None = done_w
-        with os.fdopen(os.dup(done_w), "wb") as f:  # small: fits the pipe's buffer
-            pickle.dump(list(sys.path), f)
-            pickle.dump((module, name, done_r, count_fd, answer_w, args), f)
         self.answer = Connection(answer_r, writable=False) if answer_r is not None else None
+        if waits:
+            threading.Thread(
+                target=self._start_after, args=(waits,), name="agentx-spawn", daemon=True
+            ).start()
+        if brief:
+            Spawned._brief.add(self)
+
+    def _start(self) -> None:
+        try:
+            self._proc = subprocess.Popen(
+                self._cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=self._child_fds,
+            )
+        finally:
+            self._close_fds()
+            self._started.set()
+
+    def _start_after(self, waits: list[Spawned]) -> None:
+        deadline = time.monotonic() + BRIEF_WAIT_S
+        while any(c.is_alive() for c in waits) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._start()
+            except OSError:
+                self._failed = True
+
+    def _close_fds(self) -> None:
+        for fd in self._child_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._child_fds = []
 
     @property
-    def pid(self) -> int:
-        return self._proc.pid
+    def pid(self) -> int | None:
+        """``None`` until it started."""
+        return None if self._proc is None else self._proc.pid
 
     @property
     def count(self) -> int:
@@ -145,10 +211,12 @@ class Spawned:
 
     @property
     def exitcode(self) -> int | None:
+        if self._proc is None:
+            return 1 if self._failed or self._closed else None
         return self._proc.poll()
 
     def is_alive(self) -> bool:
-        return self._proc.poll() is None
+        return self.exitcode is None
 
     def set_done(self) -> None:
         """Tell the child the parent is done (:attr:`Link.DONE`)."""
@@ -157,19 +225,29 @@ class Spawned:
             self._done = None
 
     def join(self, timeout_s: float) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout_s)
+        t0 = time.monotonic()
+        self._started.wait(timeout_s)
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(max(0.0, timeout_s - (time.monotonic() - t0)))
 
     def end(self, wait_s: float, *, terminate: bool = False) -> None:
         """Wait at most ``wait_s`` for the child to end (after SIGTERM with ``terminate``),
         then SIGKILL it and wait again: every wait bounded, since a stopped process answers
-        nothing else. The answer's connection stays the caller's to close."""
-        if terminate and self.is_alive():
-            with contextlib.suppress(OSError):
-                self._proc.send_signal(signal.SIGTERM)
-        self.join(wait_s)
-        if self.is_alive():
-            with contextlib.suppress(OSError):
-                self._proc.kill()
+        nothing else. One not started yet never starts. The answer's connection stays the
+        caller's to close."""
+        with self._lock:
+            if self._proc is None:
+                self._closed = True
+                self._close_fds()
+        proc = self._proc
+        if proc is not None:
+            if terminate and proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.send_signal(signal.SIGTERM)
             self.join(wait_s)
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+                self.join(wait_s)
         self.set_done()

@@ -273,7 +273,9 @@ class TheoryPass:
     def __init__(self, logs: list[Path], out: Path, block_size: int, max_threads: int) -> None:
         self.out = out
         args = (logs, out, block_size, max_threads, Link.DONE, Link.COUNTER, os.getpid())
-        self._proc = Spawned(__name__, "_pass_child", args)
+        # after the fingerprint's child, if it still runs: the pass follows the logs from
+        # their start whenever it starts, and the two are not at their peaks together
+        self._proc = Spawned(__name__, "_pass_child", args, deferred=True)
 
     def result(
         self, progress: Progress | None = None, stall_s: float = STALL_S

@@ -75,3 +75,35 @@ def test_a_deaf_child_is_killed_within_the_bounded_wait() -> None:
         time.sleep(0.01)
     child.end(0.5, terminate=True)
     assert not child.is_alive() and child.exitcode == -signal.SIGKILL
+
+
+def _wait_done(done: Callable[[], bool]) -> None:
+    while not done():
+        time.sleep(0.01)
+
+
+def _count_one(count: Counter) -> None:
+    count.value = 1
+
+
+def _wait_for(check: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + 60
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return check()
+
+
+def test_a_deferred_child_starts_when_the_brief_one_ended() -> None:
+    brief = Spawned(__name__, "_wait_done", (Link.DONE,), brief=True)
+    deferred = Spawned(__name__, "_count_one", (Link.COUNTER,), deferred=True)
+    never = Spawned(__name__, "_count_one", (Link.COUNTER,), deferred=True)
+    time.sleep(0.3)
+    assert deferred.pid is None and deferred.is_alive() and deferred.exitcode is None
+    never.end(1.0)  # ended before it started: it never will
+    assert not never.is_alive() and never.pid is None
+    brief.set_done()
+    assert _wait_for(lambda: deferred.count == 1)
+    deferred.join(60)
+    assert deferred.exitcode == 0 and brief.exitcode == 0
+    time.sleep(0.2)
+    assert never.pid is None and never.count == 0
