@@ -11,7 +11,6 @@ Everything here is vectorised numpy on integer hashes: a 100K-token prompt costs
 from __future__ import annotations
 
 import bisect
-import hashlib
 import itertools
 import operator
 from collections import OrderedDict
@@ -21,11 +20,17 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 
 from agentx.apis.bodies import conversation
 from agentx.core.models import JSON
 from agentx.prefixcache import tokens
+from agentx.prefixcache.segment_digests import (
+    canonical,
+    matching_windows,
+    rest_digest,
+    segment_key,
+    window,
+)
 from agentx.prefixcache.tokenizer import Cl100kTokenizer
 from agentx.prefixcache.tokenizer.types import Tokenizer
 
@@ -196,63 +201,18 @@ class _ThreadState:
     tail_sums: list[int] = field(default_factory=list)
     # a compact hasher's instead of ``head``, ``conv`` and the tail's text: a digest of each
     # segment (its kind and value; empty for the tail, compared by its text), and of the tail's
-    # text in windows up to each cut and from the last cut on (:func:`_window`)
+    # text in windows up to each cut and from the last cut on
+    # (:mod:`agentx.prefixcache.segment_digests`)
     keys: list[bytes] = field(default_factory=list)
     tail_windows: list[bytes] = field(default_factory=list)
     tail_rest: bytes = b""
-
-
-def _digest(data: bytes) -> bytes:
-    # SHA-1 (not as a security measure): 160 bits, and with the CPU's SHA instructions twice
-    # BLAKE2b's speed here; two different segments meeting is not a practical concern
-    return hashlib.sha1(data, usedforsecurity=False).digest()
-
-
-def _segment_key(source: tokens.Source) -> bytes:
-    """What a compact hasher keeps of a segment: equal keys are :func:`_same_value`'s equal
-    values (their canonical JSON) of one kind, so they render alike."""
-    kind, value = source
-    return _digest(kind.encode() + b"\0" + _canonical(value))
-
-
-def _text_digest(text: str) -> bytes:
-    return _digest(text.encode("utf-8", "surrogatepass"))
-
-
-def _window(text: str, cuts: list[int], j: int) -> bytes:
-    """The digest of ``text`` from cut ``j - 1`` (0 for the first) through the character at
-    cut ``j``: windows ``0..j`` equal in two texts mean the texts equal up to cut ``j``
-    inclusive, where :func:`_shared_cut` needs them equal."""
-    start = cuts[j - 1] if j else 0
-    return _text_digest(text[start : cuts[j] + 1])
-
-
-def _rest(text: str, cuts: list[int]) -> bytes:
-    """The digest of ``text`` from its last cut on: with its windows, the whole text's."""
-    return _text_digest(text[cuts[-1] :] if cuts else text)
-
-
-def _matching_windows(text: str, state: _ThreadState) -> int:
-    """How many of the previous tail's windows ``text`` has alike, from the first."""
-    cuts = state.tail_cuts
-    for j, cut in enumerate(cuts):
-        if cut >= len(text) or _window(text, cuts, j) != state.tail_windows[j]:
-            return j
-    return len(cuts)
 
 
 def _same_value(a: JSON, b: JSON) -> bool:
     if a is b:
         return True
     # == alone would call 1, 1.0 and True equal, which render differently
-    return bool(a == b) and _canonical(a) == _canonical(b)
-
-
-def _canonical(value: JSON) -> bytes:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        return tokens._dump(value).encode()
+    return bool(a == b) and canonical(a) == canonical(b)
 
 
 def _common_head(new: list[tokens.Source], old: list[tokens.Source]) -> int:
@@ -403,9 +363,9 @@ class RequestHasher:
             state.tail_cuts = [*state.tail_cuts[:tail_kept], *cuts]
             if compact:
                 cuts_all = state.tail_cuts
-                windows = (_window(text, cuts_all, j) for j in range(tail_kept, len(cuts_all)))
+                windows = (window(text, cuts_all, j) for j in range(tail_kept, len(cuts_all)))
                 state.tail_windows = [*state.tail_windows[:tail_kept], *windows]
-                state.tail_rest = _rest(text, cuts_all)
+                state.tail_rest = rest_digest(text, cuts_all)
             offset += sum(int(a.size) for a in pieces)
             ends.append(offset)
         if keep <= last:
@@ -431,7 +391,7 @@ class RequestHasher:
             state.tail_sums = [*state.tail_sums[:tail_kept], *new_sums]
         if compact:
             if keys and state.tail != last and not keys[last]:  # no longer compared by text
-                keys[last] = _segment_key(segments[last])
+                keys[last] = segment_key(segments[last])
             state.keys = keys
         else:
             state.head, state.conv = head, conv
@@ -463,21 +423,21 @@ class RequestHasher:
         digested whole). A segment is kept when its key is the previous one's, or for the
         previous tail, when its text is."""
         last = len(segments) - 1
-        keys = [_segment_key(s) for s in segments[:last]]
+        keys = [segment_key(s) for s in segments[:last]]
         if segments:
-            keys.append(b"" if piecewise else _segment_key(segments[last]))
+            keys.append(b"" if piecewise else segment_key(segments[last]))
         old = state.keys
         keep, text, match = 0, "", 0
         for i in range(min(len(segments), len(old))):
             if i == state.tail:  # the previous tail: compared by its text
                 text = tokens.render_source(segments[i])
-                match = _matching_windows(text, state)
+                match = matching_windows(text, state.tail_cuts, state.tail_windows)
                 cuts = state.tail_cuts
-                if match < len(cuts) or _rest(text, cuts) != state.tail_rest:
+                if match < len(cuts) or rest_digest(text, cuts) != state.tail_rest:
                     break
                 if i < last:  # kept, and no longer the tail: keyed by value from now on
-                    keys[i] = _segment_key(segments[i])
-            elif (keys[i] or _segment_key(segments[i])) != old[i] or not old[i]:
+                    keys[i] = segment_key(segments[i])
+            elif (keys[i] or segment_key(segments[i])) != old[i] or not old[i]:
                 break
             keep = i + 1
         return keep, keys, text, match
