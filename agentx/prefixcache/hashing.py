@@ -20,11 +20,17 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 
 from agentx.apis.bodies import conversation
 from agentx.core.models import JSON
 from agentx.prefixcache import tokens
+from agentx.prefixcache.segment_digests import (
+    canonical,
+    matching_windows,
+    rest_digest,
+    segment_key,
+    window,
+)
 from agentx.prefixcache.tokenizer import Cl100kTokenizer
 from agentx.prefixcache.tokenizer.types import Tokenizer
 
@@ -193,20 +199,20 @@ class _ThreadState:
     tail_cuts: list[int] = field(default_factory=list)
     tail_tokens: list[int] = field(default_factory=list)
     tail_sums: list[int] = field(default_factory=list)
+    # a compact hasher's instead of ``head``, ``conv`` and the tail's text: a digest of each
+    # segment (its kind and value; empty for the tail, compared by its text), and of the tail's
+    # text in windows up to each cut and from the last cut on
+    # (:mod:`agentx.prefixcache.segment_digests`)
+    keys: list[bytes] = field(default_factory=list)
+    tail_windows: list[bytes] = field(default_factory=list)
+    tail_rest: bytes = b""
 
 
 def _same_value(a: JSON, b: JSON) -> bool:
     if a is b:
         return True
     # == alone would call 1, 1.0 and True equal, which render differently
-    return bool(a == b) and _canonical(a) == _canonical(b)
-
-
-def _canonical(value: JSON) -> bytes:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        return tokens._dump(value).encode()
+    return bool(a == b) and canonical(a) == canonical(b)
 
 
 def _common_head(new: list[tokens.Source], old: list[tokens.Source]) -> int:
@@ -275,6 +281,12 @@ class RequestHasher:
     the same ``thread``: a session of n turns costs O(its unique content), not O(n^2).
     Bodies are assumed not to be mutated after they were passed in (unchanged items are
     recognised by identity first). At most ``max_threads`` threads are remembered (LRU).
+
+    ``compact``: a thread keeps a digest of each segment's value and of its last segment's text
+    every piece (:data:`tokens.PIECE_CHARS` characters), not the values and the text: a few KB
+    for a 100K-token prompt instead of the prompt, parsed. The same hashes; each request then
+    digests its whole prompt (~1 GB/s), which costs nothing extra only where bodies are parsed
+    afresh each time (no item is ever the previous request's object: a log of bodies sent).
     """
 
     def __init__(
@@ -282,11 +294,14 @@ class RequestHasher:
         block_size: int = DEFAULT_BLOCK_SIZE,
         encoding: str = tokens.DEFAULT_ENCODING,
         max_threads: int = 64,
+        *,
+        compact: bool = False,
     ) -> None:
         if block_size < 1:
             raise ValueError("block_size must be >= 1")
         self.block_size = block_size
         self.encoding = encoding
+        self.compact = compact
         self._max_threads = max_threads
         self._threads: OrderedDict[Hashable, _ThreadState] = OrderedDict()
 
@@ -299,9 +314,17 @@ class RequestHasher:
 
         head = tokens.head_sources(api, body)
         conv = conversation(api, body) if isinstance(body, dict) else []
-        keep = _common_head(head, state.head)
-        if keep == len(head) == len(state.head):
-            keep += _common_items(conv, state.conv)
+        compact = self.compact
+        piecewise = self.encoding in tokens.PIECEWISE_ENCODINGS
+        last = len(head) + len(conv) - 1
+        tail_text, tail_match = "", 0  # a compact hasher's tail, compared: its windows alike
+        if compact:
+            segments = [*head, *(("message", item) for item in conv)]
+            keep, keys, tail_text, tail_match = self._compact_keep(segments, state, piecewise)
+        else:
+            keep = _common_head(head, state.head)
+            if keep == len(head) == len(state.head):
+                keep += _common_items(conv, state.conv)
         start = state.ends[keep - 1] if keep else 0
         base = state.end_sums[keep - 1] if keep else 0  # the prefix sum before ``start``
         ends = state.ends[:keep]
@@ -309,11 +332,9 @@ class RequestHasher:
         tail_at = tail_kept = -1  # the tail's first token; its cuts whose sums are known
         arrays: list[tokens.TokenArray] = []
         offset = start
-        last = len(head) + len(conv) - 1
-        piecewise = self.encoding in tokens.PIECEWISE_ENCODINGS
         for i in range(keep, last + 1):
             src = head[i] if i < len(head) else ("message", conv[i - len(head)])
-            text = tokens.render_source(src)
+            text = tail_text if compact and i == state.tail == keep else tokens.render_source(src)
             if i < last or not piecewise:
                 arr = tokens.encode(text, self.encoding)
                 arrays.append(arr)
@@ -323,7 +344,14 @@ class RequestHasher:
             cut = reused = 0
             tail_at = offset
             if i == keep == state.tail:  # the previous request's last segment, changed
-                cut, reused = _shared_cut(text, tokens.render_source(_source(state, i)), state)
+                if compact:
+                    k = tail_match
+                    cut, reused = (
+                        (state.tail_cuts[k - 1], state.tail_tokens[k - 1]) if k else (0, 0)
+                    )
+                else:
+                    old = tokens.render_source(_source(state, i))
+                    cut, reused = _shared_cut(text, old, state)
                 if cut:  # the sums up to the cut are still valid
                     base = state.tail_sums[bisect.bisect_left(state.tail_cuts, cut)]
                 start = offset = offset + reused
@@ -333,6 +361,11 @@ class RequestHasher:
             before = itertools.accumulate((int(a.size) for a in pieces[:-1]), initial=reused)
             state.tail_tokens = [*state.tail_tokens[:tail_kept], *itertools.islice(before, 1, None)]
             state.tail_cuts = [*state.tail_cuts[:tail_kept], *cuts]
+            if compact:
+                cuts_all = state.tail_cuts
+                windows = (window(text, cuts_all, j) for j in range(tail_kept, len(cuts_all)))
+                state.tail_windows = [*state.tail_windows[:tail_kept], *windows]
+                state.tail_rest = rest_digest(text, cuts_all)
             offset += sum(int(a.size) for a in pieces)
             ends.append(offset)
         if keep <= last:
@@ -356,8 +389,12 @@ class RequestHasher:
             new_cuts = state.tail_tokens[tail_kept:]
             new_sums = (sum_at(tail_at + t) for t in new_cuts)
             state.tail_sums = [*state.tail_sums[:tail_kept], *new_sums]
-        state.head = head
-        state.conv = conv
+        if compact:
+            if keys and state.tail != last and not keys[last]:  # no longer compared by text
+                keys[last] = segment_key(segments[last])
+            state.keys = keys
+        else:
+            state.head, state.conv = head, conv
         state.ends = ends
         # blocks that end inside the unchanged prefix keep their hashes
         bs = self.block_size
@@ -374,6 +411,36 @@ class RequestHasher:
     def forget(self, thread: Hashable) -> None:
         """Drop the thread's state (it sends no more): a later request of it is hashed whole."""
         self._threads.pop(thread, None)
+
+    @staticmethod
+    def _compact_keep(
+        segments: list[tokens.Source], state: _ThreadState, piecewise: bool
+    ) -> tuple[int, list[bytes], str, int]:
+        """A compact hasher's comparison with the thread's previous request: (segments kept,
+        each segment's key, and when the previous tail was compared, the new text there and
+        its windows alike). The tail (the last segment, piecewise) gets no key: it is compared
+        by its text, rendered anyway when it changed (a growing message is never dumped and
+        digested whole). A segment is kept when its key is the previous one's, or for the
+        previous tail, when its text is."""
+        last = len(segments) - 1
+        keys = [segment_key(s) for s in segments[:last]]
+        if segments:
+            keys.append(b"" if piecewise else segment_key(segments[last]))
+        old = state.keys
+        keep, text, match = 0, "", 0
+        for i in range(min(len(segments), len(old))):
+            if i == state.tail:  # the previous tail: compared by its text
+                text = tokens.render_source(segments[i])
+                match = matching_windows(text, state.tail_cuts, state.tail_windows)
+                cuts = state.tail_cuts
+                if match < len(cuts) or rest_digest(text, cuts) != state.tail_rest:
+                    break
+                if i < last:  # kept, and no longer the tail: keyed by value from now on
+                    keys[i] = segment_key(segments[i])
+            elif (keys[i] or segment_key(segments[i])) != old[i] or not old[i]:
+                break
+            keep = i + 1
+        return keep, keys, text, match
 
 
 class Hasher(Protocol):
@@ -403,12 +470,15 @@ class TokenizerHasher:
         pass  # nothing is kept per thread
 
 
-def make_hasher(tokenizer: Tokenizer | None, block_size: int, *, max_threads: int = 64) -> Hasher:
+def make_hasher(
+    tokenizer: Tokenizer | None, block_size: int, *, max_threads: int = 64, compact: bool = False
+) -> Hasher:
     """The incremental cl100k hasher for the default tokenizer, else a whole-prompt one.
 
     agentx's own rendering is prefix-stable, so :class:`RequestHasher` hashes incrementally per
     thread; a chat template can rewrite history (a date, the last message marked), so other
-    tokenizers tokenize and hash the whole prompt every time (Rust-fast for HF)."""
+    tokenizers tokenize and hash the whole prompt every time (Rust-fast for HF). ``compact``:
+    :class:`RequestHasher`'s (digests kept, not the prompts)."""
     if tokenizer is None or isinstance(tokenizer, Cl100kTokenizer):
-        return RequestHasher(block_size, max_threads=max_threads)
+        return RequestHasher(block_size, max_threads=max_threads, compact=compact)
     return TokenizerHasher(tokenizer, block_size)

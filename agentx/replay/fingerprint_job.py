@@ -2,7 +2,8 @@
 beside the lanes: hashing a 700-session corpus takes seconds of CPU, which the first request
 does not wait for.
 
-A child process (:func:`agentx.formats.fingerprint.fingerprint_child`) hashes the trace while
+A child process (:func:`agentx.formats.fingerprint.fingerprint_child`, in a fresh interpreter:
+:class:`agentx.replay.spawned.Spawned`) hashes the trace while
 the lanes run; a thread of the run writes the value into its ``run.json`` as soon as it is known
 (atomically: a recovery reads the set-up with it or without it, never half of it); the finish
 waits for it to put it in ``summary.json``, for as long as the hash progresses. A process, not a
@@ -16,25 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import multiprocessing as mp
 import os
 import threading
 import time
 from multiprocessing.connection import Connection
-from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 
 import orjson
 
 from agentx.core.errors import AgentxError
 from agentx.core.outputs import write_atomic
-from agentx.core.procs import end_process
 from agentx.formats.fingerprint import (
-    FINGERPRINT_PROCESS_NAME,
     UNKNOWN,
     fingerprint_child,
     trace_fingerprint,
 )
+from agentx.replay.spawned import Link, Spawned
 from agentx.results.runstart import RunStart
 
 STALL_S = 60.0  # the hash made no progress for this long: stopped or stuck, given up
@@ -99,17 +97,13 @@ class FingerprintJob:
     GIL meanwhile)."""
 
     def __init__(self, trace: Path, run_json: Path) -> None:
-        ctx = mp.get_context("spawn")
-        self._done: Synchronized[int] = ctx.Value("q", 0)  # rows (or bytes) hashed so far
-        recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(
-            target=fingerprint_child,
-            args=(str(trace), send, self._done, os.getpid()),
-            name=FINGERPRINT_PROCESS_NAME,
-            daemon=True,
-        )
-        self._proc.start()
-        send.close()  # the child's end: its exit is then the pipe's end here
+        # a fresh interpreter, no multiprocessing: no resource tracker beside the run
+        args = (str(trace), Link.ANSWER, Link.COUNTER, os.getpid())
+        module = fingerprint_child.__module__
+        self._proc = Spawned(module, "fingerprint_child", args, answer=True, brief=True)
+        recv = self._proc.answer
+        if recv is None:  # cannot happen: asked for
+            raise RuntimeError("the fingerprint's child has no answer pipe")
         self._value: Fingerprint | None = None
         self._closing = threading.Event()
         self._known = threading.Event()
@@ -147,9 +141,9 @@ class FingerprintJob:
         """The fingerprint, once the child has it; a warning instead when the child failed,
         or made no progress for ``stall_s`` (stopped, stuck: the wait is bounded) and was
         ended."""
-        seen, since = self._done.value, time.monotonic()
+        seen, since = self._proc.count, time.monotonic()
         while not self._known.wait(WATCH_S):
-            done = self._done.value
+            done = self._proc.count
             if done != seen:
                 seen, since = done, time.monotonic()
             elif time.monotonic() - since > stall_s:
@@ -163,7 +157,7 @@ class FingerprintJob:
         """Stop the child if it still runs (the run failed, was stopped, gave up on it) and
         the thread. Every wait bounded: a stopped child does not answer SIGTERM."""
         self._closing.set()
-        end_process(self._proc, CLOSE_S, terminate=True)
+        self._proc.end(CLOSE_S, terminate=True)
         self._watcher.join(CLOSE_S)
 
 

@@ -18,7 +18,6 @@ import ctypes
 import ctypes.util
 import heapq
 import itertools
-import multiprocessing as mp
 import os
 import pickle
 import signal
@@ -29,20 +28,19 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from multiprocessing.sharedctypes import Synchronized
-from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import orjson
 
-from agentx.core.procs import die_with_parent, end_process, name_process
+from agentx.core.procs import die_with_parent, name_process
 from agentx.core.progress import Progress
 from agentx.prefixcache.hashing import HashArray, Hasher, make_hasher
 from agentx.prefixcache.theory import HitRateMeter, TheoryRow
 from agentx.prefixcache.tokenizer import Cl100kTokenizer, Tokenizer
 from agentx.prefixcache.tokens import drop_vocabulary_copy, set_encode_memo_tokens
+from agentx.replay.spawned import Counter, Link, Spawned
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,22 +264,18 @@ class TheoryPass:
     unbounded cache (:func:`theoretical`); when the lanes are done, :meth:`result` waits for the
     requests it has not reached yet. The same rows as :func:`theoretical` over the closed logs.
 
-    The child is a batch job to the scheduler (``SCHED_BATCH``): a lane woken by its socket
-    preempts it, and it keeps a full share of the CPU for the end. Not niced: a niced child
-    would starve on a busy machine just when the run waits for it."""
+    The child is a fresh interpreter (:class:`agentx.replay.spawned.Spawned`: no
+    ``multiprocessing`` resource tracker beside it) and a batch job to the scheduler
+    (``SCHED_BATCH``): a lane woken by its socket preempts it, and it keeps a full share of the
+    CPU for the end. Not niced: a niced child would starve on a busy machine just when the run
+    waits for it."""
 
     def __init__(self, logs: list[Path], out: Path, block_size: int, max_threads: int) -> None:
-        ctx = mp.get_context("spawn")
         self.out = out
-        self._complete = ctx.Event()
-        self._count: Synchronized[int] = ctx.Value("q", 0)
-        self._proc = ctx.Process(
-            target=_pass_child,
-            args=(logs, out, block_size, max_threads, self._complete, self._count, os.getpid()),
-            name=PASS_PROCESS_NAME,
-            daemon=True,
-        )
-        self._proc.start()
+        args = (logs, out, block_size, max_threads, Link.DONE, Link.COUNTER, os.getpid())
+        # after the fingerprint's child, if it still runs: the pass follows the logs from
+        # their start whenever it starts, and the two are not at their peaks together
+        self._proc = Spawned(__name__, "_pass_child", args, deferred=True)
 
     def result(
         self, progress: Progress | None = None, stall_s: float = STALL_S
@@ -289,13 +283,13 @@ class TheoryPass:
         """Once every log is closed: the rows; ``None`` when the child failed, or hashed nothing
         for ``stall_s`` (stopped, stuck: the wait is bounded), and was ended (the caller then
         runs :func:`theoretical` itself)."""
-        self._complete.set()
+        self._proc.set_done()
         prog = progress or Progress()
         prog.phase("theoretical hit rate", unit="requests")
-        seen, since = self._count.value, time.monotonic()
+        seen, since = self._proc.count, time.monotonic()
         while self._proc.is_alive():
             self._proc.join(0.1)
-            count = self._count.value
+            count = self._proc.count
             prog.advance(count - prog.done)
             if count != seen:
                 seen, since = count, time.monotonic()
@@ -315,12 +309,12 @@ class TheoryPass:
     def close(self) -> None:
         """Stop the child if it still runs (the run failed or was stopped). Every wait bounded:
         a stopped child does not answer SIGTERM."""
-        end_process(self._proc, CLOSE_S, terminate=True)
+        self._proc.end(CLOSE_S, terminate=True)
         remove_quietly(self.out)
 
 
 class _SharedCount(Progress):
-    def __init__(self, count: Synchronized[int]) -> None:
+    def __init__(self, count: Counter) -> None:
         super().__init__()
         self._count = count
 
@@ -333,8 +327,8 @@ def _pass_child(
     out: Path,
     block_size: int,
     max_threads: int,
-    complete: MpEvent,
-    count: Synchronized[int],
+    complete: Callable[[], bool],
+    count: Counter,
     parent_pid: int,
 ) -> None:
     # a SIGKILLed parent runs no clean-up: the pass must not follow its logs forever
@@ -346,7 +340,7 @@ def _pass_child(
     set_encode_memo_tokens(PASS_MEMO_TOKENS)
     map_big_blocks()
     drop_vocabulary_copy()
-    sent = merged(logs, follow=complete.is_set)
+    sent = merged(logs, follow=complete)
     rows = theory_rows(sent, block_size, max_threads=max_threads, progress=_SharedCount(count))
     part = out.with_name(out.name + ".part")
     write_rows(part, rows)
@@ -424,8 +418,10 @@ def theory_rows(
 
     With the default tokenizer bodies are hashed incrementally per thread
     (:class:`agentx.prefixcache.hashing.RequestHasher`), so a session of n turns costs O(its unique
-    content) rather than O(n^2). A thread's state (its last prompt's parsed items and block
-    hashes, ~0.6 MB for a 100K-token prompt) goes at its request marked ``last``; ``max_threads``
+    content) rather than O(n^2). Each body is parsed afresh, so the hashers are compact: a
+    thread's state is digests of its last prompt's segments and the prefix sums where hashing
+    can resume, not the prompt parsed (a few KB and its block hashes, ~0.1 MB for a 100K-token
+    prompt); it goes at its request marked ``last``; ``max_threads``
     bounds the threads kept besides: the threads in flight together. One forgotten and seen again
     is hashed from scratch, with the same result.
 
@@ -440,13 +436,16 @@ def theory_rows(
     meter = HitRateMeter(block_size, max_threads=max_threads, tokenizer=tokenizer)
     n = workers if workers is not None else hash_workers(tokenizer)
     if n <= 1:
+        hasher = make_hasher(tokenizer, block_size, max_threads=max_threads, compact=True)
         for s in sent:
-            hashed = _hash(meter.blocks.hasher, s)
+            hashed = _hash(hasher, s)
             prog.advance()
             if hashed is not None:
                 yield meter.row(s.request_id, s.sent_ns, *hashed, s.replica)
         return
-    hashers = [make_hasher(tokenizer, block_size, max_threads=max_threads) for _ in range(n)]
+    hashers = [
+        make_hasher(tokenizer, block_size, max_threads=max_threads, compact=True) for _ in range(n)
+    ]
     pools = [ThreadPoolExecutor(1, thread_name_prefix="agentx-theory") for _ in range(n)]
     pending: deque[tuple[SentBody, Future[tuple[HashArray, int] | None]]] = deque()
 

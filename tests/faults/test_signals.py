@@ -69,8 +69,9 @@ def wait_requests(server: FaultServer, proc: subprocess.Popen[str], n: int) -> N
 
 
 def children(pid: int, *, workers: bool = True) -> list[int]:
-    """Worker processes of ``pid``, or with ``workers=False`` its theoretical pass: spawn
-    children, each named by itself first thing (a worker before any request is sent)."""
+    """Worker processes of ``pid`` (multiprocessing's spawn children), or with
+    ``workers=False`` its theoretical pass (a :class:`agentx.replay.spawned.Spawned` child),
+    each named by itself first thing (a worker before any request is sent)."""
     name = WORKER_PROCESS_NAME if workers else PASS_PROCESS_NAME
     out = []
     for entry in Path("/proc").iterdir():
@@ -83,7 +84,8 @@ def children(pid: int, *, workers: bool = True) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         comm = stat.split("(", 1)[1].rsplit(")", 1)[0]
-        if ppid == pid and b"spawn_main" in cmdline and comm == name:
+        started = b"spawn_main" if workers else b"agentx.replay.spawned"
+        if ppid == pid and started in cmdline and comm == name:
             out.append(int(entry.name))
     return out
 

@@ -106,9 +106,9 @@ step = st.tuples(
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(step, max_size=12), st.sampled_from([1, 4, 16]))
-def test_incremental_hashes_equal_the_reference(steps: list[Any], bs: int) -> None:
-    hasher = RequestHasher(bs, max_threads=2)  # small: eviction is exercised too
+@given(st.lists(step, max_size=12), st.sampled_from([1, 4, 16]), st.booleans())
+def test_incremental_hashes_equal_the_reference(steps: list[Any], bs: int, compact: bool) -> None:
+    hasher = RequestHasher(bs, max_threads=2, compact=compact)  # small: eviction exercised too
     convs: dict[str, list[Any]] = {}
     tools: dict[str, list[Any]] = {}
     for thread, op, new, api, retool in steps:
@@ -242,14 +242,15 @@ def _text(rng: np.random.Generator, n_words: int) -> str:
     st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3000)), min_size=1, max_size=8),
     st.integers(0, 2**31),
     st.sampled_from([1, 16, 64]),
+    st.booleans(),
 )
 def test_a_growing_long_message_hashes_like_the_reference(
-    steps: list[tuple[int, int]], seed: int, bs: int
+    steps: list[tuple[int, int]], seed: int, bs: int, compact: bool
 ) -> None:
     """Each request is one user message (often past several pieces of text) that extends,
     edits near its end, cuts or rewrites the previous one, beside a second thread."""
     rng = np.random.default_rng(seed)
-    hasher = RequestHasher(bs)
+    hasher = RequestHasher(bs, compact=compact)
     text = _text(rng, 3000)
     for op, n in steps:
         if op == 0:  # extend
@@ -279,3 +280,23 @@ def test_a_chain_extended_is_the_chain_of_the_whole(a: list[int], b: list[int]) 
     sums, tail = extend_chain(b, len(a), head_sums[-1] if a else None)
     assert head.tolist() + tail.tolist() == prefix.chain_ids(a + b).tolist()
     assert head_sums.tolist() + sums.tolist() == extend_chain(a + b, 0, None)[0].tolist()
+
+
+def test_a_compact_hasher_keeps_digests_not_the_prompt() -> None:
+    """What a compact thread keeps is bytes digests and offsets, none of the body's objects;
+    the long message is resumed from its windows (the next request encodes only its end)."""
+    rng = np.random.default_rng(3)
+    text = _text(rng, 8000)
+    compact, plain = RequestHasher(16, compact=True), RequestHasher(16)
+    for content in (text, text + _text(rng, 50)):
+        body = {"tools": [{"name": "t"}], "messages": [{"role": "user", "content": content}]}
+        got = compact.hash_request("openai.chat", body, "t")
+        want = plain.hash_request("openai.chat", body, "t")
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+    state = compact._threads["t"]
+    assert state.head == [] and state.conv == []
+    assert state.keys[-1] == b""  # the growing message: compared by its text's windows
+    digests = [*state.keys[:-1], *state.tail_windows, state.tail_rest]
+    assert all(isinstance(k, bytes) and len(k) == 20 for k in digests)
+    assert len(state.tail_windows) == len(state.tail_cuts) > 2
+    assert state.tail_tokens == plain._threads["t"].tail_tokens
