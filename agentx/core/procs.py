@@ -17,8 +17,8 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Protocol
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -69,7 +69,23 @@ def dies_with_this_process(signum: int = signal.SIGTERM) -> Callable[[], None] |
     return preexec
 
 
-def end_process(p: BaseProcess, wait_s: float, *, terminate: bool = False) -> None:
+class Process(Protocol):
+    """What :func:`end_process` needs of a child: a ``multiprocessing`` process has it, and so
+    does :class:`agentx.replay.spawned.Spawned`."""
+
+    def is_alive(self) -> bool: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+class SharedCount(Protocol):
+    """A count one child advances and its parent reads (one writer: no lock)."""
+
+    value: int
+
+
+def end_process(p: Process, wait_s: float, *, terminate: bool = False) -> None:
     """Wait at most ``wait_s`` for ``p`` to end (after SIGTERM with ``terminate``), then SIGKILL
     it and wait again: every wait bounded, since a stopped process answers nothing else."""
     if terminate and p.is_alive():

@@ -12,10 +12,9 @@ import os
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.sharedctypes import Synchronized
 
 from agentx.core.errors import AgentxError, TraceError
-from agentx.core.procs import die_with_parent, name_process
+from agentx.core.procs import SharedCount, die_with_parent, name_process
 
 CHUNK_BYTES = 1 << 20
 FINGERPRINT_PROCESS_NAME = "agentx-print"  # the child's name in /proc/PID/comm
@@ -57,11 +56,8 @@ def short(fingerprint: str | None) -> str:
     return "unknown" if fingerprint is None else fingerprint[:12]
 
 
-def fingerprint_child(
-    trace: str, send: Connection, done: Synchronized[int], parent_pid: int
-) -> None:
-    """A child process's entry (``multiprocessing`` spawn, by the run that needs the value off
-    its own path): hash ``trace``, counting the work done in ``done`` (the parent's wait is
+def fingerprint_child(trace: str, send: Connection, done: SharedCount, parent_pid: int) -> None:
+    """A child process's entry (started by the run that needs the value off its own path): hash ``trace``, counting the work done in ``done`` (the parent's wait is
     bounded by it), and send ``(fingerprint, warnings)``. It lives in this light module so the
     child imports little more than the hash needs."""
     die_with_parent(parent_pid)  # a SIGKILLed run runs no clean-up
@@ -71,8 +67,7 @@ def fingerprint_child(
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
     def advance(n: int) -> None:
-        with done.get_lock():
-            done.value += n
+        done.value += n
 
     value: str | None = None
     unknown: tuple[str, ...] = ()

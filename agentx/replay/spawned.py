@@ -38,6 +38,8 @@ from enum import StrEnum
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO, ClassVar
 
+from agentx.core.procs import end_process
+
 # The child's bootstrap: stdlib only until ``sys.path`` is the parent's.
 _BOOT = (
     "import os, pickle, sys; f = os.fdopen({fd}, 'rb', closefd=False); "
@@ -62,9 +64,6 @@ class Counter:
     def value(self, n: int) -> None:
         self._value.value = n
 
-    def get_lock(self) -> contextlib.nullcontext[None]:
-        return contextlib.nullcontext()
-
     def close(self) -> None:
         del self._value  # the map cannot close while a ctypes view of it lives
         with contextlib.suppress(BufferError):
@@ -73,9 +72,8 @@ class Counter:
 
 class Link(StrEnum):
     """What stands, among a :class:`Spawned` target's arguments, for what the child is handed:
-    a callable saying whether the parent is done (or died), the shared counter (its ``value``;
-    ``get_lock()`` as a ``multiprocessing.Value``'s, for a target written for one: there is
-    one writer), the answer's connection."""
+    a callable saying whether the parent is done (or died), the shared counter (its ``value``:
+    :class:`agentx.core.procs.SharedCount`), the answer's connection."""
 
     DONE = "done"
     COUNTER = "counter"
@@ -224,30 +222,31 @@ class Spawned:
             os.close(self._done)
             self._done = None
 
-    def join(self, timeout_s: float) -> None:
+    def join(self, timeout: float | None = None) -> None:
         t0 = time.monotonic()
-        self._started.wait(timeout_s)
+        self._started.wait(timeout)
         if self._proc is not None:
+            left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t0))
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(max(0.0, timeout_s - (time.monotonic() - t0)))
+                self._proc.wait(left)
+
+    def terminate(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
 
     def end(self, wait_s: float, *, terminate: bool = False) -> None:
-        """Wait at most ``wait_s`` for the child to end (after SIGTERM with ``terminate``),
-        then SIGKILL it and wait again: every wait bounded, since a stopped process answers
-        nothing else. One not started yet never starts. The answer's connection stays the
-        caller's to close."""
+        """:func:`agentx.core.procs.end_process` (every wait bounded), after which one not
+        started yet never starts. The answer's connection stays the caller's to close."""
         with self._lock:
             if self._proc is None:
                 self._closed = True
                 self._close_fds()
-        proc = self._proc
-        if proc is not None:
-            if terminate and proc.poll() is None:
-                with contextlib.suppress(OSError):
-                    proc.send_signal(signal.SIGTERM)
-            self.join(wait_s)
-            if proc.poll() is None:
-                with contextlib.suppress(OSError):
-                    proc.kill()
-                self.join(wait_s)
+        if self._proc is not None:
+            end_process(self, wait_s, terminate=terminate)
         self.set_done()
