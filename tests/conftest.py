@@ -1,13 +1,16 @@
 """Shared fixtures: a tiny Hugging Face tokenizer directory built on the spot (no hub), a
 byte-level BPE trained on a few lines and a ChatML template with Hermes-style tools, like
-scripts/make_tiny_model.py's."""
+scripts/make_tiny_model.py's; a writer of format-v1 traces."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+
+from agentx.core.models import Exchange
 
 CHATML = (
     "{%- if tools %}<|im_start|>system\n{% if messages[0].role == 'system' %}"
@@ -49,3 +52,29 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def hf_tokenizer_dir(hf_dir: Path) -> str:
     return str(hf_dir)
+
+
+V1Writer = Callable[[Path, Sequence[Exchange]], None]
+
+
+@pytest.fixture(scope="session")
+def write_v1_trace() -> V1Writer:
+    """Writes exchanges as a trace of format v1 (a full ``hash_ids`` list per row, no delta
+    columns), the way files written before v1.1 are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from agentx.store import write_trace
+    from agentx.store.schema import SCHEMA_V1
+
+    def write(path: Path, exchanges: Sequence[Exchange]) -> None:
+        write_trace(path, exchanges)
+        table = pq.read_table(path)
+        rows = table.to_pylist()
+        for row, ex in zip(rows, exchanges, strict=True):
+            row["hash_ids"] = list(ex.hash_ids or ())
+        meta = dict(table.schema.metadata)
+        meta[b"agentx.format"] = b"agentx.trace/1"
+        pq.write_table(pa.Table.from_pylist(rows, SCHEMA_V1.with_metadata(meta)), path)
+
+    return write

@@ -3,6 +3,7 @@ workload, request for request and id for id, as reading the trace's exchanges.""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from unittest import mock
 
@@ -125,3 +126,25 @@ def test_a_text_trace_is_read_as_exchanges() -> None:
     with pytest.raises(TextRow):
         list(hash_only_rows(files, None))
     assert wl.load_workload(example_path("example")).requests
+
+
+@FAST
+@given(turns, st.sampled_from([None, 8]))
+def test_a_v1_trace_reads_from_its_full_id_columns(
+    tmp_path_factory: pytest.TempPathFactory,
+    write_v1_trace: Callable[[Path, Sequence[Exchange]], None],
+    plan: list[tuple[int, int | None, int, int, bool, int]],
+    block_size: int | None,
+) -> None:
+    """Format v1 stores each row's full ``hash_ids`` (no base, no delta): the columns still
+    give the exchanges' workload."""
+    exchanges = _exchanges(plan)
+    if not any(e.usage.prompt_tokens for e in exchanges if not e.flags and e.hash_block_size):
+        return
+    path = tmp_path_factory.mktemp("t") / "v1.parquet"
+    write_v1_trace(path, exchanges)
+    with mock.patch("agentx.formats.load_exchanges", side_effect=AssertionError("rows read")):
+        columnar = wl.load_workload(path, block_size)
+    with mock.patch.object(wl, "_hash_only_workload", return_value=None):
+        rows = wl.load_workload(path, block_size)
+    _same(columnar, rows)

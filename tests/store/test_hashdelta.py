@@ -3,10 +3,10 @@ spells consecutive ids as runs; readers project columns and sessions; v1 files s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import orjson
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
@@ -25,7 +25,6 @@ from agentx.store import (
     write_trace,
 )
 from agentx.store.hashdelta import HashDeltaDecoder, HashDeltaEncoder, from_runs, to_runs
-from agentx.store.schema import SCHEMA_V1
 from agentx.store.spool import spool_path
 
 IDS = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30).map(tuple)
@@ -138,18 +137,13 @@ def test_session_filter_uses_row_group_statistics(tmp_path: Path) -> None:
     assert got == [ex for ex in exs if ex.session_id in ("s1", "s4")]
 
 
-def test_a_v1_file_still_reads(tmp_path: Path) -> None:
+def test_a_v1_file_still_reads(
+    tmp_path: Path, write_v1_trace: Callable[[Path, Sequence[Exchange]], None]
+) -> None:
     """A file written before v1.1: full ``hash_ids`` per row, no delta columns."""
     exs = growing_thread(4)
     path = tmp_path / "v1.parquet"
-    write_trace(path, exs, trace_id="T")
-    table = pq.read_table(path)
-    rows = table.to_pylist()
-    for row, ex in zip(rows, exs, strict=True):
-        row["hash_ids"] = list(ex.hash_ids or ())
-    meta = dict(table.schema.metadata)
-    meta[b"agentx.format"] = b"agentx.trace/1"
-    pq.write_table(pa.Table.from_pylist(rows, SCHEMA_V1.with_metadata(meta)), path)
+    write_v1_trace(path, exs)
     assert open_trace(path).format == "agentx.trace/1"
     assert read_trace(path) == exs
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +20,6 @@ from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import load_exchanges
 from agentx.store import write_trace
 from agentx.store.dataset import DatasetWriter
-from agentx.store.schema import SCHEMA_V1
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import (
     CompactRows,
@@ -269,17 +267,12 @@ def test_hash_only_rows_decode_their_delta_encoded_block_ids(tmp_path: Path) -> 
     )
 
 
-def test_a_v1_trace_file_reads_lazily_too(tmp_path: Path) -> None:
+def test_a_v1_trace_file_reads_lazily_too(
+    tmp_path: Path, write_v1_trace: Callable[[Path, Sequence[Exchange]], None]
+) -> None:
     path = tmp_path / "v1.parquet"
     exs = list(load_exchanges(WEKA / "trace_0001.json"))
-    write_trace(path, exs)
-    table = pq.read_table(path)
-    rows = table.to_pylist()
-    for row, ex in zip(rows, exs, strict=True):
-        row["hash_ids"] = list(ex.hash_ids or ())
-    meta = dict(table.schema.metadata)
-    meta[b"agentx.format"] = b"agentx.trace/1"
-    pq.write_table(pa.Table.from_pylist(rows, SCHEMA_V1.with_metadata(meta)), path)
+    write_v1_trace(path, exs)
     source = ParquetSource(path)
     assert len(source._file(0).bases) == 1  # no hash_ids_base_id in v1
     assert _rows_equal_eager(source, path) == len(exs)
