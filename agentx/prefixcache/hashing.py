@@ -11,6 +11,7 @@ Everything here is vectorised numpy on integer hashes: a 100K-token prompt costs
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import operator
 from collections import OrderedDict
@@ -105,9 +106,15 @@ def chain_ids(hash_ids: npt.ArrayLike, group: int = 1) -> HashArray:
 def salted(hashes: HashArray, salt: int) -> HashArray:
     """Chained hashes as a prompt that starts with a per-``salt`` marker would have them: every
     block differs from the unsalted one and from every other salt's (a mixed salt, XORed)."""
-    key: HashArray = _mix(np.array([salt * 2 + 1], dtype=np.uint64))
-    out: HashArray = hashes ^ key[0]
+    out: HashArray = hashes ^ _salt_key(salt)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _salt_key(salt: int) -> np.uint64:
+    """A salt's mixed key (once a salt: a simulation salts every prompt of a tree copy)."""
+    key: HashArray = _mix(np.array([salt * 2 + 1], dtype=np.uint64))
+    return np.uint64(key[0])
 
 
 def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:

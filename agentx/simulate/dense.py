@@ -38,6 +38,9 @@ class DenseIds:
         self._largest_merge = largest_merge
         self._first = first_id
         self._recent: dict[int, int] = {}
+        # the recent hashes again, as the arrays they came in: their ids run on from the first
+        # one not in a level, so a flush sorts them without reading the dict back
+        self._chunks: list[HashArray] = []
         self._levels: list[tuple[HashArray, IdArray]] = []
         self.size = 0
 
@@ -92,20 +95,21 @@ class DenseIds:
                     f"more than {MAX_BLOCKS:,} distinct blocks: use a larger --block-size"
                 )
             out[known:] = np.arange(start, start + new, dtype=np.int32)
-            self._recent.update(
-                zip(hashes[known:].tolist(), range(start, start + new), strict=True)
-            )
+            fresh = hashes[known:].copy()  # (not a view: the caller's buffer is reused)
+            self._recent.update(zip(fresh.tolist(), range(start, start + new), strict=True))
+            self._chunks.append(fresh)
             self.size += new
             if len(self._recent) >= self._buffer_size:
                 self._flush()
         return out
 
     def _flush(self) -> None:
-        keys = np.fromiter(self._recent.keys(), dtype=np.uint64, count=len(self._recent))
-        vals = np.fromiter(self._recent.values(), dtype=np.int32, count=len(self._recent))
+        keys = np.concatenate(self._chunks)
+        first = self._first + self.size - int(keys.size)
         order = np.argsort(keys)
-        self._levels.append((keys[order], vals[order]))
+        self._levels.append((keys[order], (order + first).astype(np.int32)))
         self._recent.clear()
+        self._chunks.clear()
         levels = self._levels
         while (
             len(levels) > 1

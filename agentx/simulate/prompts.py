@@ -11,6 +11,7 @@ corpus's memo held ~30M ids in its threads' buffers; its runs are ~0.2M).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import orjson
@@ -18,13 +19,15 @@ import orjson
 from agentx.core.models import Exchange, ExchangeMeta
 from agentx.prefixcache.hashing import Hasher, IdChainer, salted
 from agentx.prefixcache.kvcache.cache import DistinctIds, Hashes
-from agentx.prefixcache.theory import hash_only_blocks
+from agentx.prefixcache.theory import hash_only_blocks, hash_only_shape
 from agentx.simulate.dense import Renumberer
+from agentx.simulate.rowchains import RowChainer
 from agentx.simulate.runs import BlockIds, Runs, id_runs, run_facts, run_ids
 from agentx.simulate.schedule import Send
+from agentx.store.rowids import RowIds
 from agentx.workload.build import BuildConfig, SynthCache, ThreadBuilder, marker_salt, max_tokens_of
 from agentx.workload.plan import SessionPlan
-from agentx.workload.source import SessionLoader, TraceSource
+from agentx.workload.source import RowIdsSource, SessionLoader, TraceSource
 
 LOADERS_KEPT = 64  # sessions whose loader is kept (a session's sends come close together)
 LOADERS_PER_LANE = 2  # with lanes known: a lane's session and the next
@@ -108,6 +111,9 @@ class PromptSource:
         self.synth = SynthCache()
         self.numbers = Renumberer(threads, first_id=1)  # id 0 is the cache's "no block"
         self._chainer = IdChainer(threads)
+        self._rows = RowChainer(threads)
+        self._id_source = trace if isinstance(trace, RowIdsSource) else None
+        self._ids: OrderedDict[int, Mapping[int, RowIds]] = OrderedDict()
         self._builders: dict[tuple[int, int], ThreadBuilder] = {}
         self._memo: dict[tuple[int, int, int, int, int | None], Prompt] = {}
         self._loaders: OrderedDict[int, SessionLoader] = OrderedDict()
@@ -130,6 +136,41 @@ class PromptSource:
             self._loaders.move_to_end(session.index)
         return loader.exchange(meta)
 
+    def _row_ids(self, session: SessionPlan) -> Mapping[int, RowIds] | None:
+        """The stored ids of a session's rows, when the trace gives them (else ``None``)."""
+        if self._id_source is None:
+            return None
+        found = self._ids.get(session.index)
+        if found is None:
+            found = self._ids[session.index] = self._id_source.session_ids(session.source)
+            while len(self._ids) > self._loaders_kept:
+                self._ids.popitem(last=False)
+        else:
+            self._ids.move_to_end(session.index)
+        return found
+
+    def _stored(
+        self,
+        send: Send,
+        meta: ExchangeMeta,
+        rows: Mapping[int, RowIds],
+        thread: str,
+        output_tokens: int,
+    ) -> Prompt:
+        """A hash-only row's prompt from its stored ids (:func:`hash_only_blocks`' rule, on
+        the row's counts), chained per (session copy, thread) from its base's chain."""
+        assert self.hash_block_size is not None
+        row = rows[meta.locator]
+        chained = self._rows.chain((meta.session_id, meta.thread_id), meta.locator, rows)
+        shape = hash_only_shape(row.size, row.block_size, meta.prompt_tokens, self.hash_block_size)
+        chained = chained[: shape.full_ids]
+        if shape.group > 1:
+            chained = chained[shape.group - 1 :: shape.group]
+        hashes = salted(chained, send.instance) if self.salt else chained
+        self.hashed_prompts += 1
+        ids = id_runs(self.numbers.ids(hashes, thread))
+        return Prompt(ids, shape.prompt_tokens, output_tokens)
+
     def prompt(self, send: Send) -> Prompt:
         key = (send.instance, send.session.index, send.thread, send.turn, send.max_tokens)
         got = self._memo.get(key)
@@ -142,6 +183,12 @@ class PromptSource:
         meta = th.turns[send.turn].meta
         thread = f"{send.instance}\x1f{send.session.index}\x1f{send.thread}"
         if self.hash_block_size is not None and meta.hash_only:
+            rows = self._row_ids(send.session)
+            out = send.max_tokens
+            if out is None and meta.completion_tokens is not None and meta.completion_tokens > 0:
+                out = meta.completion_tokens  # as max_tokens_of reads the row
+            if rows is not None and out is not None:
+                return self._stored(send, meta, rows, thread, out)
             ex = self._exchange(send.session, meta)
             # chained per (session copy, thread): a turn chains only the ids it appended
             chained, n, _ = hash_only_blocks(ex, self.hash_block_size, self._chainer)

@@ -110,7 +110,7 @@ def _rows(
             offset = 0
             # a v1 row's full ids win over a delta, as the row decoder reads them
             for c in reversed(lists):
-                valid, lo, hi, values = _list_parts(table.column(c))
+                valid, lo, hi, values = list_parts(table.column(c))
                 take = valid & ~has_ids
                 starts[take] = lo[take] + offset
                 ends[take] = hi[take] + offset
@@ -126,7 +126,7 @@ def _rows(
         raise TraceError(f"{path}: corrupt trace ({_first_line(exc)})") from None
 
 
-def _list_parts(
+def list_parts(
     col: pa.ChunkedArray,
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64], IdValues]:
     """``(valid, starts, ends, values)`` of a list column: row ``i`` is

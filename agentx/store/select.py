@@ -21,7 +21,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,7 @@ from agentx.store.reader import _first_line, _open_file, open_trace
 from agentx.store.schema import COLUMNS
 from agentx.store.spool import REPEATED_COLUMNS
 
+T = TypeVar("T")
 GROUPS_KEPT = 2  # row groups kept decoded: the sessions read one after another share them
 FILES_KEPT = 8
 
@@ -76,7 +77,8 @@ class GroupCache:
     corpus, read one after another as replay's lanes start them)."""
 
     kept: int = GROUPS_KEPT
-    _tables: OrderedDict[tuple[Path, int], pa.Table] = field(default_factory=OrderedDict)
+    # by (file, group, what was read of it): a reader of some columns keeps its own form
+    _tables: OrderedDict[tuple[Path, int, str], Any] = field(default_factory=OrderedDict)
     # the last files read, open (a footer parsed once, not once per session; a dataset of
     # thousands of files keeps a few open, not thousands of descriptors)
     _files: OrderedDict[Path, pq.ParquetFile] = field(default_factory=OrderedDict)
@@ -91,8 +93,8 @@ class GroupCache:
             self._files.move_to_end(path)
         return found
 
-    def get(self, path: Path, group: int, read: Callable[[], pa.Table]) -> pa.Table:
-        key = (path, group)
+    def get(self, path: Path, group: int, read: Callable[[], T], part: str = "rows") -> T:
+        key = (path, group, part)
         table = self._tables.get(key)
         if table is None:
             table = self._tables[key] = read()
@@ -100,7 +102,8 @@ class GroupCache:
                 self._tables.popitem(last=False)
         else:
             self._tables.move_to_end(key)
-        return table
+        out: T = table
+        return out
 
 
 @dataclass(frozen=True, slots=True)

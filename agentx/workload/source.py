@@ -33,6 +33,7 @@ from agentx.prefixcache.hashing import common_prefix
 
 if TYPE_CHECKING:
     from agentx.formats.lazy import HFRow, WekaSession
+    from agentx.store.rowids import RowIds
     from agentx.store.select import TraceIndex
 
 
@@ -169,6 +170,17 @@ class CompactRows:
         return ids
 
 
+@runtime_checkable
+class RowIdsSource(Protocol):
+    """A source that gives a session's hash-only rows' block ids as stored (a row's base row,
+    the base's ids it keeps, the ids it adds) without decoding the rows."""
+
+    def session_ids(self, session: SessionIndex) -> dict[int, RowIds]:
+        """By locator: the stored ids of the session's rows and of the rows they extend (a
+        base is a locator too, ``-1`` for none)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class _RowsLoader:
     rows: CompactRows
@@ -228,6 +240,21 @@ class ParquetSource:
             found = index.read_rows([loc - k * FILE_ROWS for loc in locators], self._groups)
             rows.update(zip(locators, found, strict=True))
         return _RowsLoader(CompactRows(rows))
+
+    def session_ids(self, session: SessionIndex) -> dict[int, RowIds]:
+        from agentx.store.rowids import RowIds, read_row_ids
+
+        by_file: dict[int, list[int]] = {}
+        for m in session.exchanges:
+            by_file.setdefault(m.locator // FILE_ROWS, []).append(m.locator)
+        out: dict[int, RowIds] = {}
+        for k, locators in by_file.items():
+            at = k * FILE_ROWS
+            found = read_row_ids(self._file(k), [loc - at for loc in locators], self._groups)
+            for r, ids in found.items():
+                base = ids.base + at if ids.base >= 0 else -1
+                out[r + at] = RowIds(base, ids.base_len, ids.delta, ids.block_size)
+        return out
 
 
 # -- Weka and Mooncake (hash-only) ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from agentx.core.models import Exchange, ExchangeMeta
 from agentx.formats import load_exchanges
 from agentx.store import write_trace
 from agentx.store.dataset import DatasetWriter
+from agentx.store.rowids import RowIds
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import (
     CompactRows,
@@ -66,13 +67,21 @@ def _rows_equal_eager(source: ParquetSource, path: Path) -> int:
     n = 0
     for session in reversed(list(source.index())):  # any order: each loads on its own
         loader = source.load_session(session)
+        stored = source.session_ids(session)  # by locator, across a dataset's files too
         for m in session.exchanges:
             ex = loader.exchange(m)
             _same_row(ex, eager[m.request_id])
             assert ex.request == eager[m.request_id].request
+            assert _full_ids(stored, m.locator) == list(eager[m.request_id].hash_ids or ())
             n += 1
     assert n == len(eager)
     return n
+
+
+def _full_ids(stored: dict[int, RowIds], locator: int) -> list[int]:
+    ids = stored[locator]
+    head = _full_ids(stored, ids.base)[: ids.base_len] if ids.base >= 0 else []
+    return head + ids.delta.tolist()
 
 
 def _weka_dir(tmp_path: Path) -> Path:
