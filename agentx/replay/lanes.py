@@ -149,7 +149,10 @@ class LaneDriver:
             seed=config.seed,
             arrivals=config.arrivals,
         )
-        self._plans: dict[int, SessionPlan] = {}  # the sessions supplied, by index
+        # the sessions supplied, by index, while an instance of theirs may run (a plan held
+        # for every session reached would grow with the run: sessions.plan(i) gives it again)
+        self._plans: dict[int, SessionPlan] = {}
+        self._trees: dict[int, int] = {}  # tree instance -> its tree, while it has a loader
         self._supplying: set[int] = set()
         self._error: AgentxError | None = None  # a session that could not be read
         self.counters = Counters()
@@ -231,6 +234,9 @@ class LaneDriver:
             self._supply()
             for instance in sched.drain_finished():
                 self._loaders.pop(instance, None)
+                tree = self._trees.pop(instance, None)
+                if tree is not None and tree not in self._trees.values():
+                    self._plans.pop(tree, None)
             for send in sched.poll(self._now_s()):
                 task = asyncio.create_task(self._send(send))
                 self._tasks.add(task)
@@ -308,7 +314,9 @@ class LaneDriver:
             self._wake.set()
 
     async def _send_one(self, send: Send) -> bool:
-        session = self._plans[send.tree]
+        session = self._plans.get(send.tree)
+        if session is None:  # a tree started again after its instances ended (recycled)
+            session = self._plans[send.tree] = self.sessions[send.tree]
         thread = session.threads[send.stream]
         key = (send.instance, send.stream)
         builder = self._builders.get(key)
@@ -346,6 +354,7 @@ class LaneDriver:
         loader = self._loaders.get(send.instance)
         if loader is None:
             loader = self._loaders[send.instance] = self.source.load_session(session.source)
+            self._trees[send.instance] = send.tree
         ex = loader.exchange(thread.turns[send.turn].meta)
         key = f"s{session.index}.{send.copy}" if cfg.single_requests else send.instance
         salt = marker_salt(cfg.nonce, key) if cfg.salt else None
