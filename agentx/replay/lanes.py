@@ -112,7 +112,7 @@ class LaneResult:
 # (:class:`agentx.prefixcache.synth.ThreadText`), so the cache only serves the blocks a new thread
 # shares with those before it (a subagent's inherited context, a common system prompt); a block
 # missed is made again in ~6 us (100K tokens of text in ~10 ms), against ~0.6 KB held per block.
-LANE_SYNTH_BYTES = 16 << 20
+LANE_SYNTH_BYTES = 8 << 20  # ~11 MiB of Python objects at 64 lanes (16 MB: ~22 MiB)
 
 
 class LaneDriver:

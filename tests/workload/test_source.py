@@ -26,6 +26,7 @@ from agentx.workload.source import (
     MooncakeSource,
     ParquetSource,
     WekaSource,
+    _grouped,
     open_source,
 )
 from agentx.workload.trees import tree_of
@@ -352,3 +353,38 @@ def test_compact_rows_give_every_row_back(case: tuple[dict[int, Exchange], list[
     assert len(compact) == len(rows)
     for loc in order:
         assert compact.get(loc) == rows[loc]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcd"), min_size=1, max_size=16),
+    st.integers(1, 5),
+)
+def test_a_datasets_sessions_are_grouped_as_its_rows_are(
+    tmp_path_factory: pytest.TempPathFactory, sessions: list[str], part_rows: int
+) -> None:
+    """Sessions interleaved over a dataset's files: grouped by id in the order of their first
+    row, each session's rows in file order, as grouping every row's metadata gives them; and
+    ``reindex(unit)`` gives each session again, equal."""
+    d = tmp_path_factory.mktemp("ds") / "ds"
+    base = chat_session("x", turns=1)[0]
+    with DatasetWriter(d, part_rows=part_rows) as w:
+        for i, sid in enumerate(sessions):
+            w.append(
+                dataclasses.replace(
+                    base,
+                    request_id=f"r{i}",
+                    session_id=sid,
+                    timing=dataclasses.replace(base.timing, start_wall_ns=T0 + i),
+                )
+            )
+    source = open_source(d)
+    assert isinstance(source, ParquetSource)
+    got = list(source.index())
+    rows = [m for k in range(len(source._files)) for m in source._file(k).rows]
+    want = list(_grouped(rows)) if source.candidates is None else None
+    if want is not None:
+        assert [(s.session_id, s.exchanges) for s in got] == [
+            (s.session_id, s.exchanges) for s in want
+        ]
+        assert [source.reindex(s.unit) for s in got] == got
