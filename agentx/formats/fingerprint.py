@@ -22,21 +22,17 @@ UNKNOWN = "the trace's fingerprint is unknown"  # how every warning about it sta
 
 
 def trace_fingerprint(
-    path: str | os.PathLike[str],
-    progress: Callable[[int], None] | None = None,
-    *,
-    own_process: bool = False,
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
 ) -> str:
     """The hex sha256 of a trace argument's content (see the module); ``progress`` is told each
-    step's work (rows of an agentx trace, else bytes) as it is hashed. ``own_process``: the
-    caller is a process of its own (:func:`agentx.store.fingerprint.rows_sha256`)."""
+    step's work (rows of an agentx trace, else bytes) as it is hashed."""
     from agentx.formats import resolve_trace
 
     kind, local = resolve_trace(path)
     if kind == "agentx":
         from agentx.store.fingerprint import rows_sha256
 
-        return rows_sha256(local, progress, own_process=own_process)
+        return rows_sha256(local, progress)
     files = sorted(f for f in local.rglob("*") if f.is_file()) if local.is_dir() else [local]
     digest = hashlib.sha256()
     for f in files:
@@ -76,7 +72,7 @@ def fingerprint_child(trace: str, send: Connection, done: SharedCount, parent_pi
     value: str | None = None
     unknown: tuple[str, ...] = ()
     try:
-        value = trace_fingerprint(trace, advance, own_process=True)
+        value = trace_fingerprint(trace, advance)
     except AgentxError as exc:
         unknown = (f"{UNKNOWN} ({exc})",)
     except Exception as exc:  # a warning in the results, not a traceback on the user's terminal

@@ -427,13 +427,8 @@ def return_large_blocks() -> None:
     A replay allocates and frees hundreds of request bodies of ~0.1-4 MB; glibc's default
     raises its mmap threshold after the first frees, so those bodies then come from the heap,
     which fragments and never shrinks: RSS grew ~3x over a 3,000-request corpus replay. Fixing
-    the threshold keeps RSS at what is live (a no-op off glibc). Arrow's memory (the sessions
-    read from a trace) comes from the system allocator too
-    (:func:`agentx.store.select.arrow_memory_from_system`).
+    the threshold keeps RSS at what is live. A no-op off glibc.
     """
-    from agentx.store.select import arrow_memory_from_system
-
-    arrow_memory_from_system()
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -20,25 +20,16 @@ import pyarrow.parquet as pq
 
 from agentx.core.errors import TraceError
 from agentx.store.schema import COLUMNS
-from agentx.store.select import arrow_memory_from_system, dataset_files
+from agentx.store.select import dataset_files
 
 # rows decoded at a time: the peak of a replay's fingerprint child is its imports plus a batch's
 # Python values (a 200K-row corpus: 1,024 rows ~0.2 GiB in all, 256 ~0.13 GiB with the rest below)
 BATCH_ROWS = 256
 
 
-def rows_sha256(
-    path: str | os.PathLike[str],
-    progress: Callable[[int], None] | None = None,
-    *,
-    own_process: bool = False,
-) -> str:
+def rows_sha256(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> str:
     """The hex sha256 of the rows of an agentx trace (a file or a dataset directory);
-    ``progress`` is told the rows of each batch hashed (a caller's wait is bounded by it).
-    ``own_process``: the caller is a process of its own (replay's fingerprint child), whose
-    Arrow memory may come from the system allocator."""
-    if own_process:  # mimalloc, Arrow's default, kept the batches' freed pages: ~15 MB more
-        arrow_memory_from_system()
+    ``progress`` is told the rows of each batch hashed (a caller's wait is bounded by it)."""
     digest = hashlib.sha256()
     for f in dataset_files(path):
         try:

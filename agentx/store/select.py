@@ -151,17 +151,6 @@ class TraceIndex:
         return [decoded[r] for r in rows]
 
 
-def arrow_memory_from_system() -> None:
-    """Have Arrow allocate from the system allocator (``malloc``) from now on, for the process.
-
-    Arrow's default, mimalloc, keeps the pages of the buffers it frees for reuse: a replay
-    reading a session's row groups every few seconds for its lanes held ~35 MB of them on a
-    200K-row corpus, ~40 MB of the main process's RSS above what the system allocator keeps
-    (which also returns every block over the mmap threshold when freed). Buffers allocated
-    before keep their pool."""
-    pa.set_memory_pool(pa.system_memory_pool())
-
-
 def dataset_files(path: str | os.PathLike[str]) -> list[Path]:
     """The trace files of a trace argument (a file, or a dataset directory's files in order),
     recovered first if a writer died."""

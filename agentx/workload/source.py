@@ -158,6 +158,14 @@ class CompactRows:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def has(self, locator: int) -> bool:
+        return locator in self._rows
+
+    def forget(self, locator: int) -> None:
+        """Drop a row (its ids' delta is kept: a later row of its thread may be rebuilt along
+        it)."""
+        self._rows.pop(locator, None)
+
     def get(self, locator: int) -> Exchange:
         ex = self._rows[locator]
         if locator not in self._chains:
@@ -180,12 +188,31 @@ class CompactRows:
         return ids
 
 
-@dataclass(frozen=True, slots=True)
+@runtime_checkable
+class Forgetting(Protocol):
+    """A loader that can drop a row its caller will not ask for again (a thread's turn once
+    the next one is sent): a session's rows are held from its start to its end otherwise."""
+
+    def forget(self, meta: ExchangeMeta) -> None: ...
+
+
 class _RowsLoader:
-    rows: CompactRows
+    """A session's decoded rows; a row forgotten and asked for again (not expected) is read
+    again with the whole session."""
+
+    __slots__ = ("_reload", "rows")
+
+    def __init__(self, rows: CompactRows, reload: Callable[[], CompactRows]) -> None:
+        self.rows = rows
+        self._reload = reload
 
     def exchange(self, meta: ExchangeMeta) -> Exchange:
+        if not self.rows.has(meta.locator):
+            self.rows = self._reload()
         return self.rows.get(meta.locator)
+
+    def forget(self, meta: ExchangeMeta) -> None:
+        self.rows.forget(meta.locator)
 
 
 FILE_ROWS = 1 << 40  # a dataset file's rows are located at k * FILE_ROWS + row
@@ -258,6 +285,9 @@ class ParquetSource:
         return SessionIndex(rows[0].session_id, rows, unit)
 
     def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _RowsLoader(self._rows_of(session), lambda: self._rows_of(session))
+
+    def _rows_of(self, session: SessionIndex) -> CompactRows:
         by_file: dict[int, list[int]] = {}
         for m in session.exchanges:
             by_file.setdefault(m.locator // FILE_ROWS, []).append(m.locator)
@@ -266,7 +296,7 @@ class ParquetSource:
             index = self._file(k)
             found = index.read_rows([loc - k * FILE_ROWS for loc in locators], self._groups)
             rows.update(zip(locators, found, strict=True))
-        return _RowsLoader(CompactRows(rows))
+        return CompactRows(rows)
 
 
 # -- Weka and Mooncake (hash-only) ----------------------------------------------------------------

@@ -23,6 +23,7 @@ from agentx.store.dataset import DatasetWriter
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import (
     CompactRows,
+    Forgetting,
     MooncakeSource,
     ParquetSource,
     WekaSource,
@@ -388,3 +389,19 @@ def test_a_datasets_sessions_are_grouped_as_its_rows_are(
             (s.session_id, s.exchanges) for s in want
         ]
         assert [source.reindex(s.unit) for s in got] == got
+
+
+def test_a_row_forgotten_and_asked_for_again_is_read_again(tmp_path: Path) -> None:
+    """A loader drops the rows it is told its caller is done with; one asked for after all
+    (not expected) is read back with its session, equal."""
+    path = tmp_path / "t.parquet"
+    write_trace(path, chat_session("a", turns=4))
+    source = open_source(path)
+    session = next(iter(source.index()))
+    loader = source.load_session(session)
+    first = [loader.exchange(m) for m in session.exchanges]
+    assert isinstance(loader, Forgetting)
+    held = len(loader.rows)  # type: ignore[attr-defined]
+    loader.forget(session.exchanges[0])
+    assert len(loader.rows) == held - 1  # type: ignore[attr-defined]
+    assert [loader.exchange(m) for m in session.exchanges] == first
