@@ -52,13 +52,28 @@ class SharedSchedule:
         self.sessions = sessions
         # trees supplied when a lane wants them, as replay's lanes do (a lazy plan reads then)
         self._schedule = Schedule(len(sessions), options, seed=seed)
+        # the plans of the sessions supplied, while an instance of theirs may run: a plan asked
+        # of ``sessions`` may be planned anew each time (an agentx trace's), not once a request
+        self._plans: dict[int, SessionPlan] = {}
+        self._trees: dict[int, int] = {}  # tree instance -> its tree, once it sent
 
     def _supply(self, now: float) -> None:
         while wanted := self._schedule.wanted:
             for i in wanted:
                 plan = self.sessions.plan(i)
+                if plan is not None:
+                    self._plans[i] = plan
                 self._schedule.provide(i, None if plan is None else tree_of(plan), now)
-        self._schedule.drain_finished()  # (replay's lanes free a session's rows here)
+        for instance in self._schedule.drain_finished():  # (replay's lanes free its rows here)
+            tree = self._trees.pop(instance, None)
+            if tree is not None and tree not in self._trees.values():
+                self._plans.pop(tree, None)
+
+    def _plan(self, tree: int) -> SessionPlan:
+        plan = self._plans.get(tree)
+        if plan is None:  # a tree started again after its instances ended (recycled)
+            plan = self._plans[tree] = self.sessions[tree]
+        return plan
 
     def _boundary(self, now: float) -> None:
         self._supply(now)
@@ -83,11 +98,12 @@ class SharedSchedule:
         self._boundary(now)
 
     def _send(self, s: ScheduledSend) -> Send:
+        self._trees[s.instance] = s.tree
         return Send(
             seq=s.id,
             lane=s.lane,
             instance=s.instance,
-            session=self.sessions[s.tree],
+            session=self._plan(s.tree),
             copy_no=s.copy,
             thread=s.stream,
             turn=s.turn,

@@ -22,7 +22,9 @@ from agentx.core.errors import TraceError
 from agentx.store.schema import COLUMNS
 from agentx.store.select import dataset_files
 
-BATCH_ROWS = 1024
+# rows decoded at a time: the peak of a replay's fingerprint child is its imports plus a batch's
+# Python values (a 200K-row corpus: 1,024 rows ~0.2 GiB in all, 256 ~0.13 GiB with the rest below)
+BATCH_ROWS = 256
 
 
 def rows_sha256(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> str:
@@ -31,9 +33,12 @@ def rows_sha256(path: str | os.PathLike[str], progress: Callable[[int], None] | 
     digest = hashlib.sha256()
     for f in dataset_files(path):
         try:
-            pf = pq.ParquetFile(f)
+            # not pre-buffered: a row group's columns read whole ahead of the batches held
+            # ~40 MB more at the peak; one thread: the lanes' CPU is not this child's to take
+            pf = pq.ParquetFile(f, pre_buffer=False)
             present = [c for c in COLUMNS if c in pf.schema_arrow.names]
-            for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=present):
+            batches = pf.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
+            for batch in batches:
                 values = {c: batch.column(c).to_pylist() for c in present}
                 missing = [None] * batch.num_rows
                 columns = [values.get(c, missing) for c in COLUMNS]

@@ -101,7 +101,7 @@ def read_row_ids(
                 base_len = (got.base_lens[i] or 0) if base >= 0 else 0
                 if base >= r:
                     raise TraceError(
-                        f"{index.path}: corrupt trace (row {index.rows[r].request_id} extends "
+                        f"{index.path}: corrupt trace (row {index.rows.request_id(r)} extends "
                         f"the ids of a row not before it)"
                     )
                 # a copy: a view would keep the whole group's ids alive with the session's
@@ -112,8 +112,8 @@ def read_row_ids(
     for r, ids in out.items():
         if ids.base >= 0 and ids.base_len > out[ids.base].size:
             raise TraceError(
-                f"{index.path}: corrupt trace (row {index.rows[r].request_id} extends "
-                f"{ids.base_len} ids of {index.rows[ids.base].request_id}, which has fewer)"
+                f"{index.path}: corrupt trace (row {index.rows.request_id(r)} extends "
+                f"{ids.base_len} ids of {index.rows.request_id(ids.base)}, which has fewer)"
             )
     return out
 

@@ -1,8 +1,9 @@
 """Reading a trace in parts: the metadata of every row, then chosen rows on demand.
 
 :func:`read_index` reads only the small per-row columns (ids, structure, timings, token counts,
-flags: no request bodies, no response text, no block ids) of one trace file into
-:class:`~agentx.core.models.ExchangeMeta` values whose ``locator`` is the row number.
+flags: no request bodies, no response text, no block ids) of one trace file into columns
+(:class:`IndexRows`) that give each row as an :class:`~agentx.core.models.ExchangeMeta` whose
+``locator`` is the row number when it is asked for.
 :meth:`TraceIndex.read_rows` decodes chosen rows with their full bodies and block ids: a row
 stored as a delta over an earlier row (its conversation, ``conversation_base_id``; its block
 ids, ``hash_ids_base_id`` in format v1.1) needs that row too, so the rows it extends
@@ -18,10 +19,10 @@ import functools
 import itertools
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -64,11 +65,6 @@ BASE_COLUMNS = ("conversation_base_id", "hash_ids_base_id")  # the second one: v
 # columns of few distinct values (a session's rows share ids, a trace's its model and api),
 # held once each in the index (~48 bytes a str a row saved, tens of MB on a large corpus)
 SHARED_COLUMNS = ("session_id", "thread_id", "api", "model")
-# the columns the index holds otherwise: ids resolved to rows, flags to a few shared tuples, two
-# columns only asked whether they are null
-DERIVED_COLUMNS = ("parent_request_id", "flags", "hash_block_size", "conversation_key")
-# the columns whose values the index keeps as they are
-PLAIN_COLUMNS = tuple(c for c in INDEX_COLUMNS if c not in (*SHARED_COLUMNS, *DERIVED_COLUMNS))
 
 
 @dataclass(slots=True)
@@ -111,7 +107,7 @@ class TraceIndex:
     """Every row of one trace file as metadata, in file order."""
 
     path: Path
-    rows: tuple[ExchangeMeta, ...]
+    rows: IndexRows
     bases: tuple[npt.NDArray[np.int64], ...]  # per base column: each row's base row, -1: none
     group_starts: tuple[int, ...]  # first row number of each row group
     columns: tuple[str, ...]  # the trace columns the file has
@@ -129,7 +125,7 @@ class TraceIndex:
             todo.extend(int(b[r]) for b in self.bases)
         ordered = sorted(needed)
         refs = [
-            Counter(self.rows[int(b[r])].request_id for r in ordered if b[r] >= 0)
+            Counter(self.rows.request_id(int(b[r])) for r in ordered if b[r] >= 0)
             for b in self.bases
         ]
         decoded: dict[int, Exchange] = {}
@@ -194,76 +190,272 @@ def read_index(path: str | os.PathLike[str], first_locator: int = 0) -> TraceInd
     present = [c for c in BASE_COLUMNS if c in fi.columns]
     try:
         pf = pq.ParquetFile(fi.info.path)
-        table = pf.read(columns=[*INDEX_COLUMNS, *present], use_threads=False)
+
+        def column(name: str) -> pa.ChunkedArray:
+            # one column at a time: a 200K-row corpus's index columns read together held
+            # ~0.1 GB of Arrow memory at the peak, beside the columns built from them
+            return pf.read(columns=[name], use_threads=False).column(name)
+
         starts = []
         n = 0
         for g in range(pf.num_row_groups):
             starts.append(n)
             n += pf.metadata.row_group(g).num_rows
-        cols = {name: column_values(table.column(name)) for name in PLAIN_COLUMNS}
-        for name in SHARED_COLUMNS:  # one str object per distinct value, not one per row
-            cols[name] = shared_values(table.column(name))
-        flag_sets = _flag_sets(table.column("flags"))
-        prompt = _valid(table.column("conversation_key"))
-        hashed = _valid(table.column("hash_block_size"))
-        ids = cols["request_id"]
-        row_of = {rid: i for i, rid in enumerate(ids)}
-        if len(row_of) == n:  # a parent's id: its row's own str where the row is in the file
-            request_ids = table.column("request_id")
-            parents = _row_numbers(table.column("parent_request_id"), request_ids)
-            named = table.column("parent_request_id")
-            cols["parent_request_id"] = [
-                ids[j] if j >= 0 else None if j == -1 else named[i].as_py()
-                for i, j in enumerate(parents.tolist())
-            ]
-            bases = tuple(
-                np.maximum(_row_numbers(table.column(c), request_ids), -1) for c in present
-            )
-        else:  # ids repeated: the last row of an id is the one named
-            cols["parent_request_id"] = [
-                p if p is None or (j := row_of.get(p)) is None else ids[j]
-                for p in column_values(table.column("parent_request_id"))
-            ]
+        numbers = {name: _Numbers.of(column(name)) for name in NUMBER_COLUMNS}
+        shared = {name: _Shared.of(column(name)) for name in SHARED_COLUMNS}
+        flags = _Shared.flags(column("flags"))
+        prompt = np.asarray(_valid(column("conversation_key")), dtype=bool)
+        hashed = np.asarray(_valid(column("hash_block_size")), dtype=bool)
+        request_ids = column("request_id")
+        named = column("parent_request_id")
+        parent_names: dict[int, str] = {}
+        if len(pc.unique(request_ids)) == n:  # a parent in the file: its row's number
+            parents = _row_numbers(named, request_ids)
+            for i in np.flatnonzero(parents == -2).tolist():
+                parent_names[i] = named[i].as_py()
+            bases = tuple(np.maximum(_row_numbers(column(c), request_ids), -1) for c in present)
+        else:  # ids repeated: a parent as its name; the last row of an id is the base named
+            ids = column_values(request_ids)
+            row_of = {rid: i for i, rid in enumerate(ids)}
+            parents = np.full(n, -1, dtype=np.int64)
+            for i, p in enumerate(column_values(named)):
+                if p is not None:
+                    parents[i], parent_names[i] = -2, p
             bases = tuple(
                 np.fromiter(
-                    (
-                        row_of.get(b, -1) if b is not None else -1
-                        for b in column_values(table.column(c))
-                    ),
+                    (row_of.get(b, -1) if b is not None else -1 for b in column_values(column(c))),
                     dtype=np.int64,
                     count=n,
                 )
                 for c in present
             )
+            del ids, row_of
+        rows = IndexRows(
+            first_locator=first_locator,
+            request_ids=_Strings.of(request_ids),
+            parents=parents,
+            parent_names=parent_names,
+            shared=shared,
+            numbers=numbers,
+            flags=flags,
+            hash_only=~prompt & hashed,
+            has_prompt=prompt | hashed,
+        )
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         raise TraceError(f"{fi.info.path}: corrupt trace ({_first_line(exc)})") from None
-    del table
-    metas = []
-    for i in range(n):
-        hash_only = not prompt[i] and hashed[i]
-        metas.append(
-            ExchangeMeta(
-                request_id=ids[i],
-                session_id=cols["session_id"][i],
-                thread_id=cols["thread_id"][i],
-                api=cols["api"][i],
-                start_wall_ns=cols["start_wall_ns"][i],
-                e2e_ns=cols["e2e_ns"][i],
-                ttft_ns=cols["ttft_ns"][i],
-                parent_request_id=cols["parent_request_id"][i],
-                status=cols["status"][i],
-                model=cols["model"][i],
-                prompt_tokens=cols["prompt_tokens"][i],
-                completion_tokens=cols["completion_tokens"][i],
-                think_time_s=cols["think_time_s"][i],
-                api_time_s=cols["api_time_s"][i],
-                flags=flag_sets[i],
-                hash_only=hash_only,
-                has_prompt=hash_only or prompt[i],
-                locator=first_locator + i,
-            )
+    return TraceIndex(fi.info.path, rows, bases, tuple(starts), fi.columns)
+
+
+NUMBER_COLUMNS = (
+    "start_wall_ns",
+    "e2e_ns",
+    "ttft_ns",
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "think_time_s",
+    "api_time_s",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Numbers:
+    """A numeric column as a numpy array, its nulls apart (``valid``: ``None`` when none)."""
+
+    values: npt.NDArray[Any]
+    valid: npt.NDArray[np.bool_] | None
+
+    @classmethod
+    def of(cls, col: pa.ChunkedArray) -> _Numbers:
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        dtype = np.dtype(arr.type.to_pandas_dtype())
+        if len(arr) == 0:
+            return cls(np.zeros(0, dtype=dtype), None)
+        data = np.frombuffer(arr.buffers()[1], dtype=dtype, count=arr.offset + len(arr))
+        values = data[arr.offset :].copy()  # its own memory, not a view of the table read
+        if not arr.null_count:
+            return cls(values, None)
+        valid = np.asarray(_valid(col), dtype=bool)
+        values[~valid] = 0
+        return cls(values, valid)
+
+    def get(self, i: int) -> Any:
+        """Row ``i``'s value as ``to_pylist`` gives it (a Python int or float, or ``None``)."""
+        if self.valid is not None and not self.valid[i]:
+            return None
+        return self.values[i].item()
+
+
+@dataclass(frozen=True, slots=True)
+class _Strings:
+    """A string column as its UTF-8 bytes and offsets: a row's str is decoded when asked for
+    (one str object a row, ~50 bytes beside its text, is what the index no longer holds)."""
+
+    data: bytes
+    offsets: npt.NDArray[np.int64]  # len + 1
+    valid: npt.NDArray[np.bool_] | None
+
+    @classmethod
+    def of(cls, col: pa.ChunkedArray) -> _Strings:
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if len(arr) == 0:
+            return cls(b"", np.zeros(1, dtype=np.int64), None)
+        offsets = np.asarray(_offsets(arr), dtype=np.int64)
+        buf = arr.buffers()[2]
+        raw = buf.to_pybytes()[offsets[0] : offsets[-1]] if buf is not None else b""
+        offsets -= offsets[0]
+        valid = np.asarray(_valid(col), dtype=bool) if arr.null_count else None
+        return cls(raw, offsets, valid)
+
+    def get(self, i: int) -> str | None:
+        if self.valid is not None and not self.valid[i]:
+            return None
+        return self.data[self.offsets[i] : self.offsets[i + 1]].decode()
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """A column of few distinct values: each row's code into one object a distinct value
+    (-1: null)."""
+
+    codes: npt.NDArray[np.int32]
+    values: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, col: pa.ChunkedArray) -> _Shared:
+        encoded = pc.dictionary_encode(col.combine_chunks())
+        values = column_values(pa.chunked_array([encoded.dictionary]))
+        return cls(_codes(encoded.indices), tuple(values))
+
+    @classmethod
+    def flags(cls, col: pa.ChunkedArray) -> _Shared:
+        """Each row's flags as a tuple (a null list: none), one tuple a distinct set."""
+        code_of: dict[int, int] = {}  # id of a shared tuple -> its code
+        values: list[tuple[str, ...]] = []
+        codes = np.empty(len(col), dtype=np.int32)
+        for i, t in enumerate(_flag_sets(col)):
+            c = code_of.get(id(t))
+            if c is None:
+                c = code_of[id(t)] = len(values)
+                values.append(t)
+            codes[i] = c
+        return cls(codes, tuple(values))
+
+    def get(self, i: int) -> Any:
+        c = int(self.codes[i])
+        return None if c < 0 else self.values[c]
+
+
+def _codes(indices: pa.Array) -> npt.NDArray[np.int32]:
+    """Dictionary indices as int32 codes, -1 for a null."""
+    arr = indices.cast(pa.int32())
+    if len(arr) == 0:
+        return np.zeros(0, dtype=np.int32)
+    data = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=arr.offset + len(arr))
+    codes = data[arr.offset :].copy()
+    if arr.null_count:
+        codes[~np.asarray(_valid(pa.chunked_array([arr])), dtype=bool)] = -1
+    return codes
+
+
+class IndexRows(Sequence[ExchangeMeta]):
+    """A trace file's rows as :class:`~agentx.core.models.ExchangeMeta`, held as columns (numpy
+    arrays, a str column's bytes, a code into the few distinct values of a shared column) and
+    each row's object built when it is asked for: one object a row cost ~0.5 KB (~100 MB on a
+    200K-row corpus, for the whole run), the columns ~0.1 KB. A row asked for twice is two
+    equal objects."""
+
+    __slots__ = (
+        "_flags",
+        "_has_prompt",
+        "_hash_only",
+        "_n",
+        "_numbers",
+        "_parent_names",
+        "_parents",
+        "_request_ids",
+        "_shared",
+        "first_locator",
+    )
+
+    def __init__(
+        self,
+        *,
+        first_locator: int,
+        request_ids: _Strings,
+        parents: npt.NDArray[np.int64],
+        parent_names: dict[int, str],
+        shared: dict[str, _Shared],
+        numbers: dict[str, _Numbers],
+        flags: _Shared,
+        hash_only: npt.NDArray[np.bool_],
+        has_prompt: npt.NDArray[np.bool_],
+    ) -> None:
+        self.first_locator = first_locator
+        self._n = len(parents)
+        self._request_ids = request_ids
+        self._parents = parents  # the parent's row, -1: none, -2: not in the file (named)
+        self._parent_names = parent_names
+        self._shared = shared
+        self._numbers = numbers
+        self._flags = flags
+        self._hash_only = hash_only
+        self._has_prompt = has_prompt
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> ExchangeMeta: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[ExchangeMeta]: ...
+    def __getitem__(self, i: int | slice) -> ExchangeMeta | list[ExchangeMeta]:
+        if isinstance(i, slice):
+            return [self._meta(j) for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("row out of range")
+        return self._meta(i)
+
+    def __iter__(self) -> Iterator[ExchangeMeta]:
+        return (self._meta(i) for i in range(self._n))
+
+    def request_id(self, i: int) -> str:
+        """Row ``i``'s request id (typed as :class:`ExchangeMeta` types it: a file's null is
+        ``None``, as it was decoded before)."""
+        return cast(str, self._request_ids.get(i))
+
+    def session_codes(self) -> tuple[npt.NDArray[np.int32], tuple[Any, ...]]:
+        """Each row's session id as a code (-1: null) and the distinct ids the codes name."""
+        s = self._shared["session_id"]
+        return s.codes, s.values
+
+    def _meta(self, i: int) -> ExchangeMeta:
+        num = self._numbers
+        shared = self._shared
+        p = int(self._parents[i])
+        parent = self._request_ids.get(p) if p >= 0 else self._parent_names.get(i)
+        return ExchangeMeta(
+            request_id=self.request_id(i),
+            session_id=shared["session_id"].get(i),
+            thread_id=shared["thread_id"].get(i),
+            api=shared["api"].get(i),
+            start_wall_ns=num["start_wall_ns"].get(i),
+            e2e_ns=num["e2e_ns"].get(i),
+            ttft_ns=num["ttft_ns"].get(i),
+            parent_request_id=parent,
+            status=num["status"].get(i),
+            model=shared["model"].get(i),
+            prompt_tokens=num["prompt_tokens"].get(i),
+            completion_tokens=num["completion_tokens"].get(i),
+            think_time_s=num["think_time_s"].get(i),
+            api_time_s=num["api_time_s"].get(i),
+            flags=self._flags.get(i),
+            hash_only=bool(self._hash_only[i]),
+            has_prompt=bool(self._has_prompt[i]),
+            locator=self.first_locator + i,
         )
-    return TraceIndex(fi.info.path, tuple(metas), bases, tuple(starts), fi.columns)
 
 
 def column_values(col: pa.ChunkedArray) -> list[Any]:
@@ -317,15 +509,6 @@ def _with_nulls(values: list[Any], arr: pa.Array) -> list[Any]:
     return values
 
 
-def shared_values(col: pa.ChunkedArray) -> list[Any]:
-    """``col.to_pylist()`` with equal values one object: each distinct value decoded once (a
-    column of few distinct values), not one object a row made and dropped."""
-    encoded = pc.dictionary_encode(col.combine_chunks())
-    values = column_values(pa.chunked_array([encoded.dictionary]))
-    codes = column_values(pa.chunked_array([encoded.indices]))
-    return [None if c is None else values[c] for c in codes]
-
-
 def _valid(col: pa.ChunkedArray) -> list[bool]:
     """Whether each value of ``col`` is not null."""
     arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
@@ -340,8 +523,10 @@ def _valid(col: pa.ChunkedArray) -> list[bool]:
 def _row_numbers(col: pa.ChunkedArray, ids: pa.ChunkedArray) -> npt.NDArray[np.int64]:
     """The row of ``ids`` each value of ``col`` names: -1 for a null, -2 for an id not there
     (``ids`` unique)."""
-    found = pc.index_in(col, value_set=ids.combine_chunks())
-    rows = np.asarray([-2 if r is None else r for r in column_values(found)], dtype=np.int64)
+    found = _Numbers.of(pc.index_in(col, value_set=ids.combine_chunks()))
+    rows = found.values.astype(np.int64)
+    if found.valid is not None:
+        rows[~found.valid] = -2
     rows[np.asarray(_valid(col), dtype=bool) == 0] = -1
     return rows
 

@@ -24,6 +24,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from agentx.apis import Api
 from agentx.apis.bodies import exchange_meta
 from agentx.core.errors import FormatError
@@ -74,6 +77,14 @@ class TraceSource(Protocol):
     def load_session(self, session: SessionIndex) -> SessionLoader:
         """A loader for the rows of ``session``."""
         ...
+
+
+@runtime_checkable
+class Reindexable(Protocol):
+    """A source that indexes a session of :meth:`TraceSource.index` again from its ``unit``
+    (cheaply: from columns it holds), so a plan keeps only what it needs to find it."""
+
+    def reindex(self, unit: int) -> SessionIndex: ...
 
 
 # -- in memory ------------------------------------------------------------------------------------
@@ -148,6 +159,14 @@ class CompactRows:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def has(self, locator: int) -> bool:
+        return locator in self._rows
+
+    def forget(self, locator: int) -> None:
+        """Drop a row (its ids' delta is kept: a later row of its thread may be rebuilt along
+        it)."""
+        self._rows.pop(locator, None)
+
     def get(self, locator: int) -> Exchange:
         ex = self._rows[locator]
         if locator not in self._chains:
@@ -181,12 +200,31 @@ class RowIdsSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@runtime_checkable
+class Forgetting(Protocol):
+    """A loader that can drop a row its caller will not ask for again (a thread's turn once
+    the next one is sent): a session's rows are held from its start to its end otherwise."""
+
+    def forget(self, meta: ExchangeMeta) -> None: ...
+
+
 class _RowsLoader:
-    rows: CompactRows
+    """A session's decoded rows; a row forgotten and asked for again (not expected) is read
+    again with the whole session."""
+
+    __slots__ = ("_reload", "rows")
+
+    def __init__(self, rows: CompactRows, reload: Callable[[], CompactRows]) -> None:
+        self.rows = rows
+        self._reload = reload
 
     def exchange(self, meta: ExchangeMeta) -> Exchange:
+        if not self.rows.has(meta.locator):
+            self.rows = self._reload()
         return self.rows.get(meta.locator)
+
+    def forget(self, meta: ExchangeMeta) -> None:
+        self.rows.forget(meta.locator)
 
 
 FILE_ROWS = 1 << 40  # a dataset file's rows are located at k * FILE_ROWS + row
@@ -207,6 +245,9 @@ class ParquetSource:
         self._per_file = len(self._files) > 1 and sessions_per_file_known(self._files)
         self._indexes: dict[int, TraceIndex] = {}
         self._groups = GroupCache()
+        self._sessions: (
+            list[tuple[str | None, tuple[tuple[int, npt.NDArray[np.int64]], ...]]] | None
+        ) = None
 
     @property
     def candidates(self) -> int | None:
@@ -222,15 +263,43 @@ class ParquetSource:
 
     def index(self, selection: Sequence[int] | None = None) -> Iterator[SessionIndex]:
         if not self._per_file:
-            rows = [m for k in range(len(self._files)) for m in self._file(k).rows]
-            yield from _grouped(rows)
+            for unit in range(len(self._grouped())):
+                yield self.reindex(unit)
             return
         for k in selection if selection is not None else range(len(self._files)):
-            metas = self._file(k).rows
+            metas = tuple(self._file(k).rows)
             if metas:
                 yield SessionIndex(metas[0].session_id, metas, k)
 
+    def _grouped(self) -> list[tuple[str | None, tuple[tuple[int, npt.NDArray[np.int64]], ...]]]:
+        """Each session (in the order of its first row) as its id and rows: (file, row numbers
+        in file order) for each file it has rows in."""
+        if self._sessions is None:
+            by_session: dict[str | None, list[tuple[int, npt.NDArray[np.int64]]]] = {}
+            for k in range(len(self._files)):
+                codes, ids = self._file(k).rows.session_codes()
+                order = np.argsort(codes, kind="stable")  # rows by session, in file order
+                keys, firsts, counts = np.unique(codes, return_index=True, return_counts=True)
+                ends = np.cumsum(counts)
+                for j in np.argsort(firsts, kind="stable").tolist():
+                    sid = None if keys[j] < 0 else ids[int(keys[j])]
+                    rows = order[ends[j] - counts[j] : ends[j]].astype(np.int64)
+                    by_session.setdefault(sid, []).append((k, rows))
+            self._sessions = [(sid, tuple(parts)) for sid, parts in by_session.items()]
+        return self._sessions
+
+    def reindex(self, unit: int) -> SessionIndex:
+        """Session ``unit`` of :meth:`index` (a trace not indexed file by file) again: its rows'
+        metadata are built anew from the files' indexes, so a plan need not hold them for
+        every session of the run."""
+        _, parts = self._grouped()[unit]
+        rows = tuple(self._file(k).rows[int(r)] for k, found in parts for r in found)
+        return SessionIndex(rows[0].session_id, rows, unit)
+
     def load_session(self, session: SessionIndex) -> SessionLoader:
+        return _RowsLoader(self._rows_of(session), lambda: self._rows_of(session))
+
+    def _rows_of(self, session: SessionIndex) -> CompactRows:
         by_file: dict[int, list[int]] = {}
         for m in session.exchanges:
             by_file.setdefault(m.locator // FILE_ROWS, []).append(m.locator)
@@ -239,7 +308,7 @@ class ParquetSource:
             index = self._file(k)
             found = index.read_rows([loc - k * FILE_ROWS for loc in locators], self._groups)
             rows.update(zip(locators, found, strict=True))
-        return _RowsLoader(CompactRows(rows))
+        return CompactRows(rows)
 
     def session_ids(self, session: SessionIndex) -> dict[int, RowIds]:
         from agentx.store.rowids import RowIds, read_row_ids

@@ -55,6 +55,34 @@ def test_finished_rows_are_on_disk_not_in_memory_while_the_run_goes_on(
     assert seen["in_memory"] <= 1 + (BATCH - 1) + LANES
 
 
+def test_the_lanes_hold_the_plans_of_the_sessions_running_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's plan is dropped once its instance ends (a plan of every session reached
+    would grow with the run), and planned again if the tree is started again."""
+    sessions = 8
+    trace = write(
+        tmp_path / "t.parquet",
+        [
+            ex
+            for i in range(sessions)
+            for ex in chat_session(f"s{i}", turns=3, start_ns=T0 + i * 10**9)
+        ],
+    )
+    held: list[int] = []
+    count = lanes.LaneDriver._count
+
+    def spy(driver: lanes.LaneDriver, record: RequestRecord) -> None:
+        count(driver, record)
+        held.append(len(driver._plans))
+
+    monkeypatch.setattr(lanes.LaneDriver, "_count", spy)
+    with FaultServer() as server:
+        result = run_replay(options(trace, server.url, tmp_path, concurrency=LANES))
+    assert len(result.records) == 3 * sessions and all(r.ok for r in result.records)
+    assert max(held) <= 2 * LANES < sessions  # the running ones (and the next a lane waits for)
+
+
 def test_rows_that_cannot_be_spooled_fail_the_run_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

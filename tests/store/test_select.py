@@ -12,12 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentx.core.examples import example_path
+from agentx.core.models import ExchangeMeta
 from agentx.store.select import (
     _flag_sets,
+    _Numbers,
     _row_numbers,
+    _Shared,
+    _Strings,
     column_values,
     read_index,
-    shared_values,
 )
 
 EXAMPLE = example_path("example")
@@ -49,18 +52,15 @@ def test_reading_rows_does_not_import_pandas() -> None:
 
 
 def test_index_holds_each_repeated_value_once() -> None:
-    """A session's rows share their session id (a trace its model and api, a row its parent's
-    id, most rows one set of flags): one object each in the index, not one a row, with the same
-    values as the file's."""
+    """A session's rows share their session id (a trace its model and api, most rows one set of
+    flags): one object each in the index, not one a row, with the same values as the file's."""
     index = read_index(EXAMPLE)
-    rows = index.rows
+    rows = list(index.rows)
     by_id = {m.request_id: m for m in rows}
     for field in ("session_id", "thread_id", "api", "model", "flags"):
         values = [getattr(m, field) for m in rows]
         assert len({id(v) for v in values}) == len(set(values)), field
-    parents = [m for m in rows if m.parent_request_id in by_id]
-    assert parents
-    assert all(m.parent_request_id is by_id[m.parent_request_id].request_id for m in parents)
+    assert [m for m in rows if m.parent_request_id in by_id]
     again = index.read_rows(range(len(rows)))
     assert [(ex.session_id, ex.thread_id, ex.parent_request_id) for ex in again] == [
         (m.session_id, m.thread_id, m.parent_request_id) for m in rows
@@ -101,8 +101,9 @@ _ID = st.sampled_from(["a", "b", "c", "dé", ""])
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.none() | _ID, max_size=6), min_size=1, max_size=3))
 def test_shared_values_are_to_pylist_each_value_once(chunks: list[list[str | None]]) -> None:
-    col = pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string())
-    got = shared_values(col)
+    col = pa.chunked_array([pa.array(c, pa.string()).slice(1) for c in chunks], pa.string())
+    shared = _Shared.of(col)
+    got = [shared.get(i) for i in range(len(col))]
     assert got == col.to_pylist()
     firsts = {v: v for v in reversed(got)}
     assert all(v is None or v is firsts[v] for v in got)
@@ -130,3 +131,54 @@ def test_row_numbers_name_the_rows_of_the_ids(ids: list[str], named: list[str | 
     )
     row_of = {rid: i for i, rid in enumerate(ids)}
     assert rows.tolist() == [-1 if v is None else row_of.get(v, -2) for v in named]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_columns())
+def test_index_columns_give_each_row_as_to_pylist(col: pa.ChunkedArray) -> None:
+    """A numeric or string column held as numpy arrays (or bytes and offsets) gives each row's
+    value, of the same type, as ``to_pylist`` does."""
+    if pa.types.is_list(col.type):
+        kept = _Shared.flags(col)
+        assert [kept.get(i) for i in range(len(col))] == [tuple(v or ()) for v in col.to_pylist()]
+        return
+    text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+    held = _Strings.of(col) if text else _Numbers.of(col)
+    got = [held.get(i) for i in range(len(col))]
+    assert got == col.to_pylist()
+    assert [type(v) for v in got] == [type(v) for v in col.to_pylist()]
+
+
+def test_index_rows_are_the_files_rows() -> None:
+    """Each row the index gives is the metadata of the file's row, as decoded by ``to_pylist``
+    (a parent's id by name, hash-only and prompt as the conversation and block size say)."""
+    import pyarrow.parquet as pq
+
+    index = read_index(EXAMPLE, first_locator=7)
+    table = pq.read_table(index.path).to_pylist()
+    want = [
+        ExchangeMeta(
+            request_id=r["request_id"],
+            session_id=r["session_id"],
+            thread_id=r["thread_id"],
+            api=r["api"],
+            start_wall_ns=r["start_wall_ns"],
+            e2e_ns=r["e2e_ns"],
+            ttft_ns=r["ttft_ns"],
+            parent_request_id=r["parent_request_id"],
+            status=r["status"],
+            model=r["model"],
+            prompt_tokens=r["prompt_tokens"],
+            completion_tokens=r["completion_tokens"],
+            think_time_s=r["think_time_s"],
+            api_time_s=r["api_time_s"],
+            flags=tuple(r["flags"] or ()),
+            hash_only=r["conversation_key"] is None and r["hash_block_size"] is not None,
+            has_prompt=r["conversation_key"] is not None or r["hash_block_size"] is not None,
+            locator=7 + i,
+        )
+        for i, r in enumerate(table)
+    ]
+    assert list(index.rows) == want
+    assert index.rows[-1] == want[-1] and index.rows[1:3] == want[1:3]
+    assert [index.rows.request_id(i) for i in range(len(want))] == [m.request_id for m in want]

@@ -176,3 +176,17 @@ def test_options_validation_and_parsers() -> None:
     for text in ("[1]", "{bad"):
         with pytest.raises(UsageError):
             parse_extra_body(text)
+
+
+def test_a_parquet_traces_sessions_are_planned_again_when_asked_for() -> None:
+    """A plan of an agentx trace keeps each session as its handle (:class:`Unplanned`), not its
+    rows' metadata, and plans it again, equal, whenever it is asked for."""
+    from agentx.core.examples import example_path
+    from agentx.workload.plan import Unplanned
+    from agentx.workload.source import open_source
+
+    plan = build_plan(open_source(example_path("example")))
+    assert all(isinstance(p, Unplanned) for p in plan.sessions._planned)
+    first, again = plan.sessions[0], plan.sessions[0]
+    assert first == again and first is not again
+    assert list(plan.sessions) == [plan.sessions[i] for i in range(len(plan.sessions))]

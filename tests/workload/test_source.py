@@ -24,9 +24,11 @@ from agentx.store.rowids import RowIds
 from agentx.workload.plan import ReplayPlan, build_plan
 from agentx.workload.source import (
     CompactRows,
+    Forgetting,
     MooncakeSource,
     ParquetSource,
     WekaSource,
+    _grouped,
     open_source,
 )
 from agentx.workload.trees import tree_of
@@ -361,3 +363,54 @@ def test_compact_rows_give_every_row_back(case: tuple[dict[int, Exchange], list[
     assert len(compact) == len(rows)
     for loc in order:
         assert compact.get(loc) == rows[loc]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcd"), min_size=1, max_size=16),
+    st.integers(1, 5),
+)
+def test_a_datasets_sessions_are_grouped_as_its_rows_are(
+    tmp_path_factory: pytest.TempPathFactory, sessions: list[str], part_rows: int
+) -> None:
+    """Sessions interleaved over a dataset's files: grouped by id in the order of their first
+    row, each session's rows in file order, as grouping every row's metadata gives them; and
+    ``reindex(unit)`` gives each session again, equal."""
+    d = tmp_path_factory.mktemp("ds") / "ds"
+    base = chat_session("x", turns=1)[0]
+    with DatasetWriter(d, part_rows=part_rows) as w:
+        for i, sid in enumerate(sessions):
+            w.append(
+                dataclasses.replace(
+                    base,
+                    request_id=f"r{i}",
+                    session_id=sid,
+                    timing=dataclasses.replace(base.timing, start_wall_ns=T0 + i),
+                )
+            )
+    source = open_source(d)
+    assert isinstance(source, ParquetSource)
+    got = list(source.index())
+    rows = [m for k in range(len(source._files)) for m in source._file(k).rows]
+    want = list(_grouped(rows)) if source.candidates is None else None
+    if want is not None:
+        assert [(s.session_id, s.exchanges) for s in got] == [
+            (s.session_id, s.exchanges) for s in want
+        ]
+        assert [source.reindex(s.unit) for s in got] == got
+
+
+def test_a_row_forgotten_and_asked_for_again_is_read_again(tmp_path: Path) -> None:
+    """A loader drops the rows it is told its caller is done with; one asked for after all
+    (not expected) is read back with its session, equal."""
+    path = tmp_path / "t.parquet"
+    write_trace(path, chat_session("a", turns=4))
+    source = open_source(path)
+    session = next(iter(source.index()))
+    loader = source.load_session(session)
+    first = [loader.exchange(m) for m in session.exchanges]
+    assert isinstance(loader, Forgetting)
+    held = len(loader.rows)  # type: ignore[attr-defined]
+    loader.forget(session.exchanges[0])
+    assert len(loader.rows) == held - 1  # type: ignore[attr-defined]
+    assert [loader.exchange(m) for m in session.exchanges] == first
