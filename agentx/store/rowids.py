@@ -24,7 +24,6 @@ from agentx.core.errors import TraceError
 from agentx.store.blockcols import IdValues, list_parts
 from agentx.store.reader import _first_line
 from agentx.store.select import BASE_COLUMNS, GroupCache, TraceIndex
-from agentx.store.spool import REPEATED_COLUMNS
 
 HASH_BASE = "hash_ids_base_id"
 _LISTS = ("hash_ids", "hash_ids_delta")  # a v1 row's full ids win over a delta, as decoded
@@ -70,28 +69,12 @@ def read_row_ids(
     """The stored ids of rows ``rows`` (row numbers) and of the rows their ids extend. Raises
     :class:`TraceError` for a file that cannot be read, or a row extending one not before it."""
     bases = _hash_bases(index)
-    needed: set[int] = set()
-    todo = list(rows)
-    while todo:
-        r = todo.pop()
-        if r < 0 or r in needed:
-            continue
-        needed.add(r)
-        if bases is not None:
-            todo.append(int(bases[r]))
-    starts = np.asarray(index.group_starts, dtype=np.int64)
-    by_group: dict[int, list[int]] = {}
-    for r in sorted(needed):
-        by_group.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
+    needed = index.with_bases(rows, () if bases is None else (bases,))
     columns = [c for c in (*_LISTS, "hash_ids_base_len", "hash_block_size") if c in index.columns]
     out: dict[int, RowIds] = {}
     try:
-        # opened as the row reader opens it: the two share a cache's open files
-        opened = functools.partial(
-            pq.ParquetFile, index.path, read_dictionary=list(REPEATED_COLUMNS)
-        )
-        pf = opened() if groups is None else groups.file(index.path, opened)
-        for g, members in sorted(by_group.items()):
+        pf = index.parquet_file(groups)  # as the row reader opens it: one open file kept
+        for g, members in index.by_group(needed).items():
             read = functools.partial(_group_ids, pf, g, columns)
             got = read() if groups is None else groups.get(index.path, g, read, part="ids")
             first = index.group_starts[g]

@@ -112,9 +112,12 @@ class TraceIndex:
     group_starts: tuple[int, ...]  # first row number of each row group
     columns: tuple[str, ...]  # the trace columns the file has
 
-    def read_rows(self, rows: Sequence[int], groups: GroupCache | None = None) -> list[Exchange]:
-        """The exchanges of rows ``rows`` (row numbers), in that order, with full bodies.
-        ``groups`` keeps the last row groups read, for callers reading session after session."""
+    def with_bases(
+        self, rows: Sequence[int], bases: Sequence[npt.NDArray[np.int64]] | None = None
+    ) -> list[int]:
+        """``rows`` and every row they extend through ``bases`` (default: every base column),
+        transitively, in file order."""
+        through = self.bases if bases is None else bases
         needed: set[int] = set()
         todo = list(rows)
         while todo:
@@ -122,8 +125,28 @@ class TraceIndex:
             if r < 0 or r in needed:
                 continue
             needed.add(r)
-            todo.extend(int(b[r]) for b in self.bases)
-        ordered = sorted(needed)
+            todo.extend(int(b[r]) for b in through)
+        return sorted(needed)
+
+    def by_group(self, ordered: Sequence[int]) -> dict[int, list[int]]:
+        """Rows (in file order) by the row group holding them, groups in file order."""
+        starts = np.asarray(self.group_starts, dtype=np.int64)
+        out: dict[int, list[int]] = {}
+        for r in ordered:
+            out.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
+        return dict(sorted(out.items()))
+
+    def parquet_file(self, groups: GroupCache | None) -> pq.ParquetFile:
+        """The file opened for reading rows (kept open by ``groups``, when given)."""
+        opened = functools.partial(
+            pq.ParquetFile, self.path, read_dictionary=list(REPEATED_COLUMNS)
+        )
+        return opened() if groups is None else groups.file(self.path, opened)
+
+    def read_rows(self, rows: Sequence[int], groups: GroupCache | None = None) -> list[Exchange]:
+        """The exchanges of rows ``rows`` (row numbers), in that order, with full bodies.
+        ``groups`` keeps the last row groups read, for callers reading session after session."""
+        ordered = self.with_bases(rows)
         refs = [
             Counter(self.rows.request_id(int(b[r])) for r in ordered if b[r] >= 0)
             for b in self.bases
@@ -132,18 +155,11 @@ class TraceIndex:
         present = list(self.columns)
         nulls = {c: None for c in COLUMNS if c not in self.columns}  # a v1 file's v1.1 ones
         try:
-            opened = functools.partial(
-                pq.ParquetFile, self.path, read_dictionary=list(REPEATED_COLUMNS)
-            )
-            pf = opened() if groups is None else groups.file(self.path, opened)
+            pf = self.parquet_file(groups)
             decoder = DeltaDecoder(
                 dict(refs[0]), shared=True, hash_refcounts=dict(refs[1]) if len(refs) > 1 else {}
             )
-            starts = np.asarray(self.group_starts, dtype=np.int64)
-            by_group: dict[int, list[int]] = {}
-            for r in ordered:
-                by_group.setdefault(int(np.searchsorted(starts, r, side="right")) - 1, []).append(r)
-            for g, members in sorted(by_group.items()):
+            for g, members in self.by_group(ordered).items():
                 read = functools.partial(pf.read_row_group, g, columns=present, use_threads=False)
                 table = read() if groups is None else groups.get(self.path, g, read)
                 local = _int64_array([r - self.group_starts[g] for r in members])
